@@ -1,0 +1,460 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Default limits applied by [Limits.orDefault] when a field is zero.
+const (
+	// DefaultMaxBytes is the largest document accepted by default (1 MiB).
+	DefaultMaxBytes = 1 << 20
+	// DefaultMaxDepth is the deepest nesting of arrays and objects accepted by default.
+	DefaultMaxDepth = 128
+)
+
+// Limits bounds the work the parser does on one document. Zero fields take the defaults.
+type Limits struct {
+	// MaxBytes is the largest document size in bytes.
+	MaxBytes int
+	// MaxDepth is the deepest nesting of arrays and objects; the top-level value is depth 1.
+	MaxDepth int
+}
+
+func (l Limits) orDefault() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	return l
+}
+
+// Kind is the JSON type of a [Value].
+type Kind uint8
+
+// The JSON kinds.
+const (
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
+)
+
+var kindNames = [...]string{"null", "boolean", "number", "string", "array", "object"}
+
+// String returns the JSON Schema name of the kind ("null", "boolean", ...).
+func (k Kind) String() string { return kindNames[k] }
+
+// Value is one parsed JSON value. It keeps the source bytes it came from so that
+// free JSON values can be re-emitted verbatim.
+type Value struct {
+	Kind    Kind
+	Bool    bool
+	Str     string   // decoded string, for String
+	Num     float64  // for Number; always finite
+	Elems   []Value  // for Array
+	Members []Member // for Object, in source order (keys are unique)
+	Raw     []byte   // the exact source bytes of this value
+}
+
+// Member is one key/value pair of an object.
+type Member struct {
+	Key    string
+	RawKey []byte // the key's exact source bytes, quotes included
+	Value  Value
+}
+
+// Get returns the member value for key, or nil when absent.
+func (v *Value) Get(key string) *Value {
+	for i := range v.Members {
+		if v.Members[i].Key == key {
+			return &v.Members[i].Value
+		}
+	}
+	return nil
+}
+
+// SyntaxError reports a document that is not acceptable JSON: malformed, invalid UTF-8,
+// duplicate keys, too deep, too large, a number out of range, or trailing data.
+type SyntaxError struct {
+	Offset int    // byte offset where the problem was found
+	Path   string // JSON Pointer of the enclosing value, "" for the root
+	Rule   string // json, utf8, duplicateKey, maxDepth, maxBytes, numberRange
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	p := e.Path
+	if p == "" {
+		p = "/"
+	}
+	return fmt.Sprintf("%s at byte %d (%s): %s", e.Rule, e.Offset, p, e.Msg)
+}
+
+// Parse parses exactly one JSON value from data, with strict rules: valid UTF-8 only (and no
+// lone surrogate escapes), no duplicate object keys, nesting at most lim.MaxDepth, at most
+// lim.MaxBytes bytes, finite numbers, and nothing but whitespace after the value.
+// On failure it returns a *SyntaxError.
+func Parse(data []byte, lim Limits) (Value, error) {
+	lim = lim.orDefault()
+	if len(data) > lim.MaxBytes {
+		return Value{}, &SyntaxError{Offset: lim.MaxBytes, Rule: "maxBytes",
+			Msg: fmt.Sprintf("document is %d bytes; the limit is %d", len(data), lim.MaxBytes)}
+	}
+	p := parser{data: data, maxDepth: lim.MaxDepth}
+	p.skipWS()
+	v, err := p.value(1)
+	if err != nil {
+		return Value{}, err
+	}
+	p.skipWS()
+	if p.pos < len(p.data) {
+		return Value{}, p.fail("json", "unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data     []byte
+	pos      int
+	maxDepth int
+}
+
+func (p *parser) fail(rule, msg string) *SyntaxError {
+	return &SyntaxError{Offset: p.pos, Rule: rule, Msg: msg}
+}
+
+func (p *parser) skipWS() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// prefixPath adds one path segment in front of a syntax error's path as the recursion unwinds.
+func prefixPath(err error, seg string) error {
+	if se, ok := err.(*SyntaxError); ok {
+		se.Path = "/" + escapePointer(seg) + se.Path
+	}
+	return err
+}
+
+func (p *parser) value(depth int) (Value, error) {
+	if p.pos >= len(p.data) {
+		return Value{}, p.fail("json", "unexpected end of input; expected a value")
+	}
+	start := p.pos
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		if depth > p.maxDepth {
+			return Value{}, p.fail("maxDepth", fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
+		}
+		return p.object(depth, start)
+	case c == '[':
+		if depth > p.maxDepth {
+			return Value{}, p.fail("maxDepth", fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
+		}
+		return p.array(depth, start)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{Kind: KindString, Str: s, Raw: p.data[start:p.pos]}, nil
+	case c == 't':
+		return p.literal("true", Value{Kind: KindBool, Bool: true})
+	case c == 'f':
+		return p.literal("false", Value{Kind: KindBool})
+	case c == 'n':
+		return p.literal("null", Value{Kind: KindNull})
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return Value{}, p.fail("json", fmt.Sprintf("unexpected character %q; expected a value", rune(c)))
+	}
+}
+
+func (p *parser) literal(word string, v Value) (Value, error) {
+	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+		return Value{}, p.fail("json", "invalid literal; expected "+word)
+	}
+	v.Raw = p.data[p.pos : p.pos+len(word)]
+	p.pos += len(word)
+	return v, nil
+}
+
+func (p *parser) object(depth, start int) (Value, error) {
+	p.pos++ // {
+	v := Value{Kind: KindObject}
+	p.skipWS()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		v.Raw = p.data[start:p.pos]
+		return v, nil
+	}
+	for {
+		p.skipWS()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return Value{}, p.fail("json", "expected a string object key")
+		}
+		keyPos := p.pos
+		key, err := p.str()
+		if err != nil {
+			return Value{}, err
+		}
+		keyEnd := p.pos
+		for i := range v.Members {
+			if v.Members[i].Key == key {
+				p.pos = keyPos
+				return Value{}, p.fail("duplicateKey", fmt.Sprintf("key %q appears more than once in the object", key))
+			}
+		}
+		p.skipWS()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return Value{}, p.fail("json", "expected ':' after object key")
+		}
+		p.pos++
+		p.skipWS()
+		elem, err := p.value(depth + 1)
+		if err != nil {
+			return Value{}, prefixPath(err, key)
+		}
+		if v.Members == nil {
+			v.Members = make([]Member, 0, 8)
+		}
+		v.Members = append(v.Members, Member{Key: key, RawKey: p.data[keyPos:keyEnd], Value: elem})
+		p.skipWS()
+		if p.pos >= len(p.data) {
+			return Value{}, p.fail("json", "unexpected end of input in object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			v.Raw = p.data[start:p.pos]
+			return v, nil
+		default:
+			return Value{}, p.fail("json", "expected ',' or '}' in object")
+		}
+	}
+}
+
+func (p *parser) array(depth, start int) (Value, error) {
+	p.pos++ // [
+	v := Value{Kind: KindArray}
+	p.skipWS()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		v.Raw = p.data[start:p.pos]
+		return v, nil
+	}
+	for {
+		p.skipWS()
+		elem, err := p.value(depth + 1)
+		if err != nil {
+			return Value{}, prefixPath(err, strconv.Itoa(len(v.Elems)))
+		}
+		v.Elems = append(v.Elems, elem)
+		p.skipWS()
+		if p.pos >= len(p.data) {
+			return Value{}, p.fail("json", "unexpected end of input in array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			v.Raw = p.data[start:p.pos]
+			return v, nil
+		default:
+			return Value{}, p.fail("json", "expected ',' or ']' in array")
+		}
+	}
+}
+
+func (p *parser) number() (Value, error) {
+	start := p.pos
+	d := p.data
+	if p.pos < len(d) && d[p.pos] == '-' {
+		p.pos++
+	}
+	switch {
+	case p.pos < len(d) && d[p.pos] == '0':
+		p.pos++
+	case p.pos < len(d) && d[p.pos] >= '1' && d[p.pos] <= '9':
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+	default:
+		return Value{}, p.fail("json", "invalid number: expected a digit")
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		if p.pos >= len(d) || d[p.pos] < '0' || d[p.pos] > '9' {
+			return Value{}, p.fail("json", "invalid number: expected a digit after '.'")
+		}
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if p.pos >= len(d) || d[p.pos] < '0' || d[p.pos] > '9' {
+			return Value{}, p.fail("json", "invalid number: expected a digit in the exponent")
+		}
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+	}
+	raw := d[start:p.pos]
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
+		p.pos = start
+		return Value{}, p.fail("numberRange", "number is too large to represent")
+	}
+	return Value{Kind: KindNumber, Num: f, Raw: raw}, nil
+}
+
+// str parses a JSON string at p.pos (which holds '"') and returns its decoded value.
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	d := p.data
+	// Fast path: no escapes, ASCII or valid UTF-8.
+	for p.pos < len(d) {
+		c := d[p.pos]
+		if c == '"' {
+			s := string(d[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.fail("json", "control character in string; it must be escaped")
+		}
+		if c < utf8.RuneSelf {
+			p.pos++
+			continue
+		}
+		r, size := utf8.DecodeRune(d[p.pos:])
+		if r == utf8.RuneError && size <= 1 {
+			return "", p.fail("utf8", "invalid UTF-8 in string")
+		}
+		p.pos += size
+	}
+	if p.pos >= len(d) {
+		return "", p.fail("json", "unterminated string")
+	}
+	// Slow path with escapes.
+	var b strings.Builder
+	b.Write(d[start:p.pos])
+	for p.pos < len(d) {
+		c := d[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return b.String(), nil
+		case c == '\\':
+			if p.pos+1 >= len(d) {
+				return "", p.fail("json", "unterminated escape in string")
+			}
+			e := d[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				b.WriteByte(e)
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'u':
+				r, ok := p.hex4()
+				if !ok {
+					return "", p.fail("json", `invalid \u escape: expected 4 hex digits`)
+				}
+				if utf16.IsSurrogate(r) {
+					if r >= 0xDC00 || p.pos+1 >= len(d) || d[p.pos] != '\\' || d[p.pos+1] != 'u' {
+						return "", p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
+					}
+					p.pos += 2
+					r2, ok := p.hex4()
+					if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
+						return "", p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
+					}
+					r = utf16.DecodeRune(r, r2)
+				}
+				b.WriteRune(r)
+			default:
+				p.pos -= 2
+				return "", p.fail("json", fmt.Sprintf("invalid escape '\\%c' in string", e))
+			}
+		case c < 0x20:
+			return "", p.fail("json", "control character in string; it must be escaped")
+		case c < utf8.RuneSelf:
+			b.WriteByte(c)
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(d[p.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", p.fail("utf8", "invalid UTF-8 in string")
+			}
+			b.Write(d[p.pos : p.pos+size])
+			p.pos += size
+		}
+	}
+	return "", p.fail("json", "unterminated string")
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if p.pos+4 > len(p.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.pos += 4
+	return r, true
+}
+
+// escapePointer escapes one JSON Pointer reference token (RFC 6901).
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
