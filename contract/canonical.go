@@ -146,6 +146,8 @@ type EncodedEvent struct {
 	EventType       string
 	OccurredAt      string
 	Sequence        int64 // the sequence the event was sent with
+	// RunStatus is set for a run status event (a status event with runId), nil otherwise.
+	RunStatus *RunStatusFields
 
 	body             []byte
 	seqStart, seqEnd int // where the sequence digits sit in body
@@ -207,6 +209,21 @@ func encodeEvent(v *Value) *EncodedEvent {
 		buf = appendCanonical(buf, &m.Value, s.lookup(m.Key))
 	}
 	e.body = append(buf, '}')
+	if e.EventType == "status" && e.RunID != "" {
+		pl := v.Get("payload")
+		e.RunStatus = &RunStatusFields{
+			RunID: e.RunID, SourceMessageID: e.SourceMessageID, OccurredAt: e.OccurredAt,
+			Status:              mustStr(pl, "status"),
+			StartedAt:           mustStr(pl, "startedAt"),
+			StoppingRequestedAt: mustStr(pl, "stoppingRequestedAt"),
+			StoppedAt:           mustStr(pl, "stoppedAt"),
+			CompletedAt:         mustStr(pl, "completedAt"),
+			FailedAt:            mustStr(pl, "failedAt"),
+		}
+		if d := pl.Get("durationMs"); d != nil {
+			e.RunStatus.DurationMs = string(d.Raw)
+		}
+	}
 	return e
 }
 

@@ -1,0 +1,107 @@
+package contract
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// RunStatusFields are the fields of a run status event (a status event with runId) that the
+// run projection needs.
+type RunStatusFields struct {
+	RunID               string
+	SourceMessageID     string
+	Status              string
+	OccurredAt          string
+	StartedAt           string
+	StoppingRequestedAt string
+	StoppedAt           string
+	CompletedAt         string
+	FailedAt            string
+	DurationMs          string // the JSON number as sent; "" when absent
+}
+
+// runTransitions is the table of CONTRACT.md §3 (a status may always be re-applied to itself).
+var runTransitions = map[string][]string{
+	"queued":           {"running", "stopping", "failed"},
+	"running":          {"waiting_approval", "stopping", "completed", "failed"},
+	"waiting_approval": {"running", "stopping", "failed"},
+	"stopping":         {"stopped", "completed", "failed"},
+}
+
+// CanTransition reports whether a run may go from one status to another.
+func CanTransition(from, to string) bool {
+	if from == to {
+		return true
+	}
+	for _, s := range runTransitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// TransitionError is returned by [ApplyRunStatus] for a status change §3 does not allow.
+type TransitionError struct {
+	RunID, From, To string
+}
+
+func (e *TransitionError) Error() string {
+	allowed := runTransitions[e.From]
+	if len(allowed) == 0 {
+		return fmt.Sprintf("run %q is %s, which is final; it cannot become %s", e.RunID, e.From, e.To)
+	}
+	return fmt.Sprintf("run %q cannot go from %s to %s (allowed: %v)", e.RunID, e.From, e.To, allowed)
+}
+
+// ApplyRunStatus folds one run status event into the run it belongs to. prev is the run as it
+// stands, or nil when this event creates it. The result satisfies the invariants of §3:
+// startedAt is the payload's startedAt when given, else the first event's occurredAt; entering
+// stopping records stoppingRequestedAt; a terminal status records its timestamp and durationMs.
+// It returns a *[TransitionError] when the change is not allowed, and an error when the event
+// names another source message than the run's.
+func ApplyRunStatus(prev *Run, sessionID string, f RunStatusFields) (*Run, error) {
+	var r Run
+	if prev == nil {
+		r = Run{RunID: f.RunID, SessionID: sessionID, SourceMessageID: f.SourceMessageID, Status: f.Status, StartedAt: f.OccurredAt}
+	} else {
+		if !CanTransition(prev.Status, f.Status) {
+			return nil, &TransitionError{RunID: f.RunID, From: prev.Status, To: f.Status}
+		}
+		if f.SourceMessageID != prev.SourceMessageID {
+			return nil, fmt.Errorf("run %q was started by message %q; this event names %q", f.RunID, prev.SourceMessageID, f.SourceMessageID)
+		}
+		r = *prev
+		r.Status = f.Status
+	}
+	if f.StartedAt != "" {
+		r.StartedAt = f.StartedAt
+	}
+	switch f.Status {
+	case "stopping":
+		if r.StoppingRequestedAt == "" || f.StoppingRequestedAt != "" {
+			r.StoppingRequestedAt = firstNonEmpty(f.StoppingRequestedAt, f.OccurredAt)
+		}
+	case "stopped":
+		r.StoppedAt = f.StoppedAt
+		if r.StoppingRequestedAt == "" {
+			r.StoppingRequestedAt = firstNonEmpty(f.StoppingRequestedAt, f.StoppedAt)
+		}
+	case "completed":
+		r.CompletedAt = f.CompletedAt
+	case "failed":
+		r.FailedAt = f.FailedAt
+	}
+	if IsTerminal(f.Status) {
+		d := json.Number(f.DurationMs)
+		r.DurationMs = &d
+	}
+	return &r, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// Limits every driver enforces on appends. Both are documented in docs/storage.md.
+const (
+	// MaxBatchEvents is the most events one Append may carry.
+	MaxBatchEvents = 1000
+	// MaxEventBytes is the largest canonical event accepted.
+	MaxEventBytes = contract.DefaultMaxBytes
+)
+
+// Store is the storage behind sessiond: session records and their snapshots, each session's
+// append-only event log, and the run projection kept from the log in the same transaction.
+// Every method is safe for concurrent use. Implementations live in subpackages (sqlite,
+// postgres) and must pass storetest.Exercise.
+type Store interface {
+	// CreateSession stores a new session with an empty log (LastSequence -1). It returns
+	// ErrSessionExists when the id is taken.
+	CreateSession(ctx context.Context, s *Session) error
+	// GetSession returns the session, or ErrSessionNotFound.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// ListSessions returns sessions matching f ordered by id, at most f.Limit (default 100,
+	// capped at 1000), and the cursor for the next page ("" when there is none).
+	ListSessions(ctx context.Context, f ListFilter) ([]*Session, string, error)
+	// UpdateSession applies fn to the current session and stores the result atomically; fn
+	// may return an error to abort. Only Record, Snapshot, Lineage and ActiveBranch may be
+	// changed; it returns ErrSessionNotFound for an unknown id.
+	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (*Session, error)
+
+	// Append adds a batch of validated events to a session's log atomically and durably
+	// (committed with fsync before it returns). Each new event gets the next sequence;
+	// an event whose idempotency key is already in the log with the same content is
+	// answered as a duplicate with its stored sequence and is not written again. Errors:
+	// ErrSessionNotFound; *SequenceConflictError when opts.ExpectedSequence is set and the log
+	// has moved (unless every event of the batch is a duplicate); *ConflictError for a key
+	// reused with other content or an eventId reused under another key; *LimitError for a
+	// batch or event over the limits; *SessionMismatchError when an event names another
+	// session; *contract.TransitionError (wrapped) for an illegal run status change.
+	// On any error nothing of the batch is written.
+	Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts AppendOptions) ([]AppendResult, error)
+	// ReadEvents returns the events with sequence > after, in order, at most limit (default
+	// and cap 10000). It returns ErrSessionNotFound for an unknown session.
+	ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]StoredEvent, error)
+	// LastSequence returns the session's last sequence (-1 when its log is empty).
+	LastSequence(ctx context.Context, sessionID string) (int64, error)
+	// EventByID returns the event with that eventId, or ErrEventNotFound.
+	EventByID(ctx context.Context, sessionID, eventID string) (StoredEvent, error)
+	// EventByIdempotencyKey returns the event with that key, or ErrEventNotFound.
+	EventByIdempotencyKey(ctx context.Context, sessionID, key string) (StoredEvent, error)
+
+	// Runs returns the session's runs in the order they were created.
+	Runs(ctx context.Context, sessionID string) ([]contract.Run, error)
+	// Run returns one run, or ErrRunNotFound.
+	Run(ctx context.Context, sessionID, runID string) (contract.Run, error)
+
+	// Subscribe registers fn to be called after every commit that added events, in commit
+	// order per session. fn must not block. The returned func unregisters it.
+	Subscribe(fn func(Commit)) (cancel func())
+
+	// Capabilities says what this driver can do.
+	Capabilities() Capabilities
+	// Close waits for in-flight appends and releases the store.
+	Close() error
+}
+
+// Capabilities describes what a driver offers, so callers never rely on a silent no-op.
+type Capabilities struct {
+	// Driver is the driver's name ("sqlite", "postgres").
+	Driver string
+	// SharedAcrossProcesses is true when several sessiond processes may use the store at once
+	// and Subscribe reports commits made by any of them.
+	SharedAcrossProcesses bool
+	// CommitCarriesEvents is true when Commit.Events holds the committed events, so that live
+	// readers need not read them back.
+	CommitCarriesEvents bool
+}
+
+// Session is a stored session.
+type Session struct {
+	Record       contract.SessionRecord
+	Snapshot     contract.Snapshot
+	Lineage      *contract.Lineage
+	ActiveBranch *contract.ActiveBranch
+	// LastSequence is the sequence of the last event in the log, -1 when empty. Set by the store.
+	LastSequence int64
+}
+
+// ListFilter selects sessions for ListSessions. Empty fields match everything.
+type ListFilter struct {
+	Status  string
+	AgentID string
+	Project string
+	// After is the cursor returned by the previous page.
+	After string
+	Limit int
+}
+
+// AppendOptions are the preconditions of an append.
+type AppendOptions struct {
+	// ExpectedSequence, when set, is the last sequence the writer saw; the append happens only
+	// if the log still ends there (-1 for an empty log).
+	ExpectedSequence *int64
+}
+
+// AppendResult is the outcome of one event of a batch, in batch order.
+type AppendResult struct {
+	EventID   string
+	Sequence  int64
+	Duplicate bool
+}
+
+// StoredEvent is one event of a log as stored: Data is the canonical event JSON with its
+// assigned sequence, exactly what readers receive.
+type StoredEvent struct {
+	Sequence       int64
+	EventID        string
+	IdempotencyKey string
+	EventType      string
+	RunID          string
+	Data           []byte
+}
+
+// Commit describes one committed append to a session.
+type Commit struct {
+	SessionID    string
+	LastSequence int64
+	// Events are the events the append added, in order, when the driver's capabilities say
+	// CommitCarriesEvents; otherwise nil, and readers read from LastSequence backwards.
+	Events []StoredEvent
+}
+
+// Errors returned by drivers; compare with errors.Is / errors.As.
+var (
+	ErrSessionNotFound = errors.New("session not found")
+	ErrSessionExists   = errors.New("session already exists")
+	ErrEventNotFound   = errors.New("event not found")
+	ErrRunNotFound     = errors.New("run not found")
+	ErrClosed          = errors.New("store is closed")
+)
+
+// SequenceConflictError reports that the log moved past the writer's expected sequence.
+type SequenceConflictError struct {
+	SessionID string
+	Expected  int64
+	Actual    int64
+}
+
+func (e *SequenceConflictError) Error() string {
+	return fmt.Sprintf("session %q: expected last sequence %d, but the log ends at %d; read the new events and retry with expectedSequence %d",
+		e.SessionID, e.Expected, e.Actual, e.Actual)
+}
+
+// Conflict reasons.
+const (
+	ConflictIdempotencyKey = "idempotency-key" // same key, different content
+	ConflictEventID        = "event-id"        // eventId already used under another key
+)
+
+// ConflictError reports an event that clashes with one already in the log.
+type ConflictError struct {
+	Index          int // position in the batch
+	Reason         string
+	EventID        string
+	IdempotencyKey string
+	// Existing is the sequence of the stored event it clashes with.
+	Existing int64
+}
+
+func (e *ConflictError) Error() string {
+	if e.Reason == ConflictEventID {
+		return fmt.Sprintf("event %d: eventId %q is already used by the event at sequence %d under another idempotencyKey", e.Index, e.EventID, e.Existing)
+	}
+	return fmt.Sprintf("event %d: idempotencyKey %q was already used for different content (sequence %d); use a new key for a new event", e.Index, e.IdempotencyKey, e.Existing)
+}
+
+// LimitError reports a batch or event over the store's limits.
+type LimitError struct {
+	What  string // "batch" or "event"
+	Index int    // for an event, its position in the batch
+	Limit int
+	Got   int
+}
+
+func (e *LimitError) Error() string {
+	if e.What == "batch" {
+		return fmt.Sprintf("batch has %d events; at most %d are allowed per append", e.Got, e.Limit)
+	}
+	return fmt.Sprintf("event %d is %d bytes; at most %d are allowed", e.Index, e.Got, e.Limit)
+}
+
+// SessionMismatchError reports an event whose sessionId is not the session appended to.
+type SessionMismatchError struct {
+	Index     int
+	SessionID string
+	EventSID  string
+}
+
+func (e *SessionMismatchError) Error() string {
+	return fmt.Sprintf("event %d has sessionId %q but is appended to session %q", e.Index, e.EventSID, e.SessionID)
+}
+
+// RunError reports a run status event the run projection refuses (wrapping
+// *contract.TransitionError or a lineage mismatch).
+type RunError struct {
+	Index int
+	Err   error
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("event %d: %v", e.Index, e.Err) }
+func (e *RunError) Unwrap() error { return e.Err }
