@@ -1,0 +1,185 @@
+// Package api holds the wire types of sessiond's HTTP API (v1) that the server and the Go
+// client share: request and response bodies, the error envelope, and the one table that maps
+// error codes to HTTP statuses.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// Error codes of the HTTP API. The command error codes of the contract (SESSION_NOT_FOUND,
+// SEQUENCE_CONFLICT, ...) are used with the same meaning.
+const (
+	CodeMalformed           = "MALFORMED_REQUEST"      // not acceptable JSON, bad query parameter
+	CodeContractViolation   = "CONTRACT_VIOLATION"     // the body breaks the contract
+	CodeTooLarge            = "TOO_LARGE"              // body, batch or event over a limit
+	CodeSessionNotFound     = "SESSION_NOT_FOUND"      // unknown session
+	CodeSessionExists       = "SESSION_EXISTS"         // create with a taken id
+	CodeRunNotFound         = "RUN_NOT_FOUND"          // unknown run
+	CodeSequenceConflict    = "SEQUENCE_CONFLICT"      // expectedSequence did not match
+	CodeIdempotencyConflict = "IDEMPOTENCY_CONFLICT"   // key reused with other content
+	CodeEventIDConflict     = "EVENT_ID_CONFLICT"      // eventId reused under another key
+	CodeSessionMismatch     = "SESSION_MISMATCH"       // event names another session
+	CodeInvalidTransition   = "INVALID_RUN_TRANSITION" // run status change not allowed
+	CodeInvalidState        = "INVALID_SESSION_STATE"  // lifecycle change not allowed
+	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA_TYPE"
+	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"
+	CodeNotFound            = "NOT_FOUND"   // no such endpoint
+	CodeUnavailable         = "UNAVAILABLE" // shutting down
+	CodeInternal            = "INTERNAL"
+)
+
+// statusByCode is the one table from error code to HTTP status.
+var statusByCode = map[string]int{
+	CodeMalformed:           http.StatusBadRequest,
+	CodeContractViolation:   http.StatusUnprocessableEntity,
+	CodeTooLarge:            http.StatusRequestEntityTooLarge,
+	CodeSessionNotFound:     http.StatusNotFound,
+	CodeSessionExists:       http.StatusConflict,
+	CodeRunNotFound:         http.StatusNotFound,
+	CodeSequenceConflict:    http.StatusConflict,
+	CodeIdempotencyConflict: http.StatusConflict,
+	CodeEventIDConflict:     http.StatusConflict,
+	CodeSessionMismatch:     http.StatusUnprocessableEntity,
+	CodeInvalidTransition:   http.StatusUnprocessableEntity,
+	CodeInvalidState:        http.StatusConflict,
+	CodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
+	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
+	CodeNotFound:            http.StatusNotFound,
+	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeInternal:            http.StatusInternalServerError,
+}
+
+// HTTPStatus returns the HTTP status for an error code (500 for an unknown code).
+func HTTPStatus(code string) int {
+	if s, ok := statusByCode[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is the error body of every failed request:
+// {"error":{"code":"...","message":"...","details":[...]}}. It implements error, so the Go
+// client returns it as is.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Details lists the contract problems of a rejected document (JSON Pointer, rule, layer,
+	// message). For a batch, each path starts with the event's index in the batch ("/3/...").
+	Details []contract.Problem `json:"details,omitempty"`
+	// Status is the HTTP status the error came with (not sent; filled by the client).
+	Status int `json:"-"`
+	// Fields carries structured facts about some errors, such as the current last sequence
+	// of a SEQUENCE_CONFLICT ({"expected":4,"actual":7}).
+	Fields map[string]any `json:"fields,omitempty"`
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+	for i, d := range e.Details {
+		if i == 5 {
+			msg += fmt.Sprintf("; and %d more", len(e.Details)-5)
+			break
+		}
+		p := d.Path
+		if p == "" {
+			p = "/"
+		}
+		msg += fmt.Sprintf("; %s: %s (%s)", p, d.Message, d.Rule)
+	}
+	return msg
+}
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorBody is the envelope of an error response.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+// CreateSessionRequest is the body of POST /v1/sessions: the session record fields the caller
+// may set (session_id is generated when absent; schema_version, status, started_at and
+// updated_at are set by the server) and the snapshot.
+type CreateSessionRequest struct {
+	SessionID        string            `json:"session_id,omitempty"`
+	Project          *string           `json:"project,omitempty"`
+	AgentID          string            `json:"agent_id"`
+	Role             string            `json:"role"`
+	Mode             *string           `json:"mode,omitempty"`
+	Phase            *string           `json:"phase,omitempty"`
+	Activity         *string           `json:"activity,omitempty"`
+	CurrentRunID     *string           `json:"current_run_id,omitempty"`
+	CurrentTaskID    *string           `json:"current_task_id,omitempty"`
+	CurrentMissionID *string           `json:"current_mission_id,omitempty"`
+	WorktreePath     *string           `json:"worktree_path,omitempty"`
+	UpdatedByGate    *string           `json:"updated_by_gate,omitempty"`
+	Snapshot         contract.Snapshot `json:"snapshot"`
+}
+
+// PatchSessionRequest is the body of PATCH /v1/sessions/{id}. Absent fields are left as they
+// are; null clears a nullable field. updated_by_gate is required.
+type PatchSessionRequest struct {
+	Status           *string                   `json:"status,omitempty"`
+	Phase            contract.Nullable[string] `json:"phase,omitzero"`
+	Activity         contract.Nullable[string] `json:"activity,omitzero"`
+	CurrentRunID     contract.Nullable[string] `json:"current_run_id,omitzero"`
+	CurrentTaskID    contract.Nullable[string] `json:"current_task_id,omitzero"`
+	CurrentMissionID contract.Nullable[string] `json:"current_mission_id,omitzero"`
+	WorktreePath     contract.Nullable[string] `json:"worktree_path,omitzero"`
+	UpdatedByGate    string                    `json:"updated_by_gate"`
+}
+
+// Session is the session resource: GET /v1/sessions/{id}.
+type Session struct {
+	Record       contract.SessionRecord `json:"record"`
+	Snapshot     contract.Snapshot      `json:"snapshot"`
+	LastSequence int64                  `json:"lastSequence"`
+	// CurrentRun is the session's most recent run, null before the first one.
+	CurrentRun   *contract.Run          `json:"currentRun"`
+	Lineage      *contract.Lineage      `json:"lineage"`
+	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
+}
+
+// SessionList is the body of GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+	// Next is the cursor for the next page (pass it as ?after=); empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// Append outcomes.
+const (
+	Accepted  = "accepted"
+	Duplicate = "duplicate"
+)
+
+// AppendResult is the outcome of one appended event.
+type AppendResult struct {
+	EventID  string `json:"eventId"`
+	Sequence int64  `json:"sequence"`
+	Status   string `json:"status"` // accepted or duplicate
+}
+
+// AppendResponse is the body of a successful POST /v1/sessions/{id}/events.
+type AppendResponse struct {
+	Results      []AppendResult `json:"results"`
+	LastSequence int64          `json:"lastSequence"`
+}
+
+// EventPage is the body of GET /v1/sessions/{id}/events.
+type EventPage struct {
+	Events       []json.RawMessage `json:"events"`
+	LastSequence int64             `json:"lastSequence"`
+}
+
+// RunList is the body of GET /v1/sessions/{id}/runs.
+type RunList struct {
+	Runs []contract.Run `json:"runs"`
+}

@@ -1,0 +1,297 @@
+// Package client is a Go client for sessiond's v1 HTTP API. Errors the server reports are
+// returned as *api.Error, with the stable code, message, problem details and HTTP status.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+)
+
+// DefaultServer is the address a local "sessiond serve" listens on.
+const DefaultServer = "http://127.0.0.1:7420"
+
+// Client talks to one sessiond server. The zero value is not usable; call [New].
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the server at base (e.g. "http://127.0.0.1:7420"). A nil hc uses a
+// client without an overall timeout (streams are long-lived); cancel through contexts.
+func New(base string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: strings.TrimRight(base, "/"), http: hc}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w (is the server running at %s?)", method, path, err, c.base)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return decodeError(resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+func decodeError(status int, data []byte) error {
+	var body api.ErrorBody
+	if err := json.Unmarshal(data, &body); err != nil || body.Error == nil {
+		return &api.Error{Code: api.CodeInternal, Status: status, Message: fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(string(data)))}
+	}
+	body.Error.Status = status
+	return body.Error
+}
+
+func jsonBody(v any) (io.Reader, error) {
+	b, err := contract.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(b), nil
+}
+
+// CreateSession creates a session and returns its resource.
+func (c *Client) CreateSession(ctx context.Context, req api.CreateSessionRequest) (*api.Session, error) {
+	body, err := jsonBody(req)
+	if err != nil {
+		return nil, err
+	}
+	var out api.Session
+	return &out, c.do(ctx, http.MethodPost, "/v1/sessions", body, "application/json", &out)
+}
+
+// GetSession returns a session's resource.
+func (c *Client) GetSession(ctx context.Context, id string) (*api.Session, error) {
+	var out api.Session
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, "", &out)
+}
+
+// ListSessions returns one page of sessions; filter keys are status, agent, project, after, limit.
+func (c *Client) ListSessions(ctx context.Context, filter url.Values) (*api.SessionList, error) {
+	var out api.SessionList
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions?"+filter.Encode(), nil, "", &out)
+}
+
+// PatchSession updates a session's record.
+func (c *Client) PatchSession(ctx context.Context, id string, req api.PatchSessionRequest) (*api.Session, error) {
+	body, err := jsonBody(req)
+	if err != nil {
+		return nil, err
+	}
+	var out api.Session
+	return &out, c.do(ctx, http.MethodPatch, "/v1/sessions/"+url.PathEscape(id), body, "application/json", &out)
+}
+
+// AppendNDJSON appends the events in ndjson (one event per line) as one all-or-nothing
+// batch. expected, when non-nil, is the last sequence the caller saw.
+func (c *Client) AppendNDJSON(ctx context.Context, id string, ndjson []byte, expected *int64) (*api.AppendResponse, error) {
+	path := "/v1/sessions/" + url.PathEscape(id) + "/events"
+	if expected != nil {
+		path += "?expectedSequence=" + strconv.FormatInt(*expected, 10)
+	}
+	var out api.AppendResponse
+	return &out, c.do(ctx, http.MethodPost, path, bytes.NewReader(ndjson), "application/x-ndjson", &out)
+}
+
+// AppendEvents appends typed events as one all-or-nothing batch.
+func (c *Client) AppendEvents(ctx context.Context, id string, events []contract.Event, expected *int64) (*api.AppendResponse, error) {
+	var buf bytes.Buffer
+	for i := range events {
+		b, err := contract.Marshal(&events[i])
+		if err != nil {
+			return nil, fmt.Errorf("encode event %d: %w", i, err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return c.AppendNDJSON(ctx, id, buf.Bytes(), expected)
+}
+
+// ReadEvents returns up to limit events after sequence after, as stored.
+func (c *Client) ReadEvents(ctx context.Context, id string, after int64, limit int) (*api.EventPage, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.EventPage
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/events?"+q.Encode(), nil, "", &out)
+}
+
+// Runs returns a session's runs.
+func (c *Client) Runs(ctx context.Context, id string) ([]contract.Run, error) {
+	var out api.RunList
+	return out.Runs, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/runs", nil, "", &out)
+}
+
+// StreamEvent is one event received from a stream.
+type StreamEvent struct {
+	Sequence  int64
+	EventType string
+	Data      json.RawMessage
+}
+
+// StreamOptions tune [Client.Stream].
+type StreamOptions struct {
+	// After is the last sequence already seen (-1: from the start).
+	After int64
+	// Tail starts at the current end of the log instead of After.
+	Tail bool
+	// OnReconnect, if set, is told each time the stream reconnects, with the cause.
+	OnReconnect func(after int64, cause error)
+	// MaxBackoff bounds the wait between reconnects (default 5s).
+	MaxBackoff time.Duration
+}
+
+// Stream follows a session's live stream, calling fn for each event in order, and reconnects
+// with Last-Event-ID after a dropped connection or a server cut-off, so fn sees every event
+// once with no gap. It returns when ctx is done (ctx.Err()), when fn returns an error (that
+// error), or on an error that retrying cannot fix (an *api.Error such as SESSION_NOT_FOUND).
+func (c *Client) Stream(ctx context.Context, id string, opt StreamOptions, fn func(StreamEvent) error) error {
+	after := opt.After
+	tail := opt.Tail
+	backoff := 100 * time.Millisecond
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = 5 * time.Second
+	}
+	for {
+		got, err := c.streamOnce(ctx, id, &after, tail, fn)
+		if got {
+			tail = false // resume from what we saw, never skip
+			backoff = 100 * time.Millisecond
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Status != 0 && ae.Status != http.StatusServiceUnavailable {
+			return err
+		}
+		var fe *fnError
+		if errors.As(err, &fe) {
+			return fe.err
+		}
+		if opt.OnReconnect != nil {
+			opt.OnReconnect(after, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		if backoff *= 2; backoff > opt.MaxBackoff {
+			backoff = opt.MaxBackoff
+		}
+	}
+}
+
+type fnError struct{ err error }
+
+func (e *fnError) Error() string { return e.err.Error() }
+
+// streamOnce runs one connection; got reports whether it connected (so tail mode is over).
+// The server opens each stream with an "id:" line and no data that says where it starts, so a
+// tail stream that drops before its first event still resumes from the right place; cursor is
+// updated on every id it dispatches.
+func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail bool, fn func(StreamEvent) error) (got bool, err error) {
+	path := "/v1/sessions/" + url.PathEscape(id) + "/events/stream"
+	if tail {
+		path += "?tail=true"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if !tail {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(*cursor, 10))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(resp.Body)
+		return false, decodeError(resp.StatusCode, data)
+	}
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	var ev StreamEvent
+	var evName string
+	var hasID bool
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long data line: gather it whole.
+			rest, err2 := r.ReadBytes('\n')
+			line = append(append([]byte(nil), line...), rest...)
+			err = err2
+		}
+		if err != nil {
+			return true, fmt.Errorf("stream: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0: // dispatch
+			if evName == "error" {
+				var ae api.Error
+				json.Unmarshal(ev.Data, &ae)
+				return true, fmt.Errorf("stream ended by server: %s: %s", ae.Code, ae.Message)
+			}
+			if hasID && ev.Data != nil {
+				ev.EventType = evName
+				if err := fn(ev); err != nil {
+					return true, &fnError{err}
+				}
+			}
+			if hasID {
+				*cursor = ev.Sequence
+			}
+			ev, evName, hasID = StreamEvent{}, "", false
+		case line[0] == ':':
+		case bytes.HasPrefix(line, []byte("id: ")):
+			n, err := strconv.ParseInt(string(line[4:]), 10, 64)
+			if err != nil {
+				return true, fmt.Errorf("stream: bad id line %q", line)
+			}
+			ev.Sequence, hasID = n, true
+		case bytes.HasPrefix(line, []byte("event: ")):
+			evName = string(line[7:])
+		case bytes.HasPrefix(line, []byte("data: ")):
+			ev.Data = append(json.RawMessage(nil), line[6:]...)
+		}
+	}
+}

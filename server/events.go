@@ -1,0 +1,229 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// handleAppend appends one event, a JSON array of events, or NDJSON
+// (Content-Type: application/x-ndjson) to a session's log, all or nothing.
+func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var opts store.AppendOptions
+	if r.URL.Query().Has("expectedSequence") {
+		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		opts.ExpectedSequence = &n
+	}
+	ndjson := false
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		switch {
+		case err != nil:
+			writeError(w, api.Errorf(api.CodeUnsupportedMedia, "Content-Type %q cannot be parsed; use application/json or application/x-ndjson", ct))
+			return
+		case mt == "application/x-ndjson" || mt == "application/ndjson":
+			ndjson = true
+		case mt != "application/json":
+			writeError(w, api.Errorf(api.CodeUnsupportedMedia, "Content-Type %q is not supported; use application/json (one event or an array) or application/x-ndjson", mt))
+			return
+		}
+	}
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var (
+		events []*contract.EncodedEvent
+		probs  []contract.Problem
+	)
+	if ndjson {
+		events, probs = s.parseNDJSON(body)
+	} else {
+		events, probs = s.parseJSONEvents(body)
+	}
+	if len(probs) > 0 {
+		writeError(w, validationError("events", probs))
+		return
+	}
+	if len(events) == 0 {
+		writeError(w, api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
+		return
+	}
+	if len(events) > store.MaxBatchEvents {
+		writeError(w, api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
+		return
+	}
+	// The append is not tied to the request's context: once the body is read, a client that
+	// disconnects gets its batch either fully committed or not at all, never half.
+	res, err := s.st.Append(context.WithoutCancel(r.Context()), id, events, opts)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	out := api.AppendResponse{Results: make([]api.AppendResult, len(res)), LastSequence: -1}
+	status := http.StatusOK
+	for i, a := range res {
+		st := api.Accepted
+		if a.Duplicate {
+			st = api.Duplicate
+		} else {
+			status = http.StatusCreated
+		}
+		out.Results[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
+	}
+	if last, err := s.st.LastSequence(r.Context(), id); err == nil {
+		out.LastSequence = last
+	}
+	writeJSON(w, status, out)
+}
+
+// prefixProblems puts a batch index in front of each problem's path.
+func prefixProblems(probs []contract.Problem, index int, line int) []contract.Problem {
+	for i := range probs {
+		probs[i].Path = "/" + strconv.Itoa(index) + probs[i].Path
+		if line > 0 {
+			probs[i].Message = fmt.Sprintf("line %d: %s", line, probs[i].Message)
+		}
+	}
+	return probs
+}
+
+// parseJSONEvents reads a body holding one event object or an array of them.
+func (s *Server) parseJSONEvents(body []byte) ([]*contract.EncodedEvent, []contract.Problem) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		// The array adds one level of nesting; each event keeps the full depth allowance.
+		v, err := contract.Parse(body, contract.Limits{MaxBytes: int(s.opt.MaxBodyBytes), MaxDepth: contract.DefaultMaxDepth + 1})
+		if err != nil {
+			return nil, []contract.Problem{syntaxToProblem(err)}
+		}
+		var (
+			events []*contract.EncodedEvent
+			probs  []contract.Problem
+		)
+		for i := range v.Elems {
+			if len(v.Elems[i].Raw) > s.opt.MaxEventBytes {
+				probs = append(probs, contract.Problem{Path: "/" + strconv.Itoa(i), Rule: "maxBytes", Layer: contract.LayerJSON,
+					Message: fmt.Sprintf("event is %d bytes; the limit is %d", len(v.Elems[i].Raw), s.opt.MaxEventBytes)})
+				continue
+			}
+			ev, p := contract.CheckEventValue(&v.Elems[i])
+			if len(p) > 0 {
+				probs = append(probs, prefixProblems(p, i, 0)...)
+				continue
+			}
+			events = append(events, ev)
+		}
+		return events, probs
+	}
+	ev, err := contract.CheckEvent(body, contract.Limits{MaxBytes: s.opt.MaxEventBytes})
+	if err != nil {
+		return nil, problemsOf(err)
+	}
+	return []*contract.EncodedEvent{ev}, nil
+}
+
+// parseNDJSON reads one event per line; blank lines are skipped.
+func (s *Server) parseNDJSON(body []byte) ([]*contract.EncodedEvent, []contract.Problem) {
+	var (
+		events []*contract.EncodedEvent
+		probs  []contract.Problem
+	)
+	line, index := 0, 0
+	for len(body) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			l, body = body[:i], body[i+1:]
+		} else {
+			l, body = body, nil
+		}
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		ev, err := contract.CheckEvent(l, contract.Limits{MaxBytes: s.opt.MaxEventBytes})
+		if err != nil {
+			probs = append(probs, prefixProblems(problemsOf(err), index, line)...)
+		} else {
+			events = append(events, ev)
+		}
+		index++
+	}
+	return events, probs
+}
+
+func problemsOf(err error) []contract.Problem {
+	var ve *contract.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Problems
+	}
+	return []contract.Problem{syntaxToProblem(err)}
+}
+
+func syntaxToProblem(err error) contract.Problem {
+	var se *contract.SyntaxError
+	if errors.As(err, &se) {
+		return contract.Problem{Path: se.Path, Rule: se.Rule, Layer: contract.LayerJSON, Message: fmt.Sprintf("%s (at byte %d)", se.Msg, se.Offset)}
+	}
+	return contract.Problem{Rule: "json", Layer: contract.LayerJSON, Message: err.Error()}
+}
+
+// handleReadEvents returns the log in order: ?after=N (default -1) and ?limit=M (default 1000,
+// at most 10000).
+func (s *Server) handleReadEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, aerr := queryInt(r, "after", -1, -1, contract.MaxSafeInteger)
+	if aerr == nil {
+		var limit int64
+		limit, aerr = queryInt(r, "limit", 1000, 1, 10000)
+		if aerr == nil {
+			s.writeEvents(w, r, id, after, int(limit))
+			return
+		}
+	}
+	writeError(w, aerr)
+}
+
+func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, id string, after int64, limit int) {
+	evs, err := s.st.ReadEvents(r.Context(), id, after, limit)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	last, err := s.st.LastSequence(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	size := 64
+	for _, e := range evs {
+		size += len(e.Data) + 1
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, `{"events":[`...)
+	for i, e := range evs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, e.Data...)
+	}
+	buf = append(buf, `],"lastSequence":`...)
+	buf = strconv.AppendInt(buf, last, 10)
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(buf)
+}

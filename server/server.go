@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Options configure a [Server]. Zero fields take the defaults documented on each field.
+type Options struct {
+	// MaxBodyBytes bounds a request body (default 16 MiB).
+	MaxBodyBytes int64
+	// MaxEventBytes bounds one event (default contract.DefaultMaxBytes, 1 MiB).
+	MaxEventBytes int
+	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
+	KeepAlive time.Duration
+	// WriteTimeout bounds one SSE write; a subscriber that cannot take a write for this long
+	// is cut off (default 10s).
+	WriteTimeout time.Duration
+	// MaxLag is how far (in events) a live subscriber may fall behind the head of its session
+	// before it is cut off with a final error message (default 10000).
+	MaxLag int64
+	// RingSize is how many recent events per watched session are kept in memory for live
+	// subscribers (default 4096).
+	RingSize int
+	// Logger receives request and lifecycle logs (default: discard).
+	Logger *slog.Logger
+	// Now returns the current time (default time.Now); tests may replace it.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 16 << 20
+	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = contract.DefaultMaxBytes
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = 10000
+	}
+	if o.RingSize <= 0 {
+		o.RingSize = 4096
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Server serves the v1 HTTP API over a store. Create it with [New]; it is an http.Handler.
+type Server struct {
+	st       store.Store
+	opt      Options
+	hub      *hub
+	mux      *http.ServeMux
+	closing  atomic.Bool
+	stopSub  func()
+	shutdown chan struct{}
+}
+
+// New returns a server over st. Call Close when done, before closing the store.
+func New(st store.Store, opt Options) *Server {
+	s := &Server{st: st, opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s.hub = newHub(s.opt.RingSize)
+	s.stopSub = st.Subscribe(s.hub.publish)
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+	s.mux.HandleFunc("POST /v1/sessions", s.handleCreateSession)
+	s.mux.HandleFunc("GET /v1/sessions", s.handleListSessions)
+	s.mux.HandleFunc("GET /v1/sessions/{id}", s.handleGetSession)
+	s.mux.HandleFunc("PATCH /v1/sessions/{id}", s.handlePatchSession)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/events", s.handleAppend)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.handleReadEvents)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", s.handleStream)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/runs", s.handleRuns)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/runs/{runId}", s.handleRun)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", r.Method, r.URL.Path))
+	})
+}
+
+// ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
+// one bad request never takes the process down.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.opt.Logger.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
+		}
+	}()
+	if s.closing.Load() && r.URL.Path != "/healthz" {
+		writeError(w, api.Errorf(api.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
+		return
+	}
+	// The mux answers a method mismatch with its own 405 text; keep errors in one shape.
+	if _, pattern := s.mux.Handler(r); pattern == "" && r.URL.Path != "/" {
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; see docs/api.md", r.Method, r.URL.Path))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// Close ends every live stream cleanly and stops new requests (health checks keep answering).
+// It does not close the store.
+func (s *Server) Close() {
+	if s.closing.Swap(true) {
+		return
+	}
+	close(s.shutdown)
+	s.stopSub()
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.closing.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting-down"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.st.Capabilities().Driver})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := contract.Marshal(v)
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeInternal, "encode response: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, e *api.Error) {
+	b, _ := contract.Marshal(api.ErrorBody{Error: e})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(api.HTTPStatus(e.Code))
+	w.Write(append(b, '\n'))
+}
+
+// storeError maps a store error to the API error a client can act on.
+func storeError(err error, sessionID string) *api.Error {
+	var (
+		seq  *store.SequenceConflictError
+		conf *store.ConflictError
+		lim  *store.LimitError
+		mis  *store.SessionMismatchError
+		run  *store.RunError
+	)
+	switch {
+	case errors.Is(err, store.ErrSessionNotFound):
+		return api.Errorf(api.CodeSessionNotFound, "session %q does not exist; create it with POST /v1/sessions", sessionID)
+	case errors.Is(err, store.ErrRunNotFound):
+		return api.Errorf(api.CodeRunNotFound, "%v", err)
+	case errors.Is(err, store.ErrSessionExists):
+		return api.Errorf(api.CodeSessionExists, "session %q already exists; pick another session_id or omit it to have one generated", sessionID)
+	case errors.As(err, &seq):
+		e := api.Errorf(api.CodeSequenceConflict, "%v", seq)
+		e.Fields = map[string]any{"expected": seq.Expected, "actual": seq.Actual}
+		return e
+	case errors.As(err, &conf):
+		code := api.CodeIdempotencyConflict
+		if conf.Reason == store.ConflictEventID {
+			code = api.CodeEventIDConflict
+		}
+		e := api.Errorf(code, "%v", conf)
+		e.Fields = map[string]any{"index": conf.Index, "existingSequence": conf.Existing}
+		return e
+	case errors.As(err, &lim):
+		return api.Errorf(api.CodeTooLarge, "%v; split the batch or shrink the event", lim)
+	case errors.As(err, &mis):
+		return api.Errorf(api.CodeSessionMismatch, "%v; send it to /v1/sessions/%s/events", mis, mis.EventSID)
+	case errors.As(err, &run):
+		return api.Errorf(api.CodeInvalidTransition, "%v", run)
+	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
+	}
+	return api.Errorf(api.CodeInternal, "store: %v", err)
+}
+
+// validationError turns contract problems into a 400 (not acceptable JSON) or 422 (breaks the
+// contract) error.
+func validationError(what string, probs []contract.Problem) *api.Error {
+	code := api.CodeContractViolation
+	for _, p := range probs {
+		if p.Layer == contract.LayerJSON {
+			code = api.CodeMalformed
+			if p.Rule == "maxBytes" {
+				code = api.CodeTooLarge
+			}
+			break
+		}
+	}
+	n := len(probs)
+	e := api.Errorf(code, "%s: %d problem(s) found; see details", what, n)
+	e.Details = probs
+	return e
+}
+
+// queryInt parses an optional integer query parameter within [min, max].
+func queryInt(r *http.Request, name string, def, min, max int64) (int64, *api.Error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%q must be an integer from %d to %d", name, v, min, max)
+	}
+	return n, nil
+}
+
+// decodeStrict decodes a small JSON request body into v after checking it is acceptable JSON
+// (no duplicate keys, depth and size limits) and has no unknown fields.
+func decodeStrict(data []byte, v any) *api.Error {
+	if _, err := contract.Parse(data, contract.Limits{}); err != nil {
+		var se *contract.SyntaxError
+		errors.As(err, &se)
+		return validationError("request body", []contract.Problem{{Path: se.Path, Rule: se.Rule, Layer: contract.LayerJSON, Message: se.Msg}})
+	}
+	dec := json.NewDecoder(bytesReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return api.Errorf(api.CodeContractViolation, "request body: %s", jsonErrorText(err))
+	}
+	return nil
+}
+
+func jsonErrorText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+func now(s *Server) string {
+	return s.opt.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
