@@ -2,6 +2,7 @@ package contract
 
 import (
 	"strconv"
+	"unsafe"
 )
 
 // The canonical form of a validated document is its compact JSON, members in source order,
@@ -156,11 +157,11 @@ type EncodedEvent struct {
 // CheckEvent parses and validates one event (schema and rules) and returns it encoded. On
 // failure it returns a *[ValidationError] listing every problem.
 func CheckEvent(data []byte, lim Limits) (*EncodedEvent, error) {
-	v, err := check(KindEvent, data, lim)
-	if err != nil {
+	var e *EncodedEvent
+	if err := check(KindEvent, data, lim, func(v *Value) { e = encodeEvent(v) }); err != nil {
 		return nil, err
 	}
-	return encodeEvent(&v), nil
+	return e, nil
 }
 
 // EncodeEvent validates a typed event and returns it encoded; it fails like [CheckEvent].
@@ -209,6 +210,7 @@ func encodeEvent(v *Value) *EncodedEvent {
 		buf = appendCanonical(buf, &m.Value, s.lookup(m.Key))
 	}
 	e.body = append(buf, '}')
+	cloneStrings(&e.EventID, &e.SessionID, &e.RunID, &e.SourceMessageID, &e.IdempotencyKey, &e.EventType, &e.OccurredAt)
 	if e.EventType == "status" && e.RunID != "" {
 		pl := v.Get("payload")
 		e.RunStatus = &RunStatusFields{
@@ -223,8 +225,32 @@ func encodeEvent(v *Value) *EncodedEvent {
 		if d := pl.Get("durationMs"); d != nil {
 			e.RunStatus.DurationMs = string(d.Raw)
 		}
+		rs := e.RunStatus
+		rs.RunID, rs.SourceMessageID, rs.OccurredAt = e.RunID, e.SourceMessageID, e.OccurredAt
+		cloneStrings(&rs.Status, &rs.StartedAt, &rs.StoppingRequestedAt, &rs.StoppedAt, &rs.CompletedAt, &rs.FailedAt)
 	}
 	return e
+}
+
+// cloneStrings copies the given strings into one new allocation, so that they no longer share
+// memory with the document they were parsed from.
+func cloneStrings(ss ...*string) {
+	n := 0
+	for _, s := range ss {
+		n += len(*s)
+	}
+	if n == 0 {
+		return
+	}
+	buf := make([]byte, 0, n)
+	for _, s := range ss {
+		if len(*s) == 0 {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, *s...)
+		*s = unsafe.String(&buf[start], len(*s))
+	}
 }
 
 // JSON returns the canonical event with its sequence set to seq. The result is a new slice.

@@ -5,8 +5,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Default limits applied by [Limits.orDefault] when a field is zero.
@@ -104,12 +106,41 @@ func (e *SyntaxError) Error() string {
 // lim.MaxBytes bytes, finite numbers, and nothing but whitespace after the value.
 // On failure it returns a *SyntaxError.
 func Parse(data []byte, lim Limits) (Value, error) {
-	lim = lim.orDefault()
-	if len(data) > lim.MaxBytes {
-		return Value{}, &SyntaxError{Offset: lim.MaxBytes, Rule: "maxBytes",
-			Msg: fmt.Sprintf("document is %d bytes; the limit is %d", len(data), lim.MaxBytes)}
+	return parse(data, lim.orDefault())
+}
+
+// parse is [Parse] with limits already defaulted: strings are copied and the Value owns its
+// memory (apart from Raw, which is part of data).
+func parse(data []byte, lim Limits) (Value, error) {
+	p := getParser(data, lim, false)
+	v, err := p.document()
+	p.release()
+	return v, err
+}
+
+// getParser returns a parser for data from the pool. With scratch set, the parse is for use
+// inside this package only: decoded strings without escapes share memory with data, and the
+// members and elements live in arenas that the parser reuses after release. Such a Value must
+// not be used after p.release(), and data must not change while it is in use.
+func getParser(data []byte, lim Limits, scratch bool) *parser {
+	p := parserPool.Get().(*parser)
+	p.data, p.pos, p.maxDepth, p.scratch = data, 0, lim.MaxDepth, scratch
+	p.maxBytes = lim.MaxBytes
+	if !scratch {
+		p.marena, p.earena = nil, nil
 	}
-	p := parser{data: data, maxDepth: lim.MaxDepth}
+	p.mused, p.eused = 0, 0
+	// A first guess at the number of members: about one per 24 bytes.
+	p.arenaHint = min(max(len(data)/24, 16), 4096)
+	return p
+}
+
+// document parses the whole input as one JSON value.
+func (p *parser) document() (Value, error) {
+	if len(p.data) > p.maxBytes {
+		return Value{}, &SyntaxError{Offset: p.maxBytes, Rule: "maxBytes",
+			Msg: fmt.Sprintf("document is %d bytes; the limit is %d", len(p.data), p.maxBytes)}
+	}
 	p.skipWS()
 	v, err := p.value(1)
 	if err != nil {
@@ -122,10 +153,81 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	return v, nil
 }
 
+// parser holds the state of one parse. Members and elements of the objects and arrays being
+// parsed collect on two scratch stacks; when a container closes, its items move into an arena
+// chunk, so a document costs a few allocations instead of one or more per container (none at
+// all for a scratch parse once the pooled arenas have grown to the workload).
 type parser struct {
 	data     []byte
 	pos      int
 	maxDepth int
+	maxBytes int
+	scratch  bool
+
+	mstack []Member // members of the open objects
+	estack []Value  // elements of the open arrays
+	marena []Member // current member chunk; marena[:mused] is taken
+	earena []Value  // current element chunk; earena[:eused] is taken
+	mused  int
+	eused  int
+	sbuf   []byte // decoded strings with escapes, for a scratch parse
+	root   Value  // the document's value, for a scratch parse
+
+	arenaHint int
+}
+
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+// Pooled scratch space above these sizes is dropped rather than kept.
+const (
+	maxPooledMembers = 1 << 12
+	maxPooledStack   = 1 << 10
+)
+
+// release returns the parser to the pool. After it, a scratch Value is invalid.
+func (p *parser) release() {
+	p.data = nil
+	p.root = Value{}
+	p.mstack, p.estack = p.mstack[:0], p.estack[:0]
+	p.sbuf = p.sbuf[:0]
+	if cap(p.sbuf) > 1<<16 {
+		p.sbuf = nil
+	}
+	if !p.scratch || len(p.marena) > maxPooledMembers || len(p.earena) > maxPooledMembers {
+		p.marena, p.earena = nil, nil
+	}
+	if cap(p.mstack) > maxPooledStack || cap(p.estack) > maxPooledStack {
+		return // do not keep huge scratch space alive
+	}
+	parserPool.Put(p)
+}
+
+// members moves the members above mark from the stack into the arena and returns them.
+func (p *parser) members(mark int) []Member {
+	n := len(p.mstack) - mark
+	if p.mused+n > len(p.marena) {
+		p.marena = make([]Member, max(n, p.arenaHint, 2*len(p.marena)))
+		p.mused = 0
+	}
+	out := p.marena[p.mused : p.mused+n : p.mused+n]
+	p.mused += n
+	copy(out, p.mstack[mark:])
+	p.mstack = p.mstack[:mark]
+	return out
+}
+
+// elems moves the elements above mark from the stack into the arena and returns them.
+func (p *parser) elems(mark int) []Value {
+	n := len(p.estack) - mark
+	if p.eused+n > len(p.earena) {
+		p.earena = make([]Value, max(n, p.arenaHint/2, 2*len(p.earena)))
+		p.eused = 0
+	}
+	out := p.earena[p.eused : p.eused+n : p.eused+n]
+	p.eused += n
+	copy(out, p.estack[mark:])
+	p.estack = p.estack[:mark]
+	return out
 }
 
 func (p *parser) fail(rule, msg string) *SyntaxError {
@@ -204,6 +306,8 @@ func (p *parser) object(depth, start int) (Value, error) {
 		v.Raw = p.data[start:p.pos]
 		return v, nil
 	}
+	mark := len(p.mstack)
+	var seen map[string]struct{} // for large objects, so that the duplicate check stays linear
 	for {
 		p.skipWS()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -215,11 +319,29 @@ func (p *parser) object(depth, start int) (Value, error) {
 			return Value{}, err
 		}
 		keyEnd := p.pos
-		for i := range v.Members {
-			if v.Members[i].Key == key {
-				p.pos = keyPos
-				return Value{}, p.fail("duplicateKey", fmt.Sprintf("key %q appears more than once in the object", key))
+		open := p.mstack[mark:]
+		dup := false
+		if seen != nil {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		} else {
+			for i := range open {
+				if open[i].Key == key {
+					dup = true
+					break
+				}
 			}
+			if !dup && len(open) >= 32 {
+				seen = make(map[string]struct{}, 2*len(open))
+				for i := range open {
+					seen[open[i].Key] = struct{}{}
+				}
+				seen[key] = struct{}{}
+			}
+		}
+		if dup {
+			p.pos = keyPos
+			return Value{}, p.fail("duplicateKey", fmt.Sprintf("key %q appears more than once in the object", key))
 		}
 		p.skipWS()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -231,10 +353,7 @@ func (p *parser) object(depth, start int) (Value, error) {
 		if err != nil {
 			return Value{}, prefixPath(err, key)
 		}
-		if v.Members == nil {
-			v.Members = make([]Member, 0, 8)
-		}
-		v.Members = append(v.Members, Member{Key: key, RawKey: p.data[keyPos:keyEnd], Value: elem})
+		p.mstack = append(p.mstack, Member{Key: key, RawKey: p.data[keyPos:keyEnd], Value: elem})
 		p.skipWS()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail("json", "unexpected end of input in object")
@@ -245,6 +364,7 @@ func (p *parser) object(depth, start int) (Value, error) {
 		case '}':
 			p.pos++
 			v.Raw = p.data[start:p.pos]
+			v.Members = p.members(mark)
 			return v, nil
 		default:
 			return Value{}, p.fail("json", "expected ',' or '}' in object")
@@ -261,13 +381,14 @@ func (p *parser) array(depth, start int) (Value, error) {
 		v.Raw = p.data[start:p.pos]
 		return v, nil
 	}
+	mark := len(p.estack)
 	for {
 		p.skipWS()
 		elem, err := p.value(depth + 1)
 		if err != nil {
-			return Value{}, prefixPath(err, strconv.Itoa(len(v.Elems)))
+			return Value{}, prefixPath(err, strconv.Itoa(len(p.estack)-mark))
 		}
-		v.Elems = append(v.Elems, elem)
+		p.estack = append(p.estack, elem)
 		p.skipWS()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail("json", "unexpected end of input in array")
@@ -278,6 +399,7 @@ func (p *parser) array(depth, start int) (Value, error) {
 		case ']':
 			p.pos++
 			v.Raw = p.data[start:p.pos]
+			v.Elems = p.elems(mark)
 			return v, nil
 		default:
 			return Value{}, p.fail("json", "expected ',' or ']' in array")
@@ -323,12 +445,40 @@ func (p *parser) number() (Value, error) {
 		}
 	}
 	raw := d[start:p.pos]
-	f, err := strconv.ParseFloat(string(raw), 64)
+	if f, ok := smallInt(raw); ok {
+		return Value{Kind: KindNumber, Num: f, Raw: raw}, nil
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
 	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
 		p.pos = start
 		return Value{}, p.fail("numberRange", "number is too large to represent")
 	}
 	return Value{Kind: KindNumber, Num: f, Raw: raw}, nil
+}
+
+// smallInt returns the value of an integer literal of at most 15 digits (exact in float64)
+// without going through strconv.
+func smallInt(raw []byte) (float64, bool) {
+	i, neg := 0, false
+	if raw[0] == '-' {
+		neg, i = true, 1
+	}
+	if len(raw)-i > 15 {
+		return 0, false
+	}
+	var n int64
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	f := float64(n)
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 // str parses a JSON string at p.pos (which holds '"') and returns its decoded value.
@@ -340,7 +490,12 @@ func (p *parser) str() (string, error) {
 	for p.pos < len(d) {
 		c := d[p.pos]
 		if c == '"' {
-			s := string(d[start:p.pos])
+			var s string
+			if p.scratch {
+				s = unsafe.String(unsafe.SliceData(d[start:p.pos]), p.pos-start)
+			} else {
+				s = string(d[start:p.pos])
+			}
 			p.pos++
 			return s, nil
 		}
@@ -364,14 +519,26 @@ func (p *parser) str() (string, error) {
 		return "", p.fail("json", "unterminated string")
 	}
 	// Slow path with escapes.
-	var b strings.Builder
-	b.Write(d[start:p.pos])
+	// Decoded bytes go to a new slice, or for a scratch parse to the parser's reusable buffer
+	// (strings already handed out keep pointing at the old array if it grows).
+	var b []byte
+	if p.scratch {
+		b = p.sbuf
+	}
+	mark := len(b)
+	b = append(b, d[start:p.pos]...)
 	for p.pos < len(d) {
 		c := d[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return b.String(), nil
+			if p.scratch {
+				p.sbuf = b
+			}
+			if len(b) == mark {
+				return "", nil
+			}
+			return unsafe.String(&b[mark], len(b)-mark), nil
 		case c == '\\':
 			if p.pos+1 >= len(d) {
 				return "", p.fail("json", "unterminated escape in string")
@@ -380,17 +547,17 @@ func (p *parser) str() (string, error) {
 			p.pos += 2
 			switch e {
 			case '"', '\\', '/':
-				b.WriteByte(e)
+				b = append(b, e)
 			case 'b':
-				b.WriteByte('\b')
+				b = append(b, '\b')
 			case 'f':
-				b.WriteByte('\f')
+				b = append(b, '\f')
 			case 'n':
-				b.WriteByte('\n')
+				b = append(b, '\n')
 			case 'r':
-				b.WriteByte('\r')
+				b = append(b, '\r')
 			case 't':
-				b.WriteByte('\t')
+				b = append(b, '\t')
 			case 'u':
 				r, ok := p.hex4()
 				if !ok {
@@ -407,7 +574,7 @@ func (p *parser) str() (string, error) {
 					}
 					r = utf16.DecodeRune(r, r2)
 				}
-				b.WriteRune(r)
+				b = utf8.AppendRune(b, r)
 			default:
 				p.pos -= 2
 				return "", p.fail("json", fmt.Sprintf("invalid escape '\\%c' in string", e))
@@ -415,14 +582,14 @@ func (p *parser) str() (string, error) {
 		case c < 0x20:
 			return "", p.fail("json", "control character in string; it must be escaped")
 		case c < utf8.RuneSelf:
-			b.WriteByte(c)
+			b = append(b, c)
 			p.pos++
 		default:
 			r, size := utf8.DecodeRune(d[p.pos:])
 			if r == utf8.RuneError && size <= 1 {
 				return "", p.fail("utf8", "invalid UTF-8 in string")
 			}
-			b.Write(d[p.pos : p.pos+size])
+			b = append(b, d[p.pos:p.pos+size]...)
 			p.pos += size
 		}
 	}

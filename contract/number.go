@@ -23,6 +23,19 @@ func parseLiteral(raw []byte) literal {
 		l.neg = true
 		i++
 	}
+	if plainDigits(raw[i:]) {
+		// The common case, a plain integer: its digits are contiguous, so take a subslice.
+		d := raw[i:]
+		for len(d) > 0 && d[0] == '0' {
+			d = d[1:]
+		}
+		for len(d) > 0 && d[len(d)-1] == '0' {
+			d = d[:len(d)-1]
+			l.exp++
+		}
+		l.digits = d
+		return l
+	}
 	var digits []byte
 	fracLen := int64(0)
 	inFrac := false
@@ -99,4 +112,14 @@ func (l literal) int64() (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// plainDigits reports whether b is made of ASCII digits only.
+func plainDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

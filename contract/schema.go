@@ -57,7 +57,7 @@ type schema struct {
 	// objects
 	props    []prop
 	open     *schema // additionalProperties schema for open objects (nil = closed)
-	maxProps int    // 0 = unbounded
+	maxProps int     // 0 = unbounded
 
 	// arrays
 	items              *schema
@@ -131,18 +131,27 @@ func (e *ValidationError) HasLayer(layer string) bool {
 // checker accumulates problems while walking a document. The path is a stack of segments that
 // is only joined into a pointer when a problem is reported, so valid documents cost nothing.
 type checker struct {
-	path     []string
+	segs     [16]string // the first path segments, inline so that a checker needs no allocation
+	deep     []string   // segments beyond len(segs)
+	n        int        // path length
 	problems []Problem
 }
 
+func (c *checker) seg(i int) string {
+	if i < len(c.segs) {
+		return c.segs[i]
+	}
+	return c.deep[i-len(c.segs)]
+}
+
 func (c *checker) pointer(extra ...string) string {
-	if len(c.path) == 0 && len(extra) == 0 {
+	if c.n == 0 && len(extra) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	for _, s := range c.path {
+	for i := 0; i < c.n; i++ {
 		b.WriteByte('/')
-		b.WriteString(escapePointer(s))
+		b.WriteString(escapePointer(c.seg(i)))
 	}
 	for _, s := range extra {
 		b.WriteByte('/')
@@ -163,8 +172,21 @@ func (c *checker) rule(path, name, msg string) {
 	c.problems = append(c.problems, Problem{Path: path, Rule: name, Layer: LayerRule, Message: msg})
 }
 
-func (c *checker) push(seg string) { c.path = append(c.path, seg) }
-func (c *checker) pop()            { c.path = c.path[:len(c.path)-1] }
+func (c *checker) push(seg string) {
+	if c.n < len(c.segs) {
+		c.segs[c.n] = seg
+	} else {
+		c.deep = append(c.deep, seg)
+	}
+	c.n++
+}
+
+func (c *checker) pop() {
+	c.n--
+	if c.n >= len(c.segs) {
+		c.deep = c.deep[:len(c.deep)-1]
+	}
+}
 
 func describe(v *Value) string {
 	switch v.Kind {

@@ -4,15 +4,15 @@ package contract
 // mirror ../shared/contract/agent-session-event.schema.json keyword for keyword (differential
 // tests hold them to it); the others follow CONTRACT.md, whose objects have no JSON Schema.
 
-func str() *schema                 { return &schema{typ: tString} }
-func strMin(n int) *schema         { return &schema{typ: tString, minLen: n} }
-func id() *schema                  { return &schema{typ: tString, minLen: 1, maxLen: 256} }
-func timestamp() *schema           { return &schema{typ: tString, format: fTimestamp} }
-func notBlank() *schema            { return &schema{typ: tString, format: fNotBlank} }
-func enum(vals ...string) *schema  { return &schema{typ: tString, enum: vals} }
-func constStr(s string) *schema    { return &schema{typ: tString, hasConst: true, constStr: s} }
-func boolean() *schema             { return &schema{typ: tBool} }
-func anyJSON() *schema             { return &schema{typ: tAny} }
+func str() *schema                  { return &schema{typ: tString} }
+func strMin(n int) *schema          { return &schema{typ: tString, minLen: n} }
+func id() *schema                   { return &schema{typ: tString, minLen: 1, maxLen: 256} }
+func timestamp() *schema            { return &schema{typ: tString, format: fTimestamp} }
+func notBlank() *schema             { return &schema{typ: tString, format: fNotBlank} }
+func enum(vals ...string) *schema   { return &schema{typ: tString, enum: vals} }
+func constStr(s string) *schema     { return &schema{typ: tString, hasConst: true, constStr: s} }
+func boolean() *schema              { return &schema{typ: tBool} }
+func anyJSON() *schema              { return &schema{typ: tAny} }
 func arrayOf(items *schema) *schema { return &schema{typ: tArray, items: items} }
 func safeInt(min int64) *schema {
 	return &schema{typ: tInteger, hasMin: true, min: min, hasMax: true, max: MaxSafeInteger}

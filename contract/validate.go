@@ -48,23 +48,31 @@ var plainSchemas = map[string]*schema{
 // *[ValidationError] listing every problem otherwise (parse failures included, as one problem
 // of layer "json"), or a plain error for an unknown kind.
 func Validate(kind string, data []byte, lim Limits) error {
-	_, err := check(kind, data, lim)
-	return err
+	return check(kind, data, lim, nil)
 }
 
-func check(kind string, data []byte, lim Limits) (Value, error) {
-	v, err := Parse(data, lim)
+// check parses and validates data and, when it is valid, calls use with the parsed value
+// (which is only valid during the call: its strings and arrays belong to a pooled parser).
+func check(kind string, data []byte, lim Limits, use func(v *Value)) error {
+	p := getParser(data, lim.orDefault(), true)
+	defer p.release()
+	var err error
+	p.root, err = p.document()
 	if err != nil {
-		return Value{}, syntaxProblem(err)
+		return syntaxProblem(err)
 	}
-	probs, err := ValidateValue(kind, &v)
+	v := &p.root
+	probs, err := ValidateValue(kind, v)
 	if err != nil {
-		return Value{}, err
+		return err
 	}
 	if len(probs) > 0 {
-		return Value{}, &ValidationError{Problems: probs}
+		return &ValidationError{Problems: probs}
 	}
-	return v, nil
+	if use != nil {
+		use(v)
+	}
+	return nil
 }
 
 func syntaxProblem(err error) error {
@@ -132,11 +140,11 @@ func strField(v *Value, name string) (string, bool) {
 
 // runStatusTimestamp names the timestamp each run status needs (CONTRACT.md §2).
 var runStatusTimestamp = map[string]string{
-	"running":  "startedAt",
-	"stopping": "stoppingRequestedAt",
-	"stopped":  "stoppedAt",
+	"running":   "startedAt",
+	"stopping":  "stoppingRequestedAt",
+	"stopped":   "stoppedAt",
 	"completed": "completedAt",
-	"failed":   "failedAt",
+	"failed":    "failedAt",
 }
 
 // IsTerminal reports whether a run status is terminal (stopped, completed, failed).
@@ -395,11 +403,10 @@ func sameJSON(a, b *Value) bool {
 // matching type: *Event, *Command, *CommandResult, *Run, *ViewModel, *SessionRecord, ...).
 // Integers written as 1.0 or 1e2 are accepted and decoded as integers.
 func Decode(kind string, data []byte, lim Limits, out any) error {
-	v, err := check(kind, data, lim)
-	if err != nil {
+	var canon []byte
+	if err := check(kind, data, lim, func(v *Value) { canon = canonical(kind, v) }); err != nil {
 		return err
 	}
-	canon := canonical(kind, &v)
 	if err := json.Unmarshal(canon, out); err != nil {
 		return fmt.Errorf("decode %s: %w", kind, err)
 	}
