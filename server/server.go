@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,9 +99,6 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", s.handleStream)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/runs", s.handleRuns)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/runs/{runId}", s.handleRun)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", r.Method, r.URL.Path))
-	})
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
@@ -119,9 +117,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
 		return
 	}
-	// The mux answers a method mismatch with its own 405 text; keep errors in one shape.
-	if _, pattern := s.mux.Handler(r); pattern == "" && r.URL.Path != "/" {
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; see docs/api.md", r.Method, r.URL.Path))
+	// The mux answers unknown paths and methods with plain text; keep errors in one shape.
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, p := s.mux.Handler(probe); p != "" {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) == 0 {
+			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", r.Method, r.URL.Path))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)

@@ -176,6 +176,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	keepAlive := time.NewTicker(s.opt.KeepAlive)
 	defer keepAlive.Stop()
 	head := last
+	// caughtUp turns true once the subscriber has been at the head: only then does falling
+	// MaxLag behind count as too slow (replaying a long history does not).
+	caughtUp := false
 	for {
 		evs, h2, ok := t.since(cursor, streamBatch)
 		if h2 > head {
@@ -199,12 +202,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			if !s.flush(rc, w, buf) {
 				return
 			}
-			if head-cursor > s.opt.MaxLag {
+			if caughtUp && head-cursor > s.opt.MaxLag {
 				s.finalMessage(rc, w, "SUBSCRIBER_TOO_SLOW", fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
 				return
 			}
 			continue
 		}
+		caughtUp = true
 		select {
 		case <-sub.wake:
 		case <-keepAlive.C:

@@ -1,0 +1,28 @@
+# sessiond developer tasks. Run 'make help' for the list.
+GO ?= go
+PKGS ?= ./...
+
+.PHONY: help build run test bench lint fuzz
+
+help: ## show this help
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+build: ## build the sessiond binary into ./sessiond
+	$(GO) build -o sessiond ./cmd/sessiond
+
+run: ## run the server on the embedded default (SQLite in ./sessiond-data)
+	$(GO) run ./cmd/sessiond serve
+
+test: ## run every test (the README's test command)
+	$(GO) test ./...
+
+bench: ## run the benchmarks recorded in docs/benchmarks.md
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./contract/ ./store/sqlite/ ./server/
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'run gofmt -w on the files above'; exit 1)
+	$(GO) vet ./...
+
+fuzz: ## fuzz the contract parser and validator for a minute each
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m ./contract/
+	$(GO) test -run '^$$' -fuzz FuzzEventAgainstOracle -fuzztime 1m ./contract/
