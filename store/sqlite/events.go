@@ -1,0 +1,276 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Read limits of ReadEvents.
+const maxReadLimit = 10000
+
+// submit hands r to the writer and waits for its answer. If ctx ends before the writer has
+// taken r into a transaction, r is withdrawn and submit returns ctx's error: nothing of it is
+// written. Once the writer has taken r, its outcome is decided by the commit and submit waits
+// for it (one sync at most) whatever ctx does, so a caller never sees an answer that hides a
+// write.
+func (s *Store) submit(ctx context.Context, r *request) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	r.done = make(chan struct{})
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(statePending, stateCancelled) {
+			return ctx.Err()
+		}
+		<-r.done
+		return nil
+	}
+}
+
+// Append adds events to the session's log as documented on store.Store: atomically, durably
+// (the commit is synced before Append returns), each new event taking the next sequence and
+// each repeat of a stored idempotency key answered as a duplicate. The canonical bytes stored
+// for an event are ev.JSON(sequence). Concurrent appends share one transaction and one sync
+// (group commit) but each is all or nothing on its own. See submit for how ctx is honoured.
+func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
+	if len(events) > store.MaxBatchEvents {
+		return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.LimitError{What: "batch", Limit: store.MaxBatchEvents, Got: len(events)})
+	}
+	for i, ev := range events {
+		if ev == nil {
+			return nil, fmt.Errorf("append to session %q: event %d is nil", sessionID, i)
+		}
+		if ev.SessionID != sessionID {
+			return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.SessionMismatchError{Index: i, SessionID: sessionID, EventSID: ev.SessionID})
+		}
+	}
+	r := &request{ctx: ctx, sessionID: sessionID, events: events, opts: opts}
+	if err := s.submit(ctx, r); err != nil {
+		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
+	}
+	if r.err != nil {
+		if errors.Is(r.err, store.ErrSessionNotFound) {
+			return nil, r.err // already says which session
+		}
+		return nil, fmt.Errorf("append to session %q: %w", sessionID, r.err)
+	}
+	return r.results, nil
+}
+
+// sessionKey returns a session's internal key, or store.ErrSessionNotFound.
+func (s *Store) sessionKey(ctx context.Context, id string) (int64, error) {
+	if v, ok := s.sessKeys.Load(id); ok {
+		return v.(int64), nil
+	}
+	var sk int64
+	err := s.rd.sessionKey.QueryRowContext(ctx, id).Scan(&sk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrSessionNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.sessKeys.Store(id, sk)
+	return sk, nil
+}
+
+// ReadEvents returns the committed events of the session with sequence > after, in order, at
+// most limit (default and cap 10000). It returns store.ErrSessionNotFound for an unknown
+// session.
+func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.StoredEvent, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	if limit <= 0 || limit > maxReadLimit {
+		limit = maxReadLimit
+	}
+	if after < -1 {
+		after = -1
+	}
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	rows, err := s.rd.events.QueryContext(ctx, sk, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := make([]store.StoredEvent, 0, min(limit, 256))
+	for rows.Next() {
+		var e store.StoredEvent
+		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data); err != nil {
+			return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// LastSequence returns the sequence of the session's last committed event, -1 when its log is
+// empty, or store.ErrSessionNotFound.
+func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.inflight.Done()
+	var last int64
+	err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, store.ErrSessionNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, err)
+	}
+	return last, nil
+}
+
+// EventByID returns the session's event with that eventId, store.ErrEventNotFound when there is
+// none, or store.ErrSessionNotFound for an unknown session.
+func (s *Store) EventByID(ctx context.Context, sessionID, eventID string) (store.StoredEvent, error) {
+	return s.eventBy(ctx, s.rd.eventByID, "eventId", sessionID, eventID)
+}
+
+// EventByIdempotencyKey returns the session's event with that idempotency key,
+// store.ErrEventNotFound when there is none, or store.ErrSessionNotFound for an unknown session.
+func (s *Store) EventByIdempotencyKey(ctx context.Context, sessionID, key string) (store.StoredEvent, error) {
+	return s.eventBy(ctx, s.rd.eventByKey, "idempotencyKey", sessionID, key)
+}
+
+func (s *Store) eventBy(ctx context.Context, stmt *sql.Stmt, what, sessionID, val string) (store.StoredEvent, error) {
+	var e store.StoredEvent
+	if err := s.enter(); err != nil {
+		return e, err
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+	}
+	err = stmt.QueryRowContext(ctx, sk, val).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, store.ErrEventNotFound)
+	}
+	if err != nil {
+		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+	}
+	return e, nil
+}
+
+// Runs returns the session's runs in the order they were created, or store.ErrSessionNotFound.
+func (s *Store) Runs(ctx context.Context, sessionID string) ([]contract.Run, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
+	}
+	rows, err := s.rd.runs.QueryContext(ctx, sk)
+	if err != nil {
+		return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := []contract.Run{}
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
+		}
+		var r contract.Run
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("runs of session %q: decode stored run: %w", sessionID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// Run returns one run of the session, store.ErrRunNotFound when there is none, or
+// store.ErrSessionNotFound for an unknown session.
+func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run, error) {
+	var r contract.Run
+	if err := s.enter(); err != nil {
+		return r, err
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return r, fmt.Errorf("run %q of session %q: %w", runID, sessionID, err)
+	}
+	var data []byte
+	err = s.rd.run.QueryRowContext(ctx, sk, runID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("run %q of session %q: %w", runID, sessionID, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("run %q of session %q: %w", runID, sessionID, err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("run %q of session %q: decode stored run: %w", runID, sessionID, err)
+	}
+	return r, nil
+}
+
+// readStmts are the prepared statements of the read-only pool.
+type readStmts struct {
+	session, sessionKey, lastSeq, events, eventByID, eventByKey, runs, run *sql.Stmt
+	all                                                                    []*sql.Stmt
+}
+
+const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
+
+func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		s **sql.Stmt
+		q string
+	}{
+		{&st.session, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
+		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
+		{&st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
+		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
+		{&st.eventByID, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND event_id = ?`},
+		{&st.eventByKey, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND idem_key = ?`},
+		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},
+		{&st.run, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
+	} {
+		s, err := db.PrepareContext(ctx, p.q)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("prepare %q: %w", p.q, err)
+		}
+		*p.s = s
+		st.all = append(st.all, s)
+	}
+	return nil
+}
+
+func (st *readStmts) close() {
+	for _, s := range st.all {
+		s.Close()
+	}
+	st.all = nil
+}

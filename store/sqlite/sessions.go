@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+const sessionCols = `sk, record, snapshot, lineage, active_branch, last_seq`
+
+// Paging of ListSessions.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+type sessionRow struct {
+	record, snapshot, lineage, activeBranch []byte
+}
+
+func encodeSession(s *store.Session) (row sessionRow, err error) {
+	if row.record, err = json.Marshal(s.Record); err != nil {
+		return row, fmt.Errorf("encode record: %w", err)
+	}
+	if row.snapshot, err = json.Marshal(s.Snapshot); err != nil {
+		return row, fmt.Errorf("encode snapshot: %w", err)
+	}
+	if s.Lineage != nil {
+		if row.lineage, err = json.Marshal(s.Lineage); err != nil {
+			return row, fmt.Errorf("encode lineage: %w", err)
+		}
+	}
+	if s.ActiveBranch != nil {
+		if row.activeBranch, err = json.Marshal(s.ActiveBranch); err != nil {
+			return row, fmt.Errorf("encode active branch: %w", err)
+		}
+	}
+	return row, nil
+}
+
+// scanSession decodes a row of sessionCols.
+func scanSession(sc interface{ Scan(...any) error }) (int64, *store.Session, error) {
+	var (
+		sk                                      int64
+		record, snapshot, lineage, activeBranch []byte
+		s                                       store.Session
+	)
+	if err := sc.Scan(&sk, &record, &snapshot, &lineage, &activeBranch, &s.LastSequence); err != nil {
+		return 0, nil, err
+	}
+	if err := json.Unmarshal(record, &s.Record); err != nil {
+		return 0, nil, fmt.Errorf("decode stored record: %w", err)
+	}
+	if err := json.Unmarshal(snapshot, &s.Snapshot); err != nil {
+		return 0, nil, fmt.Errorf("decode stored snapshot: %w", err)
+	}
+	if lineage != nil {
+		s.Lineage = new(contract.Lineage)
+		if err := json.Unmarshal(lineage, s.Lineage); err != nil {
+			return 0, nil, fmt.Errorf("decode stored lineage: %w", err)
+		}
+	}
+	if activeBranch != nil {
+		s.ActiveBranch = new(contract.ActiveBranch)
+		if err := json.Unmarshal(activeBranch, s.ActiveBranch); err != nil {
+			return 0, nil, fmt.Errorf("decode stored active branch: %w", err)
+		}
+	}
+	return sk, &s, nil
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// CreateSession stores a new session, keyed by s.Record.SessionID, with an empty log. It
+// returns store.ErrSessionExists when the id is taken. s.LastSequence is ignored and set to -1.
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	if sess == nil || sess.Record.SessionID == "" {
+		return errors.New("create session: the record has no session_id")
+	}
+	id := sess.Record.SessionID
+	row, err := encodeSession(sess)
+	if err != nil {
+		return fmt.Errorf("create session %q: %w", id, err)
+	}
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		res, err := w.st.insertSession.ExecContext(w.ctx, id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
+			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch))
+		if err != nil {
+			return fatal("insert session", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fatal("insert session", err)
+		}
+		if n == 0 {
+			return store.ErrSessionExists
+		}
+		return nil
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return fmt.Errorf("create session %q: %w", id, err)
+	}
+	if r.err != nil {
+		return fmt.Errorf("create session %q: %w", id, r.err)
+	}
+	sess.LastSequence = -1
+	return nil
+}
+
+// GetSession returns the session as last committed, or store.ErrSessionNotFound.
+func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	_, sess, err := scanSession(s.rd.session.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get session %q: %w", id, store.ErrSessionNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session %q: %w", id, err)
+	}
+	return sess, nil
+}
+
+// ListSessions returns the sessions matching f in id order, at most f.Limit (default 100, capped
+// at 1000), and the cursor of the next page: the last id returned when more sessions match,
+// "" otherwise.
+func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.Session, string, error) {
+	if err := s.enter(); err != nil {
+		return nil, "", err
+	}
+	defer s.inflight.Done()
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	if limit > maxListLimit {
+		limit = maxListLimit
+	}
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"agent_id", f.AgentID}, {"project", f.Project}} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	if f.After != "" {
+		where = append(where, "id > ?")
+		args = append(args, f.After)
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY id LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Session
+	for rows.Next() {
+		_, sess, err := scanSession(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].Record.SessionID
+	}
+	return out, next, nil
+}
+
+// UpdateSession applies fn to the current session inside the writer's transaction and stores
+// Record, Snapshot, Lineage and ActiveBranch as fn leaves them; changes to LastSequence are
+// ignored and the session id may not change. fn runs on the writer goroutine, holding up other
+// writes: it must be quick and must not call the store. It returns store.ErrSessionNotFound for
+// an unknown id, or fn's error (nothing stored).
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (*store.Session, error) {
+	var out *store.Session
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		sk, cur, err := scanSession(w.st.sessionRow.QueryRowContext(w.ctx, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrSessionNotFound
+		}
+		if err != nil {
+			return fatal("load session", err)
+		}
+		last := cur.LastSequence
+		if err := fn(cur); err != nil {
+			return err
+		}
+		cur.LastSequence = last
+		if cur.Record.SessionID != id {
+			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
+		}
+		row, err := encodeSession(cur)
+		if err != nil {
+			return err
+		}
+		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
+			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+			return fatal("update session", err)
+		}
+		out = cur
+		return nil
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return nil, fmt.Errorf("update session %q: %w", id, err)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("update session %q: %w", id, r.err)
+	}
+	return out, nil
+}

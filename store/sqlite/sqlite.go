@@ -1,0 +1,252 @@
+// Package sqlite is the embedded storage driver of sessiond: one SQLite database file in a data
+// directory, opened with the pure Go modernc.org/sqlite, so the binary needs no C toolchain.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so every commit is synced to
+// disk before Append returns. Throughput comes from group commit: a single writer goroutine
+// owns the only write connection, takes every append queued while the previous commit was
+// syncing, runs them in one transaction (a SAVEPOINT each, so that a failing append undoes only
+// itself) and commits them with one sync. Reads use a separate pool of read-only connections,
+// which WAL lets run alongside the writer.
+//
+// One process at a time: Open takes an exclusive lock on dir/LOCK and fails, naming the
+// holder's pid, when another process (or another Store in this one) has the directory open.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// DBFile is the name of the database file inside the data directory.
+const DBFile = "sessiond.db"
+
+// LockFile is the name of the lock file inside the data directory.
+const LockFile = "LOCK"
+
+// Group commit bounds: the writer puts at most this many appends, or this many events, into
+// one transaction. Appends queued beyond them wait for the next commit.
+const (
+	maxGroupRequests = 256
+	maxGroupEvents   = 16384
+)
+
+// Store is the SQLite driver. It implements store.Store; create it with Open and release it
+// with Close. All methods are safe for concurrent use.
+type Store struct {
+	dir  string
+	lock *dirLock
+
+	wdb *sql.DB // exactly one connection, owned by the writer goroutine
+	rdb *sql.DB // read-only pool
+	rd  readStmts
+
+	reqs       chan *request
+	writerDone chan struct{}
+
+	mu       sync.RWMutex // guards closed and the sending side of reqs
+	closed   bool
+	inflight sync.WaitGroup
+
+	subMu   sync.Mutex
+	subs    map[int]func(store.Commit)
+	subNext int
+	subList []func(store.Commit) // copy of subs in registration order, replaced on change
+
+	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating when needed) the store in dir: it creates dir and dir/sessiond.db, takes
+// the directory's lock, applies the embedded migrations and starts the writer. It fails when
+// another process holds the directory, or when the database was written by a newer sessiond.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("open store: no data directory given")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("open store: create data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, lock: lock, subs: map[int]func(store.Commit){}}
+	if err := s.open(ctx); err != nil {
+		s.closeDBs()
+		lock.release()
+		return nil, err
+	}
+	s.reqs = make(chan *request, maxGroupRequests)
+	s.writerDone = make(chan struct{})
+	w, err := newWriter(ctx, s)
+	if err != nil {
+		s.closeDBs()
+		lock.release()
+		return nil, err
+	}
+	go w.run()
+	return s, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(0)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+		q.Add("_pragma", "cache_size(-16384)") // 16 MiB per reader
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")   // sync the WAL on every commit
+		q.Add("_pragma", "cache_size(-131072)") // 128 MiB: keeps hot index pages of large logs
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+func (s *Store) open(ctx context.Context) error {
+	path := filepath.Join(s.dir, DBFile)
+	var err error
+	if s.wdb, err = sql.Open("sqlite", dsn(path, false)); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("open store %s: journal mode is %q, want wal (is the directory on a file system without shared memory?)", path, mode)
+	}
+	if err := migrate(ctx, s.wdb); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if s.rdb, err = sql.Open("sqlite", dsn(path, true)); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	n := 2 * runtime.GOMAXPROCS(0)
+	if n < 4 {
+		n = 4
+	}
+	s.rdb.SetMaxOpenConns(n)
+	s.rdb.SetMaxIdleConns(n)
+	s.rdb.SetConnMaxIdleTime(0)
+	s.rdb.SetConnMaxLifetime(0)
+	if err := s.rd.prepare(ctx, s.rdb); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	s.rd.close()
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Capabilities reports the driver "sqlite": commits carry their events, and the store belongs to
+// one process.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Driver: "sqlite", CommitCarriesEvents: true}
+}
+
+// Subscribe registers fn to be called by the writer after every commit that added events, once
+// per append, in commit order. fn runs on the writer goroutine: it must not block and must not
+// call the store's write methods. The returned func unregisters fn; it is safe to call twice.
+func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) {
+	s.subMu.Lock()
+	id := s.subNext
+	s.subNext++
+	s.subs[id] = fn
+	s.rebuildSubs()
+	s.subMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.subMu.Lock()
+			delete(s.subs, id)
+			s.rebuildSubs()
+			s.subMu.Unlock()
+		})
+	}
+}
+
+func (s *Store) rebuildSubs() {
+	ids := make([]int, 0, len(s.subs))
+	for id := range s.subs {
+		ids = append(ids, id)
+	}
+	// registration order: ids are increasing
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+	list := make([]func(store.Commit), len(ids))
+	for i, id := range ids {
+		list[i] = s.subs[id]
+	}
+	s.subList = list
+}
+
+func (s *Store) subscribers() []func(store.Commit) {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	return s.subList
+}
+
+// Close stops accepting work, waits for appends already submitted to be committed and
+// answered, stops the writer, closes the database and releases the directory lock. Calls after
+// the first return nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	close(s.reqs)
+	<-s.writerDone
+	err := s.closeDBs()
+	if lerr := s.lock.release(); lerr != nil && err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("close store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// enter registers an operation in flight; it fails with store.ErrClosed after Close.
+func (s *Store) enter() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}

@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+func (s *suite) testRead(t *testing.T) {
+	t.Run("Ranges", func(t *testing.T) {
+		ctx, st, id := s.setup(t)
+		evs := Batch(t, id, "k", 10)
+		mustAppend(t, ctx, st, id, evs, store.AppendOptions{})
+		for _, c := range []struct {
+			after      int64
+			limit      int
+			first, end int // want events[first:end]
+		}{
+			{-1, 0, 0, 10},
+			{-5, 0, 0, 10},
+			{-1, 3, 0, 3},
+			{2, 3, 3, 6},
+			{2, 0, 3, 10},
+			{7, 100, 8, 10},
+			{8, 1, 9, 10},
+			{9, 0, 10, 10},
+			{50, 5, 10, 10},
+			{-1, -1, 0, 10},
+		} {
+			t.Run(fmt.Sprintf("after=%d,limit=%d", c.after, c.limit), func(t *testing.T) {
+				got, err := st.ReadEvents(ctx, id, c.after, c.limit)
+				if err != nil {
+					t.Fatalf("ReadEvents: %v", err)
+				}
+				var want []store.StoredEvent
+				for i := c.first; i < c.end; i++ {
+					want = append(want, stored(evs[i], int64(i)))
+				}
+				if diff := cmp.Diff(want, got, cmp.Transformer("string", func(b []byte) string { return string(b) }), cmpEmpty); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
+
+	t.Run("LimitCap", func(t *testing.T) {
+		ctx, st, id := s.setup(t)
+		const n = 10005
+		for i := 0; i < n; i += store.MaxBatchEvents {
+			size := min(store.MaxBatchEvents, n-i)
+			mustAppend(t, ctx, st, id, Batch(t, id, fmt.Sprintf("b%d", i), size), store.AppendOptions{})
+		}
+		for _, c := range []struct {
+			after int64
+			limit int
+			want  int
+		}{{-1, 0, 10000}, {-1, 20000, 10000}, {-1, 10000, 10000}, {-1, 9999, 9999}, {9999, 0, 5}} {
+			got, err := st.ReadEvents(ctx, id, c.after, c.limit)
+			if err != nil {
+				t.Fatalf("ReadEvents: %v", err)
+			}
+			if len(got) != c.want {
+				t.Errorf("ReadEvents(after %d, limit %d) = %d events, want %d", c.after, c.limit, len(got), c.want)
+				continue
+			}
+			for i, e := range got {
+				if e.Sequence != c.after+1+int64(i) {
+					t.Fatalf("ReadEvents(after %d): event %d has sequence %d", c.after, i, e.Sequence)
+				}
+			}
+		}
+	})
+
+	t.Run("Lookups", func(t *testing.T) {
+		ctx, st, id := s.setup(t)
+		evs := []*contract.EncodedEvent{
+			TerminalEvent(t, id, "a", "1"),
+			RunStatusEvent(t, id, "b", "R-1", "M-1", "queued"),
+			TerminalEvent(t, id, "c", "3"),
+		}
+		mustAppend(t, ctx, st, id, evs, store.AppendOptions{})
+		for i, ev := range evs {
+			want := stored(ev, int64(i))
+			got, err := st.EventByID(ctx, id, ev.EventID)
+			if err != nil {
+				t.Fatalf("EventByID(%s): %v", ev.EventID, err)
+			}
+			if diff := cmp.Diff(want, got, cmp.Transformer("string", func(b []byte) string { return string(b) })); diff != "" {
+				t.Errorf("EventByID(%s) (-want +got):\n%s", ev.EventID, diff)
+			}
+			got, err = st.EventByIdempotencyKey(ctx, id, ev.IdempotencyKey)
+			if err != nil {
+				t.Fatalf("EventByIdempotencyKey(%s): %v", ev.IdempotencyKey, err)
+			}
+			if diff := cmp.Diff(want, got, cmp.Transformer("string", func(b []byte) string { return string(b) })); diff != "" {
+				t.Errorf("EventByIdempotencyKey(%s) (-want +got):\n%s", ev.IdempotencyKey, diff)
+			}
+		}
+		if _, err := st.EventByID(ctx, id, "a"); !errors.Is(err, store.ErrEventNotFound) {
+			t.Errorf("EventByID of a key, not an id: %v, want ErrEventNotFound", err)
+		}
+		if _, err := st.EventByIdempotencyKey(ctx, id, "ev-a"); !errors.Is(err, store.ErrEventNotFound) {
+			t.Errorf("EventByIdempotencyKey of an id, not a key: %v, want ErrEventNotFound", err)
+		}
+	})
+}
+
+// cmpEmpty treats a nil and an empty slice of events alike.
+var cmpEmpty = cmp.FilterValues(func(a, b []store.StoredEvent) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
