@@ -135,6 +135,29 @@ type checker struct {
 	deep     []string   // segments beyond len(segs)
 	n        int        // path length
 	problems []Problem
+	dropped  int // problems not recorded because MaxProblems were already listed
+}
+
+// MaxProblems is the most problems a [ValidationError] lists; a document with more (only a
+// hostile one gets there) ends its list with one problem of rule "maxProblems" saying how many
+// were left out. It bounds the memory an error can take.
+const MaxProblems = 1000
+
+func (c *checker) record(p Problem) {
+	if len(c.problems) >= MaxProblems {
+		c.dropped++
+		return
+	}
+	c.problems = append(c.problems, p)
+}
+
+// result returns the problems, with the maxProblems notice when some were dropped.
+func (c *checker) result() []Problem {
+	if c.dropped > 0 {
+		return append(c.problems, Problem{Rule: "maxProblems", Layer: LayerSchema,
+			Message: fmt.Sprintf("%d more problems were found but are not listed (at most %d are)", c.dropped, MaxProblems)})
+	}
+	return c.problems
 }
 
 func (c *checker) seg(i int) string {
@@ -161,15 +184,23 @@ func (c *checker) pointer(extra ...string) string {
 }
 
 func (c *checker) add(rule, msg string) {
-	c.problems = append(c.problems, Problem{Path: c.pointer(), Rule: rule, Layer: LayerSchema, Message: msg})
+	if len(c.problems) >= MaxProblems {
+		c.dropped++
+		return
+	}
+	c.record(Problem{Path: c.pointer(), Rule: rule, Layer: LayerSchema, Message: msg})
 }
 
 func (c *checker) addAt(field, rule, msg string) {
-	c.problems = append(c.problems, Problem{Path: c.pointer(field), Rule: rule, Layer: LayerSchema, Message: msg})
+	if len(c.problems) >= MaxProblems {
+		c.dropped++
+		return
+	}
+	c.record(Problem{Path: c.pointer(field), Rule: rule, Layer: LayerSchema, Message: msg})
 }
 
 func (c *checker) rule(path, name, msg string) {
-	c.problems = append(c.problems, Problem{Path: path, Rule: name, Layer: LayerRule, Message: msg})
+	c.record(Problem{Path: path, Rule: name, Layer: LayerRule, Message: msg})
 }
 
 func (c *checker) push(seg string) {

@@ -417,7 +417,7 @@ type CommandResult struct {
 	Outcome          string        `json:"outcome"`
 	SessionStatus    string        `json:"sessionStatus"`
 	AcceptedSequence *int64        `json:"acceptedSequence,omitempty"`
-	ResultEventIDs   []string      `json:"resultEventIds"`
+	ResultEventIDs   []string      `json:"resultEventIds,omitzero"` // nil: absent (default []); empty: []
 	Operation        *Operation    `json:"operation,omitempty"`
 	Termination      string        `json:"termination,omitempty"`
 	Error            *CommandError `json:"error,omitempty"`
@@ -580,6 +580,40 @@ type ViewModel struct {
 	Resumable    bool          `json:"resumable"`
 	Lineage      *Lineage      `json:"lineage,omitempty"`
 	ActiveBranch *ActiveBranch `json:"activeBranch,omitempty"`
+
+	// resumableSent records that a decoded view carried "resumable" (possibly false), so that
+	// encoding it gives back the same JSON. A view built in Go writes "resumable" when true.
+	resumableSent bool
+}
+
+type viewPlain ViewModel
+
+type viewJSON struct {
+	viewPlain
+	Resumable *bool `json:"resumable,omitempty"`
+}
+
+// MarshalJSON encodes the view; "resumable" (default false) is written when true or when the
+// decoded view had it.
+func (v ViewModel) MarshalJSON() ([]byte, error) {
+	out := viewJSON{viewPlain: viewPlain(v)}
+	if v.Resumable || v.resumableSent {
+		out.Resumable = &v.Resumable
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON decodes a view and remembers whether "resumable" was present. It does not
+// validate: use [Decode] with [KindView] for input from outside.
+func (v *ViewModel) UnmarshalJSON(data []byte) error {
+	var in viewJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*v = ViewModel(in.viewPlain)
+	v.Resumable = in.Resumable != nil && *in.Resumable
+	v.resumableSent = in.Resumable != nil
+	return nil
 }
 
 // SessionRecord is the session record of cortex-session.schema.json. Nullable fields use

@@ -102,7 +102,7 @@ func ValidateValue(kind string, v *Value) ([]Problem, error) {
 			c.plainRules(kind, v)
 		}
 	}
-	return c.problems, nil
+	return c.result(), nil
 }
 
 // event validates an AgentSessionEvent: the envelope, then the payload chosen by eventType,
@@ -243,8 +243,9 @@ func (c *checker) view(v *Value) {
 		sub.event(&evs.Elems[i])
 		for _, p := range sub.problems {
 			p.Path = c.pointer() + p.Path
-			c.problems = append(c.problems, p)
+			c.record(p)
 		}
+		c.dropped += sub.dropped
 		c.pop()
 	}
 	c.pop()
@@ -317,7 +318,7 @@ func (c *checker) plainRules(kind string, v *Value) {
 		}
 	case KindRun:
 		for _, p := range RunProblems(func(name string) bool { return v.Get(name) != nil }, mustStr(v, "status")) {
-			c.problems = append(c.problems, p)
+			c.record(p)
 		}
 	case KindSession:
 		if s, _ := strField(v, "session_id"); len(s) < 2 || s[:2] != "S-" {
