@@ -119,7 +119,7 @@ func TestValidateJSON(t *testing.T) {
 func TestValidateFileAndLongLines(t *testing.T) {
 	dir := t.TempDir()
 	long := strings.Replace(valOKEvent, `"text":"thinking"`, `"text":"`+strings.Repeat("ü", 300_000)+`"`, 1) // 600 KB, > bufio's 64K
-	huge := strings.Replace(valOKEvent, `"text":"thinking"`, `"text":"`+strings.Repeat("x", 2<<20)+`"`, 1)  // over the 1 MiB default
+	huge := strings.Replace(valOKEvent, `"text":"thinking"`, `"text":"`+strings.Repeat("x", 2<<20)+`"`, 1)   // over the 1 MiB default
 	file := filepath.Join(dir, "events.jsonl")
 	if err := os.WriteFile(file, []byte(long+"\n"+huge+"\n"+valOKEvent+"\n"), 0o644); err != nil {
 		t.Fatal(err)
