@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
+)
+
+func init() {
+	commands["create"] = command{summary: "create a session", run: runCreate}
+	commands["get"] = command{summary: "show a session", run: runGet}
+	commands["list"] = command{summary: "list sessions", run: runList}
+	commands["append"] = command{summary: "append NDJSON events from a file or stdin, all or nothing", run: runAppend}
+	commands["read"] = command{summary: "print a session's events", run: runRead}
+	commands["tail"] = command{summary: "follow a session's live stream, resuming after disconnects", run: runTail}
+}
+
+// clientFlags are the flags every client subcommand shares.
+type clientFlags struct {
+	fs     *flag.FlagSet
+	server *string
+	json   *bool
+}
+
+func newClientFlags(name string, stderr io.Writer) clientFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := os.Getenv("SESSIOND_SERVER")
+	if def == "" {
+		def = client.DefaultServer
+	}
+	return clientFlags{
+		fs:     fs,
+		server: fs.String("server", def, "server URL (env SESSIOND_SERVER)"),
+		json:   fs.Bool("json", false, "print JSON for programs instead of text for people"),
+	}
+}
+
+func (f clientFlags) client() *client.Client { return client.New(*f.server, nil) }
+
+// fail prints a client error with a hint and returns the exit code: 1 for an error the server
+// reported, 2 when the server could not be reached.
+func fail(stderr io.Writer, cmd string, err error) int {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		fmt.Fprintf(stderr, "sessiond %s: %s: %s\n", cmd, ae.Code, ae.Message)
+		for _, d := range ae.Details {
+			p := d.Path
+			if p == "" {
+				p = "/"
+			}
+			fmt.Fprintf(stderr, "  %s: %s (%s)\n", p, d.Message, d.Rule)
+		}
+		return 1
+	}
+	fmt.Fprintf(stderr, "sessiond %s: %v\nhint: start a server with 'sessiond serve' or point --server at one\n", cmd, err)
+	return 2
+}
+
+func printJSON(w io.Writer, v any) {
+	b, _ := contract.Marshal(v)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// capability presets of CONTRACT.md §5.
+var presets = map[string][]string{
+	"chat": {"text", "tools", "mcp", "skills", "approval", "usage", "editAndRerun", "summary"},
+	"work": {"text", "tools", "mcp", "skills", "approval", "usage", "editAndRerun", "summary", "shell", "fileChange", "artifacts", "resume", "steering"},
+}
+
+func presetCapabilities(mode string) contract.Capabilities {
+	m := map[string]bool{}
+	for _, n := range presets[mode] {
+		m[n] = true
+	}
+	b, _ := json.Marshal(m)
+	var c contract.Capabilities
+	json.Unmarshal(b, &c)
+	return c
+}
+
+func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("create", stderr)
+	id := f.fs.String("id", "", "session id (S-...); generated when empty")
+	agent := f.fs.String("agent", "", "agent id (required)")
+	role := f.fs.String("role", "implementer", "role: "+strings.Join(contract.SessionRoles, ", "))
+	mode := f.fs.String("mode", "", "record mode: code or general")
+	project := f.fs.String("project", "", "project name")
+	snapMode := f.fs.String("snapshot-mode", "work", "snapshot mode, which also picks the capability preset: chat or work")
+	model := f.fs.String("model", "unknown-model", "model id of the snapshot")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	if *agent == "" {
+		fmt.Fprintln(stderr, "sessiond create: --agent is required\nhint: sessiond create --agent my-agent")
+		return 2
+	}
+	req := api.CreateSessionRequest{SessionID: *id, AgentID: *agent, Role: *role,
+		Snapshot: contract.Snapshot{Mode: *snapMode, ModelID: *model, Capabilities: presetCapabilities(*snapMode)}}
+	if *mode != "" {
+		req.Mode = mode
+	}
+	if *project != "" {
+		req.Project = project
+	}
+	s, err := f.client().CreateSession(context.Background(), req)
+	if err != nil {
+		return fail(stderr, "create", err)
+	}
+	if *f.json {
+		printJSON(stdout, s)
+	} else {
+		fmt.Fprintf(stdout, "created %s (agent %s, role %s)\n", s.Record.SessionID, s.Record.AgentID, s.Record.Role)
+	}
+	return 0
+}
+
+func oneArg(fs *flag.FlagSet, stderr io.Writer, cmd, what string) (string, bool) {
+	if fs.NArg() < 1 {
+		fmt.Fprintf(stderr, "sessiond %s: missing %s\nhint: sessiond %s [flags] %s\n", cmd, what, cmd, strings.ToUpper(what))
+		return "", false
+	}
+	return fs.Arg(0), true
+}
+
+func runGet(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("get", stderr)
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	id, ok := oneArg(f.fs, stderr, "get", "session")
+	if !ok {
+		return 2
+	}
+	s, err := f.client().GetSession(context.Background(), id)
+	if err != nil {
+		return fail(stderr, "get", err)
+	}
+	if *f.json {
+		printJSON(stdout, s)
+		return 0
+	}
+	printSession(stdout, s)
+	return 0
+}
+
+func printSession(w io.Writer, s *api.Session) {
+	r := s.Record
+	run := "none"
+	if s.CurrentRun != nil {
+		run = s.CurrentRun.RunID + " (" + s.CurrentRun.Status + ")"
+	}
+	fmt.Fprintf(w, "%s  status %-8s agent %s  role %s  last sequence %d  run %s\n", r.SessionID, r.Status, r.AgentID, r.Role, s.LastSequence, run)
+}
+
+func runList(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("list", stderr)
+	status := f.fs.String("status", "", "only sessions with this status")
+	agent := f.fs.String("agent", "", "only sessions of this agent")
+	project := f.fs.String("project", "", "only sessions of this project")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"status": *status, "agent": *agent, "project": *project} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	c := f.client()
+	for {
+		page, err := c.ListSessions(context.Background(), q)
+		if err != nil {
+			return fail(stderr, "list", err)
+		}
+		for i := range page.Sessions {
+			if *f.json {
+				printJSON(stdout, &page.Sessions[i])
+			} else {
+				printSession(stdout, &page.Sessions[i])
+			}
+		}
+		if page.Next == "" {
+			return 0
+		}
+		q.Set("after", page.Next)
+	}
+}
+
+func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("append", stderr)
+	expected := f.fs.Int64("expected-sequence", -2, "append only if the log ends at this sequence (-1: empty)")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	id, ok := oneArg(f.fs, stderr, "append", "session")
+	if !ok {
+		return 2
+	}
+	in := stdin
+	if name := f.fs.Arg(1); name != "" && name != "-" {
+		file, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond append: %v\n", err)
+			return 2
+		}
+		defer file.Close()
+		in = file
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond append: read input: %v\n", err)
+		return 2
+	}
+	var exp *int64
+	if *expected >= -1 {
+		exp = expected
+	}
+	res, err := f.client().AppendNDJSON(context.Background(), id, data, exp)
+	if err != nil {
+		return fail(stderr, "append", err)
+	}
+	if *f.json {
+		printJSON(stdout, res)
+		return 0
+	}
+	acc, dup := 0, 0
+	for _, r := range res.Results {
+		if r.Status == api.Duplicate {
+			dup++
+		} else {
+			acc++
+		}
+	}
+	fmt.Fprintf(stdout, "%d accepted, %d duplicate; last sequence %d\n", acc, dup, res.LastSequence)
+	return 0
+}
+
+func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("read", stderr)
+	after := f.fs.Int64("after", -1, "print events after this sequence")
+	limit := f.fs.Int("limit", 0, "print at most this many events (0: all)")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	id, ok := oneArg(f.fs, stderr, "read", "session")
+	if !ok {
+		return 2
+	}
+	c := f.client()
+	printed := 0
+	for {
+		n := 1000
+		if *limit > 0 && *limit-printed < n {
+			n = *limit - printed
+		}
+		page, err := c.ReadEvents(context.Background(), id, *after, n)
+		if err != nil {
+			return fail(stderr, "read", err)
+		}
+		for _, raw := range page.Events {
+			printEvent(stdout, raw, *f.json)
+			printed++
+		}
+		if len(page.Events) == 0 || (*limit > 0 && printed >= *limit) {
+			return 0
+		}
+		var last struct {
+			Sequence int64 `json:"sequence"`
+		}
+		json.Unmarshal(page.Events[len(page.Events)-1], &last)
+		*after = last.Sequence
+	}
+}
+
+func runTail(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("tail", stderr)
+	after := f.fs.Int64("after", -1, "start after this sequence (-1: from the start)")
+	onlyNew := f.fs.Bool("new", false, "only events appended from now on")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	id, ok := oneArg(f.fs, stderr, "tail", "session")
+	if !ok {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := f.client().Stream(ctx, id, client.StreamOptions{After: *after, Tail: *onlyNew,
+		OnReconnect: func(at int64, cause error) {
+			fmt.Fprintf(stderr, "sessiond tail: connection lost (%v); resuming after sequence %d\n", cause, at)
+		}}, func(e client.StreamEvent) error {
+		printEvent(stdout, e.Data, *f.json)
+		return nil
+	})
+	if errors.Is(err, context.Canceled) {
+		return 0
+	}
+	return fail(stderr, "tail", err)
+}
+
+// printEvent prints one stored event: the JSON itself, or a one-line summary for people.
+func printEvent(w io.Writer, raw json.RawMessage, asJSON bool) {
+	if asJSON {
+		fmt.Fprintf(w, "%s\n", raw)
+		return
+	}
+	var e contract.Event
+	if err := json.Unmarshal(raw, &e); err != nil {
+		fmt.Fprintf(w, "%s\n", raw)
+		return
+	}
+	run := ""
+	if e.RunID != "" {
+		run = " run=" + e.RunID
+	}
+	fmt.Fprintf(w, "%6d  %s  %-14s %s%s\n", e.Sequence, e.OccurredAt, e.EventType, summarize(e.Payload), run)
+}
+
+// summarize says in a few words what a payload holds.
+func summarize(p contract.Payload) string {
+	switch p := p.(type) {
+	case *contract.MessagePayload:
+		var text []string
+		for _, part := range p.Parts {
+			var s string
+			var obj struct {
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(part, &s) == nil {
+				text = append(text, s)
+			} else if json.Unmarshal(part, &obj) == nil && obj.Text != "" {
+				text = append(text, obj.Text)
+			}
+		}
+		return fmt.Sprintf("%s: %s", p.Role, clip(strings.Join(text, " "), 80))
+	case *contract.ReasoningPayload:
+		return clip(p.Text, 80)
+	case *contract.PlanPayload:
+		return fmt.Sprintf("plan %s %s (%d steps)", p.PlanID, p.Status, len(p.Steps))
+	case *contract.TaskPayload:
+		return fmt.Sprintf("%s %s", p.Status, clip(p.Title, 60))
+	case *contract.ToolPayload:
+		return fmt.Sprintf("%s %s", p.ToolName, p.Status)
+	case *contract.ApprovalPayload:
+		return fmt.Sprintf("%s %s", p.Status, clip(p.Title, 60))
+	case *contract.StatusPayload:
+		return p.Status
+	case *contract.ArtifactPayload:
+		return fmt.Sprintf("%s %s (%s)", p.Kind, p.Name, p.Status)
+	case *contract.UsagePayload:
+		if p.TotalTokens != nil {
+			return fmt.Sprintf("%d tokens", *p.TotalTokens)
+		}
+		return "usage"
+	case *contract.ErrorPayload:
+		return fmt.Sprintf("%s: %s", p.Code, clip(p.Message, 70))
+	case *contract.DiffPayload:
+		return fmt.Sprintf("%s %s", p.Status, p.Path)
+	case *contract.WorkspaceFilePayload:
+		return fmt.Sprintf("%s %s", p.Operation, p.Path)
+	case *contract.TerminalPayload:
+		return fmt.Sprintf("%s: %s", p.Stream, clip(strings.TrimSpace(p.Chunk), 70))
+	case *contract.TestResultPayload:
+		return fmt.Sprintf("%s %s", p.Status, p.Name)
+	case *contract.SteerPayload:
+		return fmt.Sprintf("%s: %s", p.Status, clip(p.Text, 60))
+	case *contract.SummaryPayload:
+		return fmt.Sprintf("%s: %s", p.Status, clip(p.Text, 60))
+	case *contract.ResumePayload:
+		return fmt.Sprintf("resumable=%v", p.Resumable)
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

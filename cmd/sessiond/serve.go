@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+func init() {
+	commands["serve"] = command{summary: "run the server (SQLite in --data by default)", run: runServe}
+}
+
+func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:7420", "address to listen on")
+	data := fs.String("data", "./sessiond-data", "data directory of the embedded SQLite store")
+	allowRemote := fs.Bool("insecure-allow-remote", false, "allow listening on a non-loopback address without authentication (dangerous: anyone who reaches it can write)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "sessiond serve: --log-level %q: %v\n", *logLevel, err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if err := checkLoopback(*addr); err != nil && !*allowRemote {
+		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: sessiond has no authentication yet; listen on 127.0.0.1 or ::1, or pass --insecure-allow-remote if the network is trusted\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	st, err := sqlite.Open(ctx, *data)
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that --data %s is writable and not used by another sessiond\n", err, *data)
+		return 1
+	}
+	srv := server.New(st, server.Options{Logger: log})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --addr\n", *addr, err)
+		return 1
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", *data, "store", "sqlite")
+	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), *data)
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests and closing streams")
+	case err := <-errc:
+		log.Error("server stopped", "err", err)
+		code = 1
+	}
+	// Streams end first (they never go idle), then in-flight appends finish, then the store
+	// flushes and closes.
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("shutdown did not finish in time", "err", err)
+	}
+	if err := st.Close(); err != nil {
+		log.Error("close store", "err", err)
+		code = 1
+	}
+	log.Info("stopped")
+	return code
+}
+
+// checkLoopback returns an error unless addr's host is a loopback address or "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--addr %q is not a loopback address; refusing to expose an unauthenticated writer", addr)
+	}
+	return nil
+}
