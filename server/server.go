@@ -26,7 +26,8 @@ type Options struct {
 	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
 	KeepAlive time.Duration
 	// WriteTimeout bounds one SSE write; a subscriber that cannot take a write for this long
-	// is cut off (default 10s).
+	// is cut off (default 10s). The deadline is moved at most every WriteTimeout/8, so a
+	// write may be cut off after 7/8 of it.
 	WriteTimeout time.Duration
 	// MaxLag is how far (in events) a live subscriber may fall behind the head of its session
 	// before it is cut off with a final error message (default 10000).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/api"
@@ -19,6 +20,16 @@ import (
 // only delays itself. Because every event is in the store before it reaches the ring, and a
 // cursor only moves forward by what was sent, there is no gap and no repeat at the seam
 // between history and live tail.
+//
+// The ring holds each event already encoded as an SSE block, the blocks of consecutive
+// sequences back to back in one byte slab, so that a subscriber sends any run of them with a
+// single Write of a sub-slice: the encoding is done once per event, not once per subscriber,
+// and nothing is copied per subscriber. The publisher (the store's commit callback) builds an
+// immutable ringView and swaps it in atomically, so subscribers read the ring without taking a
+// lock; it wakes them all at once by closing the previous view's changed channel.
+// Slab and offsets are append-only: a new view may extend the arrays an older view points
+// into, but only beyond the older view's length, and trimming copies into new arrays, so a
+// view never changes once published.
 
 type hub struct {
 	ringSize int
@@ -27,14 +38,19 @@ type hub struct {
 }
 
 type topic struct {
-	mu   sync.Mutex
-	ring []store.StoredEvent // consecutive sequences, oldest first
-	head int64               // last sequence known committed (-1 unknown/empty)
-	subs map[*subscriber]struct{}
+	mu   sync.Mutex // serialises publishers; subscribers only load view
+	view atomic.Pointer[ringView]
+	subs int // guarded by hub.mu
 }
 
-type subscriber struct {
-	wake chan struct{}
+// ringView is one published state of a topic's ring. It never changes after it is stored.
+type ringView struct {
+	first int64  // sequence of the first block in slab (when ends is not empty)
+	ends  []int  // ends[i] is the end offset in slab of the block of sequence first+i
+	slab  []byte // SSE blocks, back to back
+	head  int64  // last sequence known committed (-1 unknown/empty)
+	// changed is closed when a newer view replaces this one.
+	changed chan struct{}
 }
 
 func newHub(ringSize int) *hub {
@@ -50,79 +66,80 @@ func (h *hub) publish(c store.Commit) {
 		return
 	}
 	t.mu.Lock()
-	if c.LastSequence > t.head {
-		t.head = c.LastSequence
+	defer t.mu.Unlock()
+	old := t.view.Load()
+	nv := &ringView{first: old.first, ends: old.ends, slab: old.slab, head: old.head, changed: make(chan struct{})}
+	if c.LastSequence > nv.head {
+		nv.head = c.LastSequence
 	}
 	for _, e := range c.Events {
-		if n := len(t.ring); n > 0 && e.Sequence != t.ring[n-1].Sequence+1 {
-			// Not contiguous (a commit seen out of order): start afresh. A new array, never
-			// t.ring[:0], because subscribers may hold slices of the old one.
-			t.ring = nil
+		if n := len(nv.ends); n > 0 && e.Sequence != nv.first+int64(n) {
+			// Not contiguous (a commit seen out of order): start afresh, in new arrays.
+			nv.ends, nv.slab = nil, nil
 		}
-		t.ring = append(t.ring, e)
-	}
-	if over := len(t.ring) - h.ringSize; over > 0 {
-		// Drop the oldest quarter at once so trimming is amortised.
-		drop := over + h.ringSize/4
-		if drop > len(t.ring) {
-			drop = len(t.ring)
+		if len(nv.ends) == 0 {
+			nv.first = e.Sequence
 		}
-		t.ring = append(t.ring[:0:0], t.ring[drop:]...)
+		nv.slab = appendSSE(nv.slab, e)
+		nv.ends = append(nv.ends, len(nv.slab))
 	}
-	for s := range t.subs {
-		select {
-		case s.wake <- struct{}{}:
-		default:
+	if over := len(nv.ends) - h.ringSize; over > 0 {
+		// Drop the oldest quarter at once so trimming is amortised; copy into new arrays,
+		// because older views still point into the current ones.
+		drop := min(over+h.ringSize/4, len(nv.ends))
+		cut := nv.ends[drop-1]
+		ends := make([]int, len(nv.ends)-drop, h.ringSize)
+		for i, e := range nv.ends[drop:] {
+			ends[i] = e - cut
 		}
+		nv.slab = append(make([]byte, 0, 2*(len(nv.slab)-cut)), nv.slab[cut:]...)
+		nv.ends = ends
+		nv.first += int64(drop)
 	}
-	t.mu.Unlock()
+	t.view.Store(nv)
+	close(old.changed)
 }
 
-func (h *hub) join(sessionID string) (*topic, *subscriber) {
+func (h *hub) join(sessionID string) *topic {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[sessionID]
 	if t == nil {
-		t = &topic{head: -1, subs: map[*subscriber]struct{}{}}
+		t = &topic{}
+		t.view.Store(&ringView{head: -1, changed: make(chan struct{})})
 		h.topics[sessionID] = t
 	}
-	s := &subscriber{wake: make(chan struct{}, 1)}
-	t.mu.Lock()
-	t.subs[s] = struct{}{}
-	t.mu.Unlock()
-	return t, s
+	t.subs++
+	return t
 }
 
-func (h *hub) leave(sessionID string, t *topic, s *subscriber) {
+func (h *hub) leave(sessionID string, t *topic) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t.mu.Lock()
-	delete(t.subs, s)
-	empty := len(t.subs) == 0
-	t.mu.Unlock()
-	if empty && h.topics[sessionID] == t {
+	t.subs--
+	if t.subs == 0 && h.topics[sessionID] == t {
 		delete(h.topics, sessionID)
 	}
 }
 
-// since returns the ring's events after cursor, if the ring covers cursor+1; ok is false when
-// the caller must read from the store instead.
-func (t *topic) since(cursor int64, max int) (evs []store.StoredEvent, head int64, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	head = t.head
-	if len(t.ring) == 0 || t.ring[0].Sequence > cursor+1 {
-		return nil, head, false
+// since returns the SSE blocks of at most max ring events after cursor (in one slice) and the
+// sequence of the last of them, if the ring covers cursor+1; ok is false when the caller must
+// read from the store instead.
+func (v *ringView) since(cursor int64, max int) (blocks []byte, last int64, ok bool) {
+	n := len(v.ends)
+	if n == 0 || v.first > cursor+1 {
+		return nil, cursor, false
 	}
-	i := int(cursor + 1 - t.ring[0].Sequence)
-	if i >= len(t.ring) {
-		return nil, head, true
+	i := int(cursor + 1 - v.first)
+	if i >= n {
+		return nil, cursor, true
 	}
-	evs = t.ring[i:]
-	if len(evs) > max {
-		evs = evs[:max]
+	j := min(i+max, n) // blocks i .. j-1
+	start := 0
+	if i > 0 {
+		start = v.ends[i-1]
 	}
-	return evs, head, true
+	return v.slab[start:v.ends[j-1]], v.first + int64(j-1), true
 }
 
 const streamBatch = 512
@@ -155,22 +172,22 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		cursor = last
 	}
 
-	t, sub := s.hub.join(id)
-	defer s.hub.leave(id, t, sub)
+	t := s.hub.join(id)
+	defer s.hub.leave(id, t)
 
-	rc := http.NewResponseController(w)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	buf := make([]byte, 0, 4096)
 	// The opening block carries the starting cursor as an id without data: clients (and
 	// browsers' EventSource) that drop before the first event resume from here.
-	buf = append(buf, "retry: 1000\nid: "...)
-	buf = strconv.AppendInt(buf, cursor, 10)
-	buf = append(buf, "\n\n"...)
-	if !s.flush(rc, w, buf) {
+	opening := make([]byte, 0, 64)
+	opening = append(opening, "retry: 1000\nid: "...)
+	opening = strconv.AppendInt(opening, cursor, 10)
+	opening = append(opening, "\n\n"...)
+	if !sw.flush(opening) {
 		return
 	}
 	keepAlive := time.NewTicker(s.opt.KeepAlive)
@@ -179,46 +196,54 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	// caughtUp turns true once the subscriber has been at the head: only then does falling
 	// MaxLag behind count as too slow (replaying a long history does not).
 	caughtUp := false
+	var buf []byte // blocks read from the store; only while replaying from it
 	for {
-		evs, h2, ok := t.since(cursor, streamBatch)
-		if h2 > head {
-			head = h2
+		v := t.view.Load()
+		if v.head > head {
+			head = v.head
 		}
+		blocks, next, ok := v.since(cursor, streamBatch)
 		if !ok {
-			evs, err = s.st.ReadEvents(ctx, id, cursor, streamBatch)
+			evs, err := s.st.ReadEvents(ctx, id, cursor, streamBatch)
 			if err != nil {
 				if ctx.Err() == nil {
-					s.finalMessage(rc, w, "STREAM_FAILED", fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
+					sw.finalMessage("STREAM_FAILED", fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
 				}
 				return
 			}
-		}
-		if len(evs) > 0 {
 			buf = buf[:0]
 			for _, e := range evs {
 				buf = appendSSE(buf, e)
 			}
-			cursor = evs[len(evs)-1].Sequence
-			if !s.flush(rc, w, buf) {
+			blocks = buf
+			if len(evs) > 0 {
+				next = evs[len(evs)-1].Sequence
+			}
+		} else {
+			buf = nil // back on the ring: do not keep the replay buffer
+		}
+		if len(blocks) > 0 {
+			cursor = next
+			if !sw.flush(blocks) {
 				return
 			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
-				s.finalMessage(rc, w, "SUBSCRIBER_TOO_SLOW", fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
+				sw.finalMessage("SUBSCRIBER_TOO_SLOW", fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
 				return
 			}
 			continue
 		}
 		caughtUp = true
 		select {
-		case <-sub.wake:
+		case <-v.changed:
 		case <-keepAlive.C:
-			if !s.flush(rc, w, []byte(": keep-alive\n\n")) {
+			if !sw.flush([]byte(": keep-alive\n\n")) {
 				return
 			}
 		case <-ctx.Done():
 			return
 		case <-s.shutdown:
-			s.finalMessage(rc, w, "SHUTTING_DOWN", fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+			sw.finalMessage("SHUTTING_DOWN", fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
 			return
 		}
 	}
@@ -234,20 +259,33 @@ func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	return append(buf, "\n\n"...)
 }
 
+// sseWriter writes a stream's blocks, each write bounded by the write timeout.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	setAt   time.Time // when the write deadline was last moved
+}
+
 // flush writes b and flushes it within the write timeout; false means the subscriber is gone
-// or too slow to take a write, and the stream ends.
-func (s *Server) flush(rc *http.ResponseController, w http.ResponseWriter, b []byte) bool {
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-	if _, err := w.Write(b); err != nil {
+// or too slow to take a write, and the stream ends. Moving the connection's deadline costs a
+// timer update, so it is moved only when an eighth of the timeout has passed since the last
+// move: every write still gets at least 7/8 of the timeout, a stuck one at most all of it.
+func (sw *sseWriter) flush(b []byte) bool {
+	if now := time.Now(); now.Sub(sw.setAt) >= sw.timeout/8 {
+		_ = sw.rc.SetWriteDeadline(now.Add(sw.timeout))
+		sw.setAt = now
+	}
+	if _, err := sw.w.Write(b); err != nil {
 		return false
 	}
-	return rc.Flush() == nil
+	return sw.rc.Flush() == nil
 }
 
 // finalMessage sends an "error" event that tells the subscriber why the stream ends and how
 // to resume.
-func (s *Server) finalMessage(rc *http.ResponseController, w http.ResponseWriter, code, msg string) {
+func (sw *sseWriter) finalMessage(code, msg string) {
 	b, _ := contract.Marshal(api.Error{Code: code, Message: msg})
 	out := append([]byte("event: error\ndata: "), b...)
-	s.flush(rc, w, append(out, "\n\n"...))
+	sw.flush(append(out, "\n\n"...))
 }
