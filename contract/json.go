@@ -93,6 +93,7 @@ type SyntaxError struct {
 	Msg    string
 }
 
+// Error describes the problem with its rule, byte offset and path.
 func (e *SyntaxError) Error() string {
 	p := e.Path
 	if p == "" {

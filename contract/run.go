@@ -46,6 +46,7 @@ type TransitionError struct {
 	RunID, From, To string
 }
 
+// Error says which change was refused and which are allowed.
 func (e *TransitionError) Error() string {
 	allowed := runTransitions[e.From]
 	if len(allowed) == 0 {

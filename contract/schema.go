@@ -100,6 +100,7 @@ type ValidationError struct {
 	Problems []Problem
 }
 
+// Error lists every problem as "path: message (rule)", separated by "; ".
 func (e *ValidationError) Error() string {
 	if len(e.Problems) == 0 {
 		return "invalid document"

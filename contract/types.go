@@ -191,24 +191,56 @@ type SummaryPayload struct {
 	Status       string   `json:"status"`
 }
 
-// EventType implementations: each payload names its event type.
-func (*MessagePayload) EventType() string       { return "message" }
-func (*ReasoningPayload) EventType() string     { return "reasoning" }
-func (*PlanPayload) EventType() string          { return "plan" }
-func (*TaskPayload) EventType() string          { return "task" }
-func (*ToolPayload) EventType() string          { return "tool" }
-func (*ApprovalPayload) EventType() string      { return "approval" }
-func (*StatusPayload) EventType() string        { return "status" }
-func (*ArtifactPayload) EventType() string      { return "artifact" }
-func (*UsagePayload) EventType() string         { return "usage" }
-func (*ResumePayload) EventType() string        { return "resume" }
-func (*ErrorPayload) EventType() string         { return "error" }
-func (*DiffPayload) EventType() string          { return "diff" }
+// EventType returns "message".
+func (*MessagePayload) EventType() string { return "message" }
+
+// EventType returns "reasoning".
+func (*ReasoningPayload) EventType() string { return "reasoning" }
+
+// EventType returns "plan".
+func (*PlanPayload) EventType() string { return "plan" }
+
+// EventType returns "task".
+func (*TaskPayload) EventType() string { return "task" }
+
+// EventType returns "tool".
+func (*ToolPayload) EventType() string { return "tool" }
+
+// EventType returns "approval".
+func (*ApprovalPayload) EventType() string { return "approval" }
+
+// EventType returns "status".
+func (*StatusPayload) EventType() string { return "status" }
+
+// EventType returns "artifact".
+func (*ArtifactPayload) EventType() string { return "artifact" }
+
+// EventType returns "usage".
+func (*UsagePayload) EventType() string { return "usage" }
+
+// EventType returns "resume".
+func (*ResumePayload) EventType() string { return "resume" }
+
+// EventType returns "error".
+func (*ErrorPayload) EventType() string { return "error" }
+
+// EventType returns "diff".
+func (*DiffPayload) EventType() string { return "diff" }
+
+// EventType returns "workspace-file".
 func (*WorkspaceFilePayload) EventType() string { return "workspace-file" }
-func (*TerminalPayload) EventType() string      { return "terminal" }
-func (*TestResultPayload) EventType() string    { return "test-result" }
-func (*SteerPayload) EventType() string         { return "steer" }
-func (*SummaryPayload) EventType() string       { return "summary" }
+
+// EventType returns "terminal".
+func (*TerminalPayload) EventType() string { return "terminal" }
+
+// EventType returns "test-result".
+func (*TestResultPayload) EventType() string { return "test-result" }
+
+// EventType returns "steer".
+func (*SteerPayload) EventType() string { return "steer" }
+
+// EventType returns "summary".
+func (*SummaryPayload) EventType() string { return "summary" }
 
 // NewPayload returns a new zero payload for eventType, or nil when the type is unknown.
 func NewPayload(eventType string) Payload {
@@ -351,15 +383,29 @@ type SteerCommand struct {
 	Text        string `json:"text"`
 }
 
-// CommandType implementations.
-func (*StopCommand) CommandType() string         { return "stop" }
-func (*ResumeCommand) CommandType() string       { return "resume" }
-func (*RetryCommand) CommandType() string        { return "retry" }
+// CommandType returns "stop".
+func (*StopCommand) CommandType() string { return "stop" }
+
+// CommandType returns "resume".
+func (*ResumeCommand) CommandType() string { return "resume" }
+
+// CommandType returns "retry".
+func (*RetryCommand) CommandType() string { return "retry" }
+
+// CommandType returns "retry-summary".
 func (*RetrySummaryCommand) CommandType() string { return "retry-summary" }
-func (*ApprovalCommand) CommandType() string     { return "approval" }
-func (*ForkCommand) CommandType() string         { return "fork" }
+
+// CommandType returns "approval".
+func (*ApprovalCommand) CommandType() string { return "approval" }
+
+// CommandType returns "fork".
+func (*ForkCommand) CommandType() string { return "fork" }
+
+// CommandType returns "edit-and-rerun".
 func (*EditAndRerunCommand) CommandType() string { return "edit-and-rerun" }
-func (*SteerCommand) CommandType() string        { return "steer" }
+
+// CommandType returns "steer".
+func (*SteerCommand) CommandType() string { return "steer" }
 
 // NewCommandPayload returns a new zero payload for commandType, or nil when unknown.
 func NewCommandPayload(commandType string) CommandPayload {
