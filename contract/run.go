@@ -106,3 +106,24 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// ActiveRunError is returned when a run status event would create a new run while another run
+// of the same session is still active: a session has at most one active run at a time.
+type ActiveRunError struct {
+	RunID        string // the run the event would create
+	ActiveRunID  string // the run that is still active
+	ActiveStatus string
+}
+
+func (e *ActiveRunError) Error() string {
+	return fmt.Sprintf("run %q cannot start: run %q is still %s; a session has one active run at a time, so stop it or let it finish first", e.RunID, e.ActiveRunID, e.ActiveStatus)
+}
+
+// CheckNewRun applies the one-active-run rule to a run status event that creates a run:
+// active is the session's active run (status not terminal), or nil when there is none.
+func CheckNewRun(active *Run, f RunStatusFields) error {
+	if active != nil && active.RunID != f.RunID {
+		return &ActiveRunError{RunID: f.RunID, ActiveRunID: active.RunID, ActiveStatus: active.Status}
+	}
+	return nil
+}

@@ -42,7 +42,10 @@ type Store interface {
 	// has moved (unless every event of the batch is a duplicate); *ConflictError for a key
 	// reused with other content or an eventId reused under another key; *LimitError for a
 	// batch or event over the limits; *SessionMismatchError when an event names another
-	// session; *contract.TransitionError (wrapped) for an illegal run status change.
+	// session; *RunError wrapping *contract.TransitionError for an illegal run status change,
+	// or wrapping *contract.ActiveRunError for a run status event that would create a new run
+	// while another run of the session is active (contract.CheckNewRun: one active run per
+	// session, checked against the runs as they stand inside the same transaction).
 	// On any error nothing of the batch is written.
 	Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts AppendOptions) ([]AppendResult, error)
 	// ReadEvents returns the events with sequence > after, in order, at most limit (default
