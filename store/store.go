@@ -63,6 +63,14 @@ type Store interface {
 	// Run returns one run, or ErrRunNotFound.
 	Run(ctx context.Context, sessionID, runID string) (contract.Run, error)
 
+	// PutCommandResult stores the result of a command under the session and the command's
+	// idempotency key, unless a result is already stored there. It returns the stored result
+	// (result itself when it was new) and whether one already existed, or ErrSessionNotFound.
+	// Results survive restarts: they are what makes a repeated command answer "duplicate".
+	PutCommandResult(ctx context.Context, sessionID, key string, result []byte) (stored []byte, existed bool, err error)
+	// CommandResult returns the stored result for the key, or ErrCommandNotFound.
+	CommandResult(ctx context.Context, sessionID, key string) ([]byte, error)
+
 	// Subscribe registers fn to be called after every commit that added events, in commit
 	// order per session. fn must not block. The returned func unregisters it.
 	Subscribe(fn func(Commit)) (cancel func())
@@ -145,6 +153,7 @@ var (
 	ErrSessionExists   = errors.New("session already exists")
 	ErrEventNotFound   = errors.New("event not found")
 	ErrRunNotFound     = errors.New("run not found")
+	ErrCommandNotFound = errors.New("command result not found")
 	ErrClosed          = errors.New("store is closed")
 )
 
