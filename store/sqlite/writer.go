@@ -68,6 +68,9 @@ type writer struct {
 	st    writeStmts
 	cache map[string]*sessState
 	ctx   context.Context
+
+	// work since the checkpointer was last asked to run
+	commits, events int
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -179,6 +182,16 @@ func (w *writer) commitGroup(group []*request) {
 		w.abort(taken, fatal("commit", err))
 		return
 	}
+	w.commits++
+	for _, r := range taken {
+		if r.commit != nil {
+			w.events += len(r.commit.Events)
+		}
+	}
+	if w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents {
+		w.commits, w.events = 0, 0
+		w.s.kickCheckpointer()
+	}
 	subs := w.s.subscribers()
 	for _, r := range taken {
 		if r.commit != nil {
@@ -286,8 +299,6 @@ func (w *writer) appendEvents(r *request) error {
 
 	next := ss.last + 1
 	var added []store.StoredEvent
-	var runs map[string]*contract.Run
-	var runOrder []string
 	for i, ev := range events {
 		if byKey != nil {
 			if j, ok := byKey[ev.IdempotencyKey]; ok {
@@ -345,41 +356,51 @@ func (w *writer) appendEvents(r *request) error {
 		next++
 
 		if ev.RunStatus != nil {
-			if runs == nil {
-				runs = map[string]*contract.Run{}
+			if err := w.applyRunStatus(ss.sk, r.sessionID, i, ev.RunStatus); err != nil {
+				return err
 			}
-			prev, ok := runs[ev.RunID]
-			if !ok {
-				if prev, err = w.loadRun(ss.sk, ev.RunID); err != nil {
-					return err
-				}
-				runOrder = append(runOrder, ev.RunID)
-			}
-			run, err := contract.ApplyRunStatus(prev, r.sessionID, *ev.RunStatus)
-			if err != nil {
-				return &store.RunError{Index: i, Err: err}
-			}
-			runs[ev.RunID] = run
 		}
 	}
 	r.results = results
 	if len(added) == 0 {
 		return nil
 	}
-	for _, id := range runOrder {
-		data, err := json.Marshal(runs[id])
-		if err != nil {
-			return fmt.Errorf("store run %q: %w", id, err)
-		}
-		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, id, data); err != nil {
-			return fatal("store run", err)
-		}
-	}
 	if _, err := w.st.setLastSeq.ExecContext(w.ctx, next-1, ss.sk); err != nil {
 		return fatal("update last sequence", err)
 	}
 	r.sess, r.newLast = ss, next-1
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: next - 1, Events: added}
+	return nil
+}
+
+// applyRunStatus folds the run status event at index i into the run table, inside the current
+// transaction, so that later events of the batch and later appends of the group see the result.
+// A refused event is answered with a *store.RunError.
+func (w *writer) applyRunStatus(sk int64, sessionID string, i int, f *contract.RunStatusFields) error {
+	prev, err := w.loadRun(w.st.runByID, sk, f.RunID)
+	if err != nil {
+		return err
+	}
+	if prev == nil {
+		active, err := w.loadRun(w.st.activeRun, sk)
+		if err != nil {
+			return err
+		}
+		if err := contract.CheckNewRun(active, *f); err != nil {
+			return &store.RunError{Index: i, Err: err}
+		}
+	}
+	run, err := contract.ApplyRunStatus(prev, sessionID, *f)
+	if err != nil {
+		return &store.RunError{Index: i, Err: err}
+	}
+	data, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("store run %q: %w", f.RunID, err)
+	}
+	if _, err := w.st.upsertRun.ExecContext(w.ctx, sk, f.RunID, run.Status, data); err != nil {
+		return fatal("store run", err)
+	}
 	return nil
 }
 
@@ -405,10 +426,10 @@ func (w *writer) byID(sk int64, id string) (seq int64, found bool, err error) {
 	return seq, true, nil
 }
 
-// loadRun loads a run as the current transaction sees it; nil when the session has no such run.
-func (w *writer) loadRun(sk int64, id string) (*contract.Run, error) {
+// loadRun loads the run stmt selects, as the current transaction sees it; nil when there is none.
+func (w *writer) loadRun(stmt *sql.Stmt, args ...any) (*contract.Run, error) {
 	var data []byte
-	err := w.st.runByID.QueryRowContext(w.ctx, sk, id).Scan(&data)
+	err := stmt.QueryRowContext(w.ctx, args...).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -417,16 +438,16 @@ func (w *writer) loadRun(sk int64, id string) (*contract.Run, error) {
 	}
 	var r contract.Run
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fatal("load run", fmt.Errorf("stored run %q: %w", id, err))
+		return nil, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
 	}
 	return &r, nil
 }
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventByKey, eventByID, runByID, upsertRun, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession                                       *sql.Stmt
-	all                                                                            []*sql.Stmt
+	sessionSeq, insertEvent, eventByKey, eventByID, runByID, activeRun, upsertRun, setLastSeq *sql.Stmt
+	insertSession, sessionRow, updateSession                                                  *sql.Stmt
+	all                                                                                       []*sql.Stmt
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -439,7 +460,8 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.eventByKey, `SELECT seq, data FROM events WHERE sk = ? AND idem_key = ?`},
 		{&st.eventByID, `SELECT seq FROM events WHERE sk = ? AND event_id = ?`},
 		{&st.runByID, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
-		{&st.upsertRun, `INSERT INTO runs (sk, run_id, ord, data) VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3) ON CONFLICT (sk, run_id) DO UPDATE SET data = excluded.data`},
+		{&st.activeRun, `SELECT data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord LIMIT 1`},
+		{&st.upsertRun, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4) ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data`},
 		{&st.setLastSeq, `UPDATE sessions SET last_seq = ? WHERE sk = ?`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},

@@ -22,10 +22,12 @@ func (s *suite) testRuns(t *testing.T) {
 		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{
 			RunStatusEvent(t, id, "r2-q", "R-2", "M-2", "queued"),
 			TerminalEvent(t, id, "t1", "out"),
-			RunStatusEvent(t, id, "r1-q", "R-1", "M-1", "queued"),
 			RunStatusEvent(t, id, "r2-r", "R-2", "M-2", "running"),
 		}, store.AppendOptions{})
-		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r2-c", "R-2", "M-2", "completed")}, store.AppendOptions{})
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{
+			RunStatusEvent(t, id, "r2-c", "R-2", "M-2", "completed"),
+			RunStatusEvent(t, id, "r1-q", "R-1", "M-1", "queued"),
+		}, store.AppendOptions{})
 		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{
 			RunStatusEvent(t, id, "r1-r", "R-1", "M-1", "running"),
 			RunStatusEvent(t, id, "r1-s", "R-1", "M-1", "stopping"),
@@ -118,6 +120,43 @@ func (s *suite) testRuns(t *testing.T) {
 				}
 			})
 		}
+		// One active run per session: a new run cannot start while another is active, whether
+		// the active run was stored before or earlier in the same batch.
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r2-q", "R-2", "M-2", "queued")}, store.AppendOptions{})
+		withR2 := append(append([]*contract.EncodedEvent(nil), ok...), RunStatusEvent(t, id, "r2-q", "R-2", "M-2", "queued"))
+		for _, c := range []struct {
+			name  string
+			batch []*contract.EncodedEvent
+			index int
+			want  contract.ActiveRunError
+		}{
+			{"active run stored", []*contract.EncodedEvent{TerminalEvent(t, id, "y", "y"), RunStatusEvent(t, id, "r3-q", "R-3", "M-3", "queued")}, 1,
+				contract.ActiveRunError{RunID: "R-3", ActiveRunID: "R-2", ActiveStatus: "queued"}},
+			{"active run in the batch", []*contract.EncodedEvent{RunStatusEvent(t, id, "r2-r", "R-2", "M-2", "running"), RunStatusEvent(t, id, "r3-q", "R-3", "M-3", "queued")}, 1,
+				contract.ActiveRunError{RunID: "R-3", ActiveRunID: "R-2", ActiveStatus: "running"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				_, err := st.Append(ctx, id, c.batch, store.AppendOptions{})
+				re := errorAs[*store.RunError](t, "Append", err)
+				if re.Index != c.index {
+					t.Errorf("RunError.Index = %d, want %d", re.Index, c.index)
+				}
+				ae := errorAs[*contract.ActiveRunError](t, "Append", err)
+				if *ae != c.want {
+					t.Errorf("ActiveRunError = %+v, want %+v", *ae, c.want)
+				}
+				checkLog(t, ctx, st, id, withR2)
+			})
+		}
+		// Once the active run ends, the next may start, in the same batch.
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{
+			RunStatusEvent(t, id, "r2-f", "R-2", "M-2", "failed"),
+			RunStatusEvent(t, id, "r3-q", "R-3", "M-3", "queued"),
+		}, store.AppendOptions{})
+		if runs, err := st.Runs(ctx, id); err != nil || len(runs) != 3 || runs[2].RunID != "R-3" || runs[1].Status != "failed" {
+			t.Errorf("Runs = %+v, %v; want R-1, R-2 failed, R-3", runs, err)
+		}
+
 		// A duplicate of a status event is not applied again (running after failed would be
 		// refused if it were).
 		res := mustAppend(t, ctx, st, id, ok[1:2], store.AppendOptions{})

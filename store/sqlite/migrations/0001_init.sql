@@ -36,12 +36,15 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 
 -- runs is the run projection, folded from run status events in the transaction that appends
--- them. ord is the order in which the session's runs were created.
+-- them. ord is the order in which the session's runs were created; status is the run's status,
+-- kept beside the JSON so that the session's active run (at most one) is found by index.
 CREATE TABLE runs (
     sk     INTEGER NOT NULL,
     run_id TEXT    NOT NULL,
     ord    INTEGER NOT NULL,
+    status TEXT    NOT NULL,
     data   TEXT    NOT NULL, -- contract.Run as JSON
     PRIMARY KEY (sk, run_id)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX runs_order ON runs (sk, ord);
+CREATE INDEX runs_active ON runs (sk, ord) WHERE status NOT IN ('stopped', 'completed', 'failed');

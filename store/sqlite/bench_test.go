@@ -1,0 +1,379 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/storetest"
+)
+
+// Benchmarks run with fsync on every commit (synchronous=FULL), as the store always does.
+// Each reports events/s; ns/op is per event. Events are built and validated before the timer
+// starts: these measure the store, not the contract parser. Event shape: a terminal event of
+// about 330 bytes with a random UUID eventId and an idempotency key "<writer uuid>-<n>", as a
+// runtime generates them.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
+
+const benchChunk = "go test ./... ok  github.com/example/project/internal/foo 0.042s coverage: 81.3% of statements; " +
+	"ok  github.com/example/project/internal/bar 0.107s coverage: 77.0% of statements; FAIL none; " +
+	"all packages built"
+
+// benchEvents returns n validated events for session id, keyed "<prefix>-<i>".
+func benchEvents(b *testing.B, id, prefix string, n int) []*contract.EncodedEvent {
+	b.Helper()
+	out := make([]*contract.EncodedEvent, n)
+	for i := range out {
+		out[i] = storetest.EventWithID(b, id, benchID(), fmt.Sprintf("%s-%d", prefix, i), benchChunk)
+	}
+	return out
+}
+
+func benchOpen(b *testing.B, dir string, sessions ...string) *Store {
+	b.Helper()
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, id := range sessions {
+		if err := st.CreateSession(context.Background(), storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st
+}
+
+func report(b *testing.B, events int, d time.Duration) {
+	b.ReportMetric(float64(events)/d.Seconds(), "events/s")
+}
+
+// BenchmarkAppendBatch64x8Sessions: 8 writers, each appending batches of 64 events to its own
+// session. Target: at least 50,000 events/s.
+func BenchmarkAppendBatch64x8Sessions(b *testing.B) {
+	const sessions, batch = 8, 64
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("S-%d", i)
+	}
+	st := benchOpen(b, b.TempDir(), ids...)
+	defer st.Close()
+	per := (b.N + sessions - 1) / sessions
+	evs := make([][]*contract.EncodedEvent, sessions)
+	for i, id := range ids {
+		evs[i] = benchEvents(b, id, uuid.NewString(), per)
+	}
+	b.ResetTimer()
+	d := appendPerSession(b, st, ids, evs, batch)
+	b.StopTimer()
+	report(b, per*sessions, d)
+}
+
+// appendPerSession runs one writer per session, each appending its list in batches.
+func appendPerSession(b *testing.B, st *Store, ids []string, evs [][]*contract.EncodedEvent, batch int) time.Duration {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	start := time.Now()
+	for i, id := range ids {
+		wg.Add(1)
+		go func(id string, list []*contract.EncodedEvent) {
+			defer wg.Done()
+			for k := 0; k < len(list); k += batch {
+				if _, err := st.Append(ctx, id, list[k:min(k+batch, len(list))], store.AppendOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(id, evs[i])
+	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// appendShared runs writers goroutines appending batches taken in turn from one list to one
+// session.
+func appendShared(b *testing.B, st *Store, id string, list []*contract.EncodedEvent, batch, writers int) time.Duration {
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(int64(batch))) - batch
+				if k >= len(list) {
+					return
+				}
+				if _, err := st.Append(ctx, id, list[k:min(k+batch, len(list))], store.AppendOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkAppendSingle64Writers: 64 writers appending one event at a time to 8 sessions; only
+// group commit makes this fast. Target: at least 10,000 events/s.
+func BenchmarkAppendSingle64Writers(b *testing.B) {
+	const writers, sessions = 64, 8
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("S-%d", i)
+	}
+	st := benchOpen(b, b.TempDir(), ids...)
+	defer st.Close()
+	per := (b.N + writers - 1) / writers
+	evs := make([][]*contract.EncodedEvent, writers)
+	for w := range evs {
+		evs[w] = benchEvents(b, ids[w%sessions], uuid.NewString(), per)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(id string, list []*contract.EncodedEvent) {
+			defer wg.Done()
+			for _, ev := range list {
+				if _, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(ids[w%sessions], evs[w])
+	}
+	wg.Wait()
+	d := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	report(b, per*writers, d)
+}
+
+// bigDir holds a store with one session of bigEvents events, built once per test process by
+// bulkLoad and removed by TestMain.
+var (
+	bigDir  string
+	bigOnce sync.Once
+	bigErr  error
+)
+
+const (
+	bigSession = "S-big"
+	bigEvents  = 1_000_000
+)
+
+// BenchmarkAppendSessionSize appends batches of 64 events from 4 writers to one session that is
+// empty, and to one that already holds 1,000,000 events. Target: within 20% of each other.
+func BenchmarkAppendSessionSize(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		dir  func(b *testing.B) string
+	}{
+		{"empty", func(b *testing.B) string {
+			dir := b.TempDir()
+			st := benchOpen(b, dir, bigSession)
+			st.Close()
+			return dir
+		}},
+		{"1M", func(b *testing.B) string {
+			bigOnce.Do(func() { bigDir, bigErr = bulkLoad(b, bigEvents) })
+			if bigErr != nil {
+				b.Fatal(bigErr)
+			}
+			return bigDir
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := c.dir(b)
+			st := benchOpen(b, dir)
+			defer st.Close()
+			before, err := st.LastSequence(context.Background(), bigSession)
+			if err != nil {
+				b.Fatal(err)
+			}
+			evs := benchEvents(b, bigSession, uuid.NewString(), b.N)
+			b.ResetTimer()
+			d := appendShared(b, st, bigSession, evs, 64, 4)
+			b.StopTimer()
+			report(b, len(evs), d)
+			b.ReportMetric(float64(before+1), "events-before")
+		})
+	}
+}
+
+// bulkLoad creates a store holding one session of n events, written straight into the tables in
+// one transaction: the same rows Append writes (canonical JSON with the event's sequence,
+// random UUID eventIds), only without the per-append overhead, so that building it takes
+// seconds rather than minutes.
+func bulkLoad(tb testing.TB, n int) (string, error) {
+	dir, err := os.MkdirTemp("", "sessiond-bench-big-")
+	if err != nil {
+		return "", err
+	}
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		return dir, err
+	}
+	if err := st.CreateSession(context.Background(), storetest.NewSession(bigSession, storetest.SessionSpec{})); err != nil {
+		return dir, err
+	}
+	if err := st.Close(); err != nil {
+		return dir, err
+	}
+	// The template is checked against the contract's own canonical form.
+	tmpl := func(eventID, key string, seq int64) string {
+		return `{"contract":"AgentSessionEvent","eventId":"` + eventID + `","sessionId":"` + bigSession + `","sequence":` +
+			fmt.Sprint(seq) + `,"idempotencyKey":"` + key + `","occurredAt":"` + storetest.Timestamp +
+			`","eventType":"terminal","payload":{"terminalId":"term-1","stream":"stdout","chunk":"` + benchChunk + `"}}`
+	}
+	probe := storetest.EventWithID(tb, bigSession, "ev-x", "k-x", benchChunk)
+	if got, want := tmpl("ev-x", "k-x", 5), string(probe.JSON(5)); got != want {
+		return dir, fmt.Errorf("bulk template is not canonical:\n got %s\nwant %s", got, want)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
+	if err != nil {
+		return dir, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return dir, err
+	}
+	defer tx.Rollback()
+	var sk int64
+	if err := tx.QueryRow(`SELECT sk FROM sessions WHERE id = ?`, bigSession).Scan(&sk); err != nil {
+		return dir, err
+	}
+	ins, err := tx.Prepare(`INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, 'terminal', '', ?)`)
+	if err != nil {
+		return dir, err
+	}
+	prefix := uuid.NewString()
+	for i := 0; i < n; i++ {
+		id, key := uuid.NewString(), fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := ins.Exec(sk, i, id, key, []byte(tmpl(id, key, int64(i)))); err != nil {
+			return dir, err
+		}
+	}
+	if _, err := tx.Exec(`UPDATE sessions SET last_seq = ? WHERE sk = ?`, n-1, sk); err != nil {
+		return dir, err
+	}
+	if err := tx.Commit(); err != nil {
+		return dir, err
+	}
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	return dir, err
+}
+
+// BenchmarkReadLog reads a session's log in order, 10,000 events a call, from the start to
+// the end, again and again. Target: at least 300,000 events/s.
+func BenchmarkReadLog(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	st := benchOpen(b, dir, "S-read")
+	defer st.Close()
+	evs := benchEvents(b, "S-read", uuid.NewString(), n)
+	for k := 0; k < n; k += store.MaxBatchEvents {
+		if _, err := st.Append(context.Background(), "S-read", evs[k:k+store.MaxBatchEvents], store.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	read, after := 0, int64(-1)
+	var bytes int64
+	for read < b.N {
+		page, err := st.ReadEvents(ctx, "S-read", after, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) == 0 {
+			after = -1
+			continue
+		}
+		for i := range page {
+			if page[i].Sequence != after+1 {
+				b.Fatalf("read sequence %d after %d", page[i].Sequence, after)
+			}
+			after = page[i].Sequence
+			bytes += int64(len(page[i].Data))
+		}
+		read += len(page)
+	}
+	d := time.Since(start)
+	b.StopTimer()
+	report(b, read, d)
+	b.SetBytes(bytes / int64(max(read, 1)))
+}
+
+// BenchmarkFdatasync is the floor every durable commit stands on: write 4 KiB to a file in the
+// same file system and fdatasync it, one op each.
+func BenchmarkFdatasync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "sync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := []byte(strings.Repeat("x", 4096))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.WriteAt(buf, int64(i%256)*4096); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var benchV7 = os.Getenv("BENCH_V7") != ""
+
+func benchID() string {
+	if benchV7 {
+		return uuid.Must(uuid.NewV7()).String()
+	}
+	return uuid.NewString()
+}

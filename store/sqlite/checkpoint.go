@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"log"
+	"time"
+)
+
+// Checkpointing. The writer never checkpoints (wal_autocheckpoint is 0 on its connection), so a
+// commit never waits for the WAL to be copied into the database file. The checkpointer does it
+// on its own connection with PASSIVE checkpoints, which run beside the writer and readers
+// without blocking them; SQLite starts the WAL over at the first write after a checkpoint has
+// copied it all. Should the WAL still grow past walHardLimit (readers holding old snapshots
+// without pause), a TRUNCATE checkpoint waits for them and shrinks it.
+const (
+	ckptEveryCommits = 64              // the writer kicks the checkpointer after this many commits
+	ckptEveryEvents  = 4096            // ... or this many events, whichever comes first
+	ckptInterval     = 2 * time.Second // and it checkpoints on its own at least this often
+	walHardLimit     = 1 << 18         // frames (1 GiB with 4 KiB pages)
+)
+
+func (s *Store) checkpointer() {
+	defer close(s.ckptDone)
+	t := time.NewTicker(ckptInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ckptStop:
+			return
+		case <-s.ckptKick:
+		case <-t.C:
+		}
+		if err := s.checkpoint(context.Background()); err != nil {
+			log.Printf("sessiond store %s: checkpoint: %v (will retry)", s.dir, err)
+		}
+	}
+}
+
+func (s *Store) checkpoint(ctx context.Context) error {
+	var busy, frames, copied int64
+	if err := s.cdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
+		return err
+	}
+	if frames > walHardLimit {
+		return s.cdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	}
+	return nil
+}
+
+// kickCheckpointer asks for a checkpoint without waiting.
+func (s *Store) kickCheckpointer() {
+	select {
+	case s.ckptKick <- struct{}{}:
+	default:
+	}
+}
