@@ -36,6 +36,7 @@ func Exercise(t *testing.T, h Harness) {
 	t.Run("Append", s.testAppend)
 	t.Run("Read", s.testRead)
 	t.Run("Runs", s.testRuns)
+	t.Run("CommandResults", s.testCommandResults)
 	t.Run("Subscribe", s.testSubscribe)
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Durability", s.testDurability)
