@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,8 @@ type Server struct {
 	closing  atomic.Bool
 	stopSub  func()
 	shutdown chan struct{}
+	streamMu sync.Mutex     // orders streams.Add against Close's streams.Wait
+	streams  sync.WaitGroup // streams on connections taken over from net/http
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
@@ -140,13 +143,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Close ends every live stream cleanly and stops new requests (health checks keep answering).
-// It does not close the store.
+// It returns when the streams have sent their final message (each bounded by the write
+// timeout), as http.Server.Shutdown does not wait for streams, whose connections the server
+// takes over. It does not close the store.
 func (s *Server) Close() {
 	if s.closing.Swap(true) {
 		return
 	}
 	close(s.shutdown)
 	s.stopSub()
+	// A stream that checked closing before it was set has called streams.Add by the time
+	// this lock is free; later ones see closing and do not take their connection over.
+	s.streamMu.Lock()
+	s.streamMu.Unlock()
+	s.streams.Wait()
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
