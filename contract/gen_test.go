@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // A deterministic, schema-driven corpus generator. It reads the published JSON Schema itself
@@ -71,6 +72,55 @@ func encodeTo(b *bytes.Buffer, v any) {
 func encode(v any) []byte {
 	var b bytes.Buffer
 	encodeTo(&b, v)
+	return b.Bytes()
+}
+
+// encodeEscaped writes v with every character of every string and key as a \u escape (a
+// surrogate pair beyond the BMP), so that decoding of escapes is exercised everywhere.
+func encodeEscaped(v any) []byte {
+	var b bytes.Buffer
+	var walk func(v any)
+	str := func(s string) {
+		b.WriteByte('"')
+		for _, r := range s {
+			if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, `\u%04x\u%04X`, r1, r2)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		}
+		b.WriteByte('"')
+	}
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			str(x)
+		case []any:
+			b.WriteByte('[')
+			for i, e := range x {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				walk(e)
+			}
+			b.WriteByte(']')
+		case obj:
+			b.WriteByte('{')
+			for i, m := range x {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				str(m.k)
+				b.WriteByte(':')
+				walk(m.v)
+			}
+			b.WriteByte('}')
+		default:
+			encodeTo(&b, v)
+		}
+	}
+	walk(v)
 	return b.Bytes()
 }
 
@@ -520,9 +570,14 @@ func generateEvents(tb testing.TB, seed uint64, randomCombos int) []genCase {
 		g.walk(b.doc, b.schema, nil, &ops)
 		for _, o := range ops {
 			if d, ok := apply(b.doc, o); ok {
-				out = append(out, genCase{fmt.Sprintf("%s%s=%s%s", b.name, pathString(o.path), short(o.val, o.del), o.desc), encode(d)})
+				name := fmt.Sprintf("%s%s=%s%s", b.name, pathString(o.path), short(o.val, o.del), o.desc)
+				out = append(out, genCase{name, encode(d)})
+				if _, isStr := o.val.(string); isStr && len(out)%7 == 0 {
+					out = append(out, genCase{name + " (escaped)", encodeEscaped(d)})
+				}
 			}
 		}
+		out = append(out, genCase{b.name + "/base (escaped)", encodeEscaped(b.doc)})
 		// eventType/payload mismatches
 		for _, other := range EventTypes {
 			if other != b.eventType {
