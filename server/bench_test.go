@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -195,11 +196,22 @@ func setupFanout(b *testing.B, opt server.Options, maxEvents int) *fanoutBundle 
 }
 
 // rawSubscriber is one SSE reader on its own TCP connection and goroutine, without
-// net/http's client transport (no extra goroutines or buffers per connection): it writes the
-// request itself and decodes the chunked response with http.ReadResponse.
+// net/http's client (no transport goroutines, no extra copy of the body): it writes the
+// request, reads the response header, and decodes the chunked body and the SSE lines in
+// place, so that the benchmark's client side takes as little of the shared CPU as it can.
 type rawSubscriber struct {
 	conn net.Conn
-	body io.ReadCloser
+	br   *bufio.Reader
+
+	// chunked decoding
+	state int   // 0: reading a size line, 1: chunk data, 2: the CRLF after it
+	left  int64 // bytes left in the current state 1 or 2
+	hdr   []byte
+
+	// SSE decoding
+	part                []byte // a line split by a read or chunk boundary
+	id                  int64
+	hasID, hasData, err bool
 }
 
 // dialSubscriber opens GET path as an SSE stream and reads the opening block (after which the
@@ -209,38 +221,123 @@ func dialSubscriber(addr, path string, bufSize int) (*rawSubscriber, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &rawSubscriber{conn: conn, br: bufio.NewReaderSize(conn, bufSize), id: -1}
+	fail := func(err error) (*rawSubscriber, error) {
+		conn.Close()
+		return nil, err
+	}
 	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: text/event-stream\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
-		conn.Close()
-		return nil, err
+		return fail(err)
 	}
-	br := bufio.NewReaderSize(conn, bufSize)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	if resp.StatusCode != 200 {
-		conn.Close()
-		return nil, fmt.Errorf("stream: status %d", resp.StatusCode)
-	}
-	s := &rawSubscriber{conn: conn, body: resp.Body}
-	// The opening block "retry: 1000\nid: N\n\n".
-	var opening [64]byte
-	n := 0
-	for !bytes.HasSuffix(opening[:n], []byte("\n\n")) {
-		if n == len(opening) {
-			conn.Close()
-			return nil, fmt.Errorf("stream: unexpected opening %q", opening[:n])
-		}
-		m, err := s.body.Read(opening[n:])
-		n += m
+	chunked := false
+	for i := 0; ; i++ {
+		line, err := s.br.ReadSlice('\n')
 		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("stream: opening: %w", err)
+			return fail(fmt.Errorf("stream: response header: %w", err))
+		}
+		l := strings.ToLower(strings.TrimRight(string(line), "\r\n"))
+		if i == 0 && !strings.HasPrefix(l, "http/1.1 200 ") {
+			return fail(fmt.Errorf("stream: %s", l))
+		}
+		if l == "transfer-encoding: chunked" {
+			chunked = true
+		}
+		if l == "" {
+			break
+		}
+	}
+	if !chunked {
+		return fail(errors.New("stream: response is not chunked"))
+	}
+	opened := false
+	buf := make([]byte, 512)
+	for !opened {
+		if err := s.pump(buf, func(_, _ int64, data, _ bool) { opened = opened || !data }); err != nil {
+			return fail(fmt.Errorf("stream: opening: %w", err))
 		}
 	}
 	return s, nil
+}
+
+// pump reads once from the connection into buf and calls fn for every SSE block the bytes
+// complete, with the time the read returned, the block's id (-1 without one), whether it
+// carried data, and whether it was an "error" event. The chunked body's end is io.EOF.
+func (s *rawSubscriber) pump(buf []byte, fn func(now, id int64, data, isErr bool)) error {
+	n, err := s.br.Read(buf)
+	now := time.Now().UnixNano()
+	b := buf[:n]
+	for len(b) > 0 {
+		switch s.state {
+		case 0:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				s.hdr = append(s.hdr, b...)
+				b = nil
+				continue
+			}
+			s.hdr = append(s.hdr, b[:i]...)
+			b = b[i+1:]
+			h := bytes.TrimRight(s.hdr, "\r")
+			if j := bytes.IndexByte(h, ';'); j >= 0 {
+				h = h[:j]
+			}
+			size, perr := strconv.ParseInt(string(h), 16, 64)
+			s.hdr = s.hdr[:0]
+			if perr != nil {
+				return fmt.Errorf("bad chunk size line %q", h)
+			}
+			if size == 0 {
+				return io.EOF
+			}
+			s.state, s.left = 1, size
+		case 1:
+			m := min(int64(len(b)), s.left)
+			s.scan(b[:m], now, fn)
+			b, s.left = b[m:], s.left-m
+			if s.left == 0 {
+				s.state, s.left = 2, 2
+			}
+		case 2:
+			m := min(int64(len(b)), s.left)
+			b, s.left = b[m:], s.left-m
+			if s.left == 0 {
+				s.state = 0
+			}
+		}
+	}
+	return err
+}
+
+func (s *rawSubscriber) scan(seg []byte, now int64, fn func(now, id int64, data, isErr bool)) {
+	for len(seg) > 0 {
+		i := bytes.IndexByte(seg, '\n')
+		if i < 0 {
+			s.part = append(s.part, seg...)
+			return
+		}
+		line := seg[:i]
+		seg = seg[i+1:]
+		if len(s.part) > 0 {
+			s.part = append(s.part, line...)
+			line = s.part
+		}
+		switch {
+		case len(line) == 0:
+			if s.hasID || s.hasData {
+				fn(now, s.id, s.hasData, s.err)
+			}
+			s.id, s.hasID, s.hasData, s.err = -1, false, false, false
+		case bytes.HasPrefix(line, []byte("id: ")):
+			s.id, _ = strconv.ParseInt(string(line[4:]), 10, 64)
+			s.hasID = true
+		case bytes.HasPrefix(line, []byte("data: ")):
+			s.hasData = true
+		case bytes.HasPrefix(line, []byte("event: error")):
+			s.err = true
+		}
+		s.part = s.part[:0]
+	}
 }
 
 // openSubscribers opens n subscribers concurrently (a few dials at a time).
@@ -292,16 +389,16 @@ func BenchmarkFanout(b *testing.B) {
 		fanoutSeconds = 4
 	)
 	raiseOpenFiles(b, 2*subscribers+256)
-	var p50s, p99s, maxs, sendP99s, batchSizes []float64
+	var p50s, p99s, maxs, sendP99s, batchSizes, shares, perDel []float64
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
 		res := runFanout(b, subscribers, rate, fanoutSeconds*time.Second)
-		b.StartTimer()
 		p50s = append(p50s, res.p50)
 		p99s = append(p99s, res.p99)
 		maxs = append(maxs, res.max)
 		sendP99s = append(sendP99s, res.sendP99)
 		batchSizes = append(batchSizes, res.meanBatch)
+		shares = append(shares, res.cpuShare)
+		perDel = append(perDel, res.cpuPerDel)
 	}
 	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(med(p50s), "p50-ms")
@@ -309,11 +406,22 @@ func BenchmarkFanout(b *testing.B) {
 	b.ReportMetric(med(maxs), "max-ms")
 	b.ReportMetric(med(sendP99s), "send-p99-ms")
 	b.ReportMetric(med(batchSizes), "events/append")
+	b.ReportMetric(med(shares), "cores-used")
+	b.ReportMetric(med(perDel), "cpu-ns/delivery")
 }
 
 type fanoutResult struct {
 	p50, p99, max, sendP99 float64 // milliseconds
 	meanBatch              float64
+	cpuShare               float64 // cores this process used while writing and delivering
+	cpuPerDel              float64 // ns of CPU (client and server) per delivered event
+}
+
+// processCPU is the user+system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutResult {
@@ -345,46 +453,21 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 			sm.commit = make([]int32, 0, rate*int(dur/time.Second)+rate)
 			sm.send = make([]int32, 0, cap(sm.commit))
 			buf := make([]byte, 64<<10)
-			have := 0
-			var seq int64 = -1
-			for {
-				if have == len(buf) {
-					sm.err = fmt.Errorf("SSE line longer than %d bytes", len(buf))
-					return
+			done := false
+			onBlock := func(now, seq int64, data, isErr bool) {
+				switch {
+				case done:
+				case isErr:
+					sm.err = fmt.Errorf("stream cut off after %d events", len(sm.commit))
+					done = true
+				case data && seq >= 0 && seq <= lastSeq:
+					sm.commit = append(sm.commit, int32((now-fb.commitNanos[seq].Load())/1000))
+					sm.send = append(sm.send, int32((now-sendNanos[seq].Load())/1000))
+					done = seq == lastSeq
 				}
-				n, err := s.body.Read(buf[have:])
-				now := time.Now().UnixNano()
-				have += n
-				// Scan complete lines.
-				p := 0
-				for {
-					nl := bytes.IndexByte(buf[p:have], '\n')
-					if nl < 0 {
-						break
-					}
-					line := buf[p : p+nl]
-					p += nl + 1
-					switch {
-					case len(line) == 0:
-						if seq >= 0 {
-							c := fb.commitNanos[seq].Load()
-							sent := sendNanos[seq].Load()
-							sm.commit = append(sm.commit, int32((now-c)/1000))
-							sm.send = append(sm.send, int32((now-sent)/1000))
-							if seq >= lastSeq {
-								return
-							}
-						}
-						seq = -1
-					case bytes.HasPrefix(line, []byte("id: ")):
-						seq, _ = strconv.ParseInt(string(line[4:]), 10, 64)
-					case bytes.HasPrefix(line, []byte("event: error")):
-						sm.err = fmt.Errorf("stream cut off: %s", buf[p:have])
-						return
-					}
-				}
-				have = copy(buf, buf[p:have])
-				if err != nil {
+			}
+			for !done {
+				if err := s.pump(buf, onBlock); err != nil && !done {
 					sm.err = fmt.Errorf("stream ended early: %v", err)
 					return
 				}
@@ -400,6 +483,7 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 	url := fb.ts.URL + "/v1/sessions/" + sid + "/events"
 	tick := time.NewTicker(time.Millisecond)
 	body := make([]byte, 0, 64<<10)
+	cpu0 := processCPU()
 	start := time.Now()
 	var sentEvents, appends, prevSent int64
 	const slowAppend = 50 * time.Millisecond
@@ -448,6 +532,8 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 	case <-done:
 	case <-time.After(10 * time.Second):
 	}
+	cpu := processCPU() - cpu0
+	wall := time.Since(start)
 	for _, s := range subs {
 		s.conn.Close()
 	}
@@ -478,6 +564,8 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 		p50: pct(commit, 0.50), p99: pct(commit, 0.99), max: float64(commit[len(commit)-1]) / 1000,
 		sendP99:   pct(send, 0.99),
 		meanBatch: float64(total) / float64(appends),
+		cpuShare:  cpu.Seconds() / wall.Seconds(),
+		cpuPerDel: float64(cpu.Nanoseconds()) / float64(len(commit)),
 	}
 }
 
@@ -492,9 +580,7 @@ func BenchmarkIdleSubscribers(b *testing.B) {
 	raiseOpenFiles(b, n+256)
 	var perSub []float64
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
 		perSub = append(perSub, idleSubscriberBytes(b, n))
-		b.StartTimer()
 	}
 	slices.Sort(perSub)
 	b.ReportMetric(perSub[len(perSub)/2]/1024, "KiB/subscriber")
