@@ -52,6 +52,23 @@ var statusByCode = map[string]int{
 	CodeNotFound:            http.StatusNotFound,
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeInternal:            http.StatusInternalServerError,
+
+	// Command error codes (CONTRACT.md §4), for rejected and failed command results.
+	"ACTIVE_RUN_NOT_FOUND":       http.StatusConflict,
+	"RUN_ALREADY_FINISHED":       http.StatusConflict,
+	"STOP_TIMEOUT":               http.StatusAccepted, // the stop was requested, not yet confirmed
+	"COMMAND_NOT_SUPPORTED":      http.StatusUnprocessableEntity,
+	"CAPABILITY_UNAVAILABLE":     http.StatusUnprocessableEntity,
+	"TARGET_EVENT_NOT_FOUND":     http.StatusNotFound,
+	"TARGET_EVENT_NOT_RETRYABLE": http.StatusConflict,
+	"APPROVAL_NOT_FOUND":         http.StatusNotFound,
+	"APPROVAL_ALREADY_RESOLVED":  http.StatusConflict,
+	"SOURCE_THREAD_NOT_FOUND":    http.StatusNotFound,
+	"SOURCE_MESSAGE_NOT_FOUND":   http.StatusNotFound,
+	"SOURCE_RUN_NOT_FOUND":       http.StatusNotFound,
+	"SOURCE_LINEAGE_INVALID":     http.StatusUnprocessableEntity,
+	"ACTIVE_BRANCH_NOT_FOUND":    http.StatusNotFound,
+	"COMMAND_EXECUTION_FAILED":   http.StatusServiceUnavailable,
 }
 
 // HTTPStatus returns the HTTP status for an error code (500 for an unknown code).

@@ -34,6 +34,10 @@ func nullable(s *schema) *schema { c := *s; c.nullable = true; return &c }
 var (
 	// RunStatuses are the statuses of a run, in CONTRACT.md §3 order.
 	RunStatuses = []string{"queued", "running", "waiting_approval", "stopping", "stopped", "completed", "failed"}
+	// SessionRunStatuses are the values of a command result's sessionStatus and a view model's
+	// status: the status of the session's current run, or StatusIdle before its first run
+	// (CONTRACT.md does not name a value for that case; sessiond documents "idle").
+	SessionRunStatuses = append(append([]string(nil), RunStatuses...), StatusIdle)
 	// ErrorCodes are the command error codes of CONTRACT.md §4.
 	ErrorCodes = []string{
 		"SESSION_NOT_FOUND", "RUN_NOT_FOUND", "ACTIVE_RUN_NOT_FOUND", "RUN_ALREADY_FINISHED",
@@ -178,6 +182,9 @@ var payloadSchemas = map[string]*schema{
 		req("status", enum("generating", "completed", "failed")),
 	),
 }
+
+// StatusIdle is the session status reported before a session's first run.
+const StatusIdle = "idle"
 
 // EventTypes lists the 17 event types in the order of the event schema.
 var EventTypes = []string{
@@ -335,7 +342,7 @@ var commandResultSchema = object(
 	opt("runId", id()),
 	req("idempotencyKey", id()),
 	req("outcome", enum("accepted", "duplicate", "rejected", "failed")),
-	req("sessionStatus", enum(RunStatuses...)),
+	req("sessionStatus", enum(SessionRunStatuses...)),
 	opt("acceptedSequence", safeInt(0)),
 	opt("resultEventIds", arrayOf(id())),
 	opt("operation", object(req("lineage", lineageSchema), req("activeBranch", activeBranchSchema))),
@@ -348,7 +355,7 @@ var commandResultSchema = object(
 var viewSchema = object(
 	req("sessionId", id()),
 	req("snapshot", snapshotSchema),
-	req("status", enum(RunStatuses...)),
+	req("status", enum(SessionRunStatuses...)),
 	req("events", arrayOf(anyJSON())),
 	req("lastSequence", &schema{typ: tInteger, hasMin: true, min: -1, hasMax: true, max: MaxSafeInteger}),
 	opt("resumable", boolean()),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -73,6 +74,7 @@ func (o Options) withDefaults() Options {
 // Server serves the v1 HTTP API over a store. Create it with [New]; it is an http.Handler.
 type Server struct {
 	st       store.Store
+	svc      *session.Service
 	opt      Options
 	hub      *hub
 	mux      *http.ServeMux
@@ -86,6 +88,7 @@ type Server struct {
 // New returns a server over st. Call Close when done, before closing the store.
 func New(st store.Store, opt Options) *Server {
 	s := &Server{st: st, opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.routes()
@@ -103,6 +106,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", s.handleStream)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/runs", s.handleRuns)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/runs/{runId}", s.handleRun)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/commands", s.handleCommand)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/view", s.handleView)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/transcript", s.handleTranscript)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
@@ -219,6 +225,10 @@ func storeError(err error, sessionID string) *api.Error {
 	case errors.As(err, &mis):
 		return api.Errorf(api.CodeSessionMismatch, "%v; send it to /v1/sessions/%s/events", mis, mis.EventSID)
 	case errors.As(err, &run):
+		var active *contract.ActiveRunError
+		if errors.As(err, &active) {
+			return api.Errorf(api.CodeInvalidState, "%v", run)
+		}
 		return api.Errorf(api.CodeInvalidTransition, "%v", run)
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
@@ -285,3 +295,6 @@ func jsonErrorText(err error) string {
 func now(s *Server) string {
 	return s.opt.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
+
+// Service returns the domain service the server executes commands and projections with.
+func (s *Server) Service() *session.Service { return s.svc }

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
+)
+
+// maxStopWait bounds ?wait= on a stop command.
+const maxStopWait = 5 * time.Minute
+
+// handleCommand executes an AgentSessionCommand and answers its AgentSessionCommandResult:
+// 200 when accepted or a duplicate, the error code's status when rejected or failed (the body
+// is the result in every case). A document that breaks the contract is a 422 error instead.
+func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var opt session.ExecOptions
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxStopWait {
+			writeError(w, api.Errorf(api.CodeMalformed, "wait=%q must be a duration from 0s to %s, e.g. 5s", v, maxStopWait))
+			return
+		}
+		opt.Wait = d
+	}
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	cmd, err := contract.DecodeCommand(body, contract.Limits{})
+	if err != nil {
+		writeError(w, validationError("command", problemsOf(err)))
+		return
+	}
+	res, err := s.svc.Execute(r.Context(), id, cmd, opt)
+	switch {
+	case errors.Is(err, session.ErrSessionMismatch):
+		writeError(w, api.Errorf(api.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))
+		return
+	case err != nil:
+		writeError(w, storeError(err, id))
+		return
+	}
+	status := http.StatusOK
+	if res.Error != nil {
+		status = api.HTTPStatus(res.Error.Code)
+	}
+	writeJSON(w, status, res)
+}
+
+func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	vm, err := s.svc.View(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, vm)
+}
+
+func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	t, err := s.svc.Transcript(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}

@@ -1,0 +1,394 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// policy is one row of the command policy table of CONTRACT.md §4.
+type policy struct {
+	capability string   // "" when none is needed
+	allowed    []string // statuses of the session's current run; nil = any
+	needsRun   bool
+	targetRun  bool // sequence rule target-run (else match-current)
+	active     bool // the target run must be active (stop, approval, steer)
+}
+
+var (
+	terminal = []string{"stopped", "completed", "failed"}
+	policies = map[string]policy{
+		"stop":           {allowed: []string{"queued", "running", "waiting_approval"}, needsRun: true, targetRun: true, active: true},
+		"resume":         {capability: "resume", allowed: terminal, needsRun: true},
+		"retry":          {allowed: []string{"failed"}, needsRun: true},
+		"retry-summary":  {capability: "summary", allowed: terminal, needsRun: true},
+		"approval":       {capability: "approval", allowed: []string{"waiting_approval"}, needsRun: true, active: true},
+		"fork":           {capability: "threadForking"},
+		"edit-and-rerun": {capability: "editAndRerun", allowed: terminal},
+		"steer":          {capability: "steering", allowed: []string{"queued", "running"}, needsRun: true, active: true},
+	}
+)
+
+// ExecOptions tune [Service.Execute].
+type ExecOptions struct {
+	// Wait, for a stop command, is how long to wait for the runtime to append the run's
+	// terminal status: the result then says termination "confirmed", or fails with
+	// STOP_TIMEOUT (retryable: send the same command again to keep waiting).
+	Wait time.Duration
+}
+
+// Execute applies a command to a session and returns its result, which satisfies the rules of
+// CONTRACT.md §4. Everything a command changes it changes by appending events, in one
+// all-or-nothing append conditional on the log it was judged against; if the log moved in
+// between, the command is judged again. The events a command appends have ids derived from the
+// command's idempotency key, so a command can take effect at most once even across crashes and
+// instances; an accepted command's result is stored, and the same key again answers that
+// result as "duplicate". Rejections change nothing and are not stored: sending the same
+// command again judges it again.
+//
+// The error is nil for every outcome the contract describes (accepted, duplicate, rejected,
+// failed); it is non-nil for ErrSessionMismatch and for storage failures.
+func (s *Service) Execute(ctx context.Context, sessionID string, c *contract.Command, opt ExecOptions) (*contract.CommandResult, error) {
+	if c.SessionID != sessionID {
+		return nil, ErrSessionMismatch
+	}
+	res, err := s.execute(ctx, sessionID, c)
+	if err != nil || c.CommandType != "stop" || opt.Wait <= 0 || (res.Outcome != "accepted" && res.Outcome != "duplicate") {
+		return res, err
+	}
+	return s.waitStopped(ctx, res, opt.Wait)
+}
+
+func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) (*contract.CommandResult, error) {
+	l := s.lock(sid)
+	defer s.unlock(sid, l)
+
+	if prev, err := s.storedResult(ctx, sid, c.IdempotencyKey); err != nil || prev != nil {
+		return prev, err
+	}
+	for attempt := 0; attempt < 10; attempt++ {
+		st, err := s.load(ctx, sid, l.fold)
+		if errors.Is(err, store.ErrSessionNotFound) {
+			return s.rejected(c, StatusIdle, reject("SESSION_NOT_FOUND", "session %q does not exist", sid)), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("command %s: %w", c.CommandID, err)
+		}
+		// The command's events may already be in the log (a crash before its result was
+		// stored, or another instance racing on the same key): then it has taken effect.
+		if res, err := s.resultFromLog(ctx, st, c); err != nil || res != nil {
+			return res, err
+		}
+		events, runID, termination, rej := s.decide(ctx, st, c)
+		if rej != nil {
+			return s.rejected(c, st.status(), rej), nil
+		}
+		encoded := make([]*contract.EncodedEvent, len(events))
+		for i := range events {
+			if encoded[i], err = contract.EncodeEvent(&events[i]); err != nil {
+				return nil, fmt.Errorf("command %s: event %d it builds is invalid: %w", c.CommandID, i, err)
+			}
+		}
+		last := st.last
+		appended, err := s.st.Append(ctx, sid, encoded, store.AppendOptions{ExpectedSequence: &last})
+		var seqErr *store.SequenceConflictError
+		var confErr *store.ConflictError
+		if errors.As(err, &seqErr) || errors.As(err, &confErr) {
+			continue // the log moved (or a twin of this command won): judge again
+		}
+		var runErr *store.RunError
+		if errors.As(err, &runErr) {
+			return s.rejected(c, st.status(), &errResult{code: "INVALID_SESSION_STATE", msg: runErr.Err.Error()}), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("command %s: append: %w", c.CommandID, err)
+		}
+		res := s.accepted(ctx, c, sid, runID, termination, appended)
+		return s.store(ctx, sid, c, res)
+	}
+	return s.rejected(c, StatusIdle, &errResult{code: "COMMAND_EXECUTION_FAILED", retryable: true,
+		msg: "the session kept changing while the command was applied; send it again"}), nil
+}
+
+// storedResult returns the stored result for the key as a duplicate, or nil.
+func (s *Service) storedResult(ctx context.Context, sid, key string) (*contract.CommandResult, error) {
+	b, err := s.st.CommandResult(ctx, sid, key)
+	if errors.Is(err, store.ErrCommandNotFound) || errors.Is(err, store.ErrSessionNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load command result: %w", err)
+	}
+	var res contract.CommandResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("decode stored command result: %w", err)
+	}
+	res.Outcome = "duplicate"
+	return &res, nil
+}
+
+// store keeps an accepted result; if a twin stored one first, that one is the answer.
+func (s *Service) store(ctx context.Context, sid string, c *contract.Command, res *contract.CommandResult) (*contract.CommandResult, error) {
+	b, err := contract.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	stored, existed, err := s.st.PutCommandResult(ctx, sid, c.IdempotencyKey, b)
+	if err != nil {
+		return nil, fmt.Errorf("store command result: %w", err)
+	}
+	if !existed {
+		return res, nil
+	}
+	var prev contract.CommandResult
+	if err := json.Unmarshal(stored, &prev); err != nil {
+		return nil, err
+	}
+	prev.Outcome = "duplicate"
+	return &prev, nil
+}
+
+// resultFromLog rebuilds the result of a command whose events are already in the log.
+func (s *Service) resultFromLog(ctx context.Context, st *state, c *contract.Command) (*contract.CommandResult, error) {
+	var appended []store.AppendResult
+	runID := c.RunID
+	termination := ""
+	for n := 0; ; n++ {
+		ev, err := s.st.EventByIdempotencyKey(ctx, st.sess.Record.SessionID, commandEventKey(st.sess.Record.SessionID, c.IdempotencyKey, n))
+		if errors.Is(err, store.ErrEventNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		appended = append(appended, store.AppendResult{EventID: ev.EventID, Sequence: ev.Sequence})
+		if ev.EventType == "status" && ev.RunID != "" {
+			runID = ev.RunID
+			if c.CommandType == "stop" {
+				termination = "requested"
+			}
+		}
+	}
+	if len(appended) == 0 {
+		return nil, nil
+	}
+	res := s.accepted(ctx, c, st.sess.Record.SessionID, runID, termination, appended)
+	res, err := s.store(ctx, st.sess.Record.SessionID, c, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome = "duplicate"
+	return res, nil
+}
+
+func (s *Service) timestamp() string {
+	return s.now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func (s *Service) accepted(ctx context.Context, c *contract.Command, sid, runID, termination string, appended []store.AppendResult) *contract.CommandResult {
+	res := &contract.CommandResult{Contract: "AgentSessionCommandResult", CommandID: c.CommandID, SessionID: sid,
+		RunID: runID, IdempotencyKey: c.IdempotencyKey, Outcome: "accepted", SessionStatus: StatusIdle,
+		ResultEventIDs: []string{}, OccurredAt: s.timestamp()}
+	for _, a := range appended {
+		res.ResultEventIDs = append(res.ResultEventIDs, a.EventID)
+		seq := a.Sequence
+		res.AcceptedSequence = &seq
+	}
+	if runs, err := s.st.Runs(ctx, sid); err == nil && len(runs) > 0 {
+		res.SessionStatus = runs[len(runs)-1].Status
+	}
+	if termination == "requested" && res.SessionStatus == "stopping" {
+		res.Termination = termination
+	}
+	return res
+}
+
+func (s *Service) rejected(c *contract.Command, status string, e *errResult) *contract.CommandResult {
+	return &contract.CommandResult{Contract: "AgentSessionCommandResult", CommandID: c.CommandID, SessionID: c.SessionID,
+		RunID: c.RunID, IdempotencyKey: c.IdempotencyKey, Outcome: "rejected", SessionStatus: status,
+		ResultEventIDs: []string{}, Error: &contract.CommandError{Code: e.code, Message: e.msg, Retryable: e.retryable},
+		OccurredAt: s.timestamp()}
+}
+
+// decide judges a command against the session's state. It returns the events to append, the
+// run the result is about, and the termination for a stop; or a rejection.
+func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *errResult) {
+	p := policies[c.CommandType]
+	if c.CommandType == "fork" || c.CommandType == "edit-and-rerun" {
+		return nil, "", "", reject("COMMAND_NOT_SUPPORTED", "%s is not supported by this server yet: branching lands with lineage support", c.CommandType)
+	}
+	if p.capability != "" && !st.sess.Snapshot.Capabilities.Has(p.capability) {
+		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs", p.capability, c.CommandType)
+	}
+	target := st.run(c.RunID)
+	if p.needsRun && target == nil {
+		if p.active && (st.current == nil || contract.IsTerminal(st.current.Status)) {
+			return nil, "", "", reject("ACTIVE_RUN_NOT_FOUND", "%s needs an active run and the session has none", c.CommandType)
+		}
+		return nil, "", "", reject("RUN_NOT_FOUND", "run %q does not exist in session %q", c.RunID, c.SessionID)
+	}
+	if p.active && contract.IsTerminal(target.Status) {
+		return nil, "", "", reject("RUN_ALREADY_FINISHED", "run %q is already %s", target.RunID, target.Status)
+	}
+
+	now := s.timestamp()
+	n := 0
+	newEvent := func(eventType, runID, sourceMessageID string, payload contract.Payload) {
+		key := commandEventKey(c.SessionID, c.IdempotencyKey, n)
+		n++
+		events = append(events, contract.Event{Contract: "AgentSessionEvent", EventID: key, SessionID: c.SessionID,
+			RunID: runID, SourceMessageID: sourceMessageID, IdempotencyKey: key, OccurredAt: now,
+			EventType: eventType, Payload: payload})
+	}
+	newRunID := "run-" + strings.TrimPrefix(commandEventKey(c.SessionID, c.IdempotencyKey, 0), "cmd-")
+
+	// Checks on what the command points at, before the status and sequence rules, so that
+	// the more specific answer wins (a resolved approval says so, not "wrong status").
+	switch pl := c.Payload.(type) {
+	case *contract.ApprovalCommand:
+		a, ok := st.fold.approval(pl.ApprovalID)
+		if !ok {
+			return nil, "", "", reject("APPROVAL_NOT_FOUND", "approval %q was never requested in this session", pl.ApprovalID)
+		}
+		if a.Status != "requested" {
+			return nil, "", "", reject("APPROVAL_ALREADY_RESOLVED", "approval %q is already %s", pl.ApprovalID, a.Status)
+		}
+		a.Status = pl.Decision
+		newEvent("approval", target.RunID, target.SourceMessageID, &a)
+		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: "running", StartedAt: target.StartedAt})
+		runID = target.RunID
+	case *contract.RetryCommand:
+		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
+		if err != nil {
+			return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
+		}
+		if !retryable(ev, target) {
+			return nil, "", "", reject("TARGET_EVENT_NOT_RETRYABLE", "event %q is neither an error event with retryable true nor run %q's failed status", pl.SourceEventID, target.RunID)
+		}
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		runID = newRunID
+	case *contract.ResumeCommand:
+		if pl.ResumeEventID != "" {
+			if _, err := s.st.EventByID(ctx, c.SessionID, pl.ResumeEventID); err != nil {
+				return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "resume event %q does not exist in session %q", pl.ResumeEventID, c.SessionID)
+			}
+		}
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		runID = newRunID
+	case *contract.RetrySummaryCommand:
+		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
+		if err != nil {
+			return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
+		}
+		sum, ok := failedSummary(ev, pl.SourceRunID, st.fold)
+		if !ok {
+			return nil, "", "", reject("TARGET_EVENT_NOT_RETRYABLE", "event %q is not a failed summary of run %q", pl.SourceEventID, pl.SourceRunID)
+		}
+		sum.Status = "generating"
+		newEvent("summary", pl.SourceRunID, target.SourceMessageID, &sum)
+		runID = pl.SourceRunID
+	case *contract.SteerCommand:
+		newEvent("steer", target.RunID, target.SourceMessageID, &contract.SteerPayload{CommandID: c.CommandID, TargetRunID: target.RunID, Text: pl.Text, Status: "accepted"})
+		runID = target.RunID
+	case *contract.StopCommand:
+		sp := &contract.StatusPayload{Status: "stopping", StoppingRequestedAt: now}
+		if pl.Reason != "" {
+			sp.Detail = &pl.Reason
+		}
+		newEvent("status", target.RunID, target.SourceMessageID, sp)
+		runID, termination = target.RunID, "requested"
+	}
+
+	status := st.status()
+	if p.active {
+		status = target.Status
+	}
+	if p.allowed != nil && !slices.Contains(p.allowed, status) {
+		return nil, "", "", reject("INVALID_SESSION_STATE", "%s is allowed when the run is %s; it is %s", c.CommandType, strings.Join(p.allowed, " or "), status)
+	}
+	if !p.targetRun && c.ExpectedSequence != st.last {
+		return nil, "", "", &errResult{code: "SEQUENCE_CONFLICT", retryable: true,
+			msg: fmt.Sprintf("expectedSequence is %d but the log ends at %d; read the new events and send a new command with expectedSequence %d", c.ExpectedSequence, st.last, st.last)}
+	}
+	return events, runID, termination, nil
+}
+
+// retryable reports whether ev can be retried: an error event with retryable true, or the
+// terminal failed status event of the run.
+func retryable(ev store.StoredEvent, run *contract.Run) bool {
+	var e contract.Event
+	if json.Unmarshal(ev.Data, &e) != nil {
+		return false
+	}
+	switch p := e.Payload.(type) {
+	case *contract.ErrorPayload:
+		return p.Retryable
+	case *contract.StatusPayload:
+		return e.RunID == run.RunID && p.Status == "failed"
+	}
+	return false
+}
+
+// failedSummary returns the summary behind ev if it is a summary of runID whose latest state is
+// failed.
+func failedSummary(ev store.StoredEvent, runID string, f *Fold) (contract.SummaryPayload, bool) {
+	var e contract.Event
+	if json.Unmarshal(ev.Data, &e) != nil {
+		return contract.SummaryPayload{}, false
+	}
+	p, ok := e.Payload.(*contract.SummaryPayload)
+	if !ok || p.RunID != runID {
+		return contract.SummaryPayload{}, false
+	}
+	latest, ok := f.summary(p.SummaryID)
+	return latest, ok && latest.Status == "failed"
+}
+
+// waitStopped waits for the stopped run to reach a terminal status.
+func (s *Service) waitStopped(ctx context.Context, res *contract.CommandResult, wait time.Duration) (*contract.CommandResult, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		run, err := s.st.Run(ctx, res.SessionID, res.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("wait for stop: %w", err)
+		}
+		if contract.IsTerminal(run.Status) {
+			out := *res
+			out.SessionStatus = run.Status
+			out.Termination = "confirmed"
+			if runs, err := s.st.Runs(ctx, res.SessionID); err == nil && len(runs) > 0 {
+				out.SessionStatus = runs[len(runs)-1].Status
+				if !contract.IsTerminal(out.SessionStatus) {
+					out.Termination = "" // a newer run already started; say nothing about it
+				}
+			}
+			return &out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			out := *res
+			out.Outcome = "failed"
+			out.SessionStatus = run.Status
+			out.Termination = ""
+			if run.Status == "stopping" {
+				out.Termination = "requested"
+			}
+			out.Error = &contract.CommandError{Code: "STOP_TIMEOUT", Retryable: true,
+				Message: fmt.Sprintf("run %q did not stop within %s; it is %s. Send the same command again to keep waiting", res.RunID, wait, run.Status)}
+			return &out, nil
+		case <-tick.C:
+		}
+	}
+}

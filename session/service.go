@@ -1,0 +1,220 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// StatusIdle is the status the command result and the view model report for a session that has
+// no run yet (CONTRACT.md leaves this case open).
+const StatusIdle = contract.StatusIdle
+
+// Service is the domain of sessiond: it executes commands, and keeps the transcript and the
+// view model of each session as projections of its log. It is safe for concurrent use.
+type Service struct {
+	st  store.Store
+	now func() time.Time
+
+	mu    sync.Mutex
+	locks map[string]*sessionLock
+}
+
+// sessionLock serialises the commands of one session inside this process and holds the
+// session's live transcript projection, caught up from the log on use.
+type sessionLock struct {
+	mu   sync.Mutex
+	fold *Fold
+	refs int
+}
+
+// New returns a service over st. now may be nil (time.Now).
+func New(st store.Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{st: st, now: now, locks: map[string]*sessionLock{}}
+}
+
+func (s *Service) lock(id string) *sessionLock {
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &sessionLock{fold: NewFold(id)}
+		s.locks[id] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return l
+}
+
+// unlock releases the session; the projection stays cached while the session is in use and is
+// dropped when nobody holds it (it is rebuilt from the log on the next use).
+func (s *Service) unlock(id string, l *sessionLock) {
+	l.mu.Unlock()
+	s.mu.Lock()
+	l.refs--
+	if l.refs == 0 && len(s.locks) > 1024 {
+		delete(s.locks, id)
+	}
+	s.mu.Unlock()
+}
+
+// catchUp applies every event after the fold's position.
+func (s *Service) catchUp(ctx context.Context, id string, f *Fold) error {
+	for {
+		evs, err := s.st.ReadEvents(ctx, id, f.LastSequence(), 10000)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := f.Apply(e); err != nil {
+				return err
+			}
+		}
+		if len(evs) < 10000 {
+			return nil
+		}
+	}
+}
+
+// Transcript returns the folded state of a session's log (the live projection, caught up).
+func (s *Service) Transcript(ctx context.Context, id string) (*Transcript, error) {
+	if _, err := s.st.GetSession(ctx, id); err != nil {
+		return nil, err
+	}
+	l := s.lock(id)
+	defer s.unlock(id, l)
+	if err := s.catchUp(ctx, id, l.fold); err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	t := l.fold.Transcript()
+	return &t, nil
+}
+
+// Rebuild folds a session's whole log from scratch, ignoring the live projection.
+func (s *Service) Rebuild(ctx context.Context, id string) (*Transcript, error) {
+	f := NewFold(id)
+	if err := s.catchUp(ctx, id, f); err != nil {
+		return nil, err
+	}
+	t := f.Transcript()
+	return &t, nil
+}
+
+// View returns the AgentSessionViewModel of a session: every event, the current run's status
+// (StatusIdle before the first run), and resumable from the latest resume event.
+func (s *Service) View(ctx context.Context, id string) (*contract.ViewModel, error) {
+	sess, err := s.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	vm := &contract.ViewModel{SessionID: id, Snapshot: sess.Snapshot, Events: []contract.Event{}, LastSequence: -1,
+		Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, Status: StatusIdle}
+	after := int64(-1)
+	for {
+		evs, err := s.st.ReadEvents(ctx, id, after, 10000)
+		if err != nil {
+			return nil, fmt.Errorf("view: %w", err)
+		}
+		for _, se := range evs {
+			var e contract.Event
+			if err := json.Unmarshal(se.Data, &e); err != nil {
+				return nil, fmt.Errorf("view: event %d: %w", se.Sequence, err)
+			}
+			if p, ok := e.Payload.(*contract.ResumePayload); ok {
+				vm.Resumable = p.Resumable
+			}
+			vm.Events = append(vm.Events, e)
+			after = se.Sequence
+		}
+		if len(evs) < 10000 {
+			break
+		}
+	}
+	vm.LastSequence = after
+	runs, err := s.st.Runs(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("view: %w", err)
+	}
+	if len(runs) > 0 {
+		vm.Status = runs[len(runs)-1].Status
+	}
+	return vm, nil
+}
+
+// commandEventKey is the deterministic eventId and idempotencyKey of the n-th event a command
+// appends: a retried command produces the same ids, so the log cannot take its effect twice.
+func commandEventKey(sessionID, key string, n int) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + key))
+	return fmt.Sprintf("cmd-%s-%d", hex.EncodeToString(h[:12]), n)
+}
+
+// errResult is a command's refusal: the contract's error code and a message.
+type errResult struct {
+	code      string
+	msg       string
+	retryable bool
+}
+
+func reject(code, format string, args ...any) *errResult {
+	return &errResult{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// state is what a command is judged against, read under the session's lock.
+type state struct {
+	sess    *store.Session
+	last    int64
+	runs    []contract.Run
+	current *contract.Run // the most recent run, nil before the first
+	fold    *Fold
+}
+
+func (st *state) run(id string) *contract.Run {
+	for i := range st.runs {
+		if st.runs[i].RunID == id {
+			return &st.runs[i]
+		}
+	}
+	return nil
+}
+
+func (st *state) status() string {
+	if st.current == nil {
+		return StatusIdle
+	}
+	return st.current.Status
+}
+
+func (s *Service) load(ctx context.Context, id string, f *Fold) (*state, error) {
+	sess, err := s.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// The log first, then the runs: if an append lands in between, the runs are newer than
+	// st.last, and the command's append (conditional on st.last) fails and is judged again.
+	if err := s.catchUp(ctx, id, f); err != nil {
+		return nil, err
+	}
+	runs, err := s.st.Runs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{sess: sess, last: f.LastSequence(), runs: runs, fold: f}
+	if len(runs) > 0 {
+		st.current = &runs[len(runs)-1]
+	}
+	return st, nil
+}
+
+// ErrSessionMismatch is returned when a command's sessionId is not the session it was sent to.
+var ErrSessionMismatch = errors.New("the command's sessionId is not the session it was sent to")

@@ -1,0 +1,278 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Transcript is the folded state of a session's log that a UI draws. It is a pure function of
+// the log: [Fold.Apply] over every event in order gives the same Transcript however the events
+// are split into batches.
+type Transcript struct {
+	SessionID    string `json:"sessionId"`
+	LastSequence int64  `json:"lastSequence"`
+	// Messages in order of first appearance: "append" adds parts, "replace" replaces them; the
+	// status is the latest one sent (streaming → completed or failed).
+	Messages []Message `json:"messages"`
+	// Reasoning blocks in order of first appearance; each event's text is appended to the block.
+	Reasoning []Reasoning `json:"reasoning"`
+	// Plan is the latest plan event's payload, or null.
+	Plan *contract.PlanPayload `json:"plan"`
+	// Tasks, tool calls, artifacts, test results and summaries by id, each its latest state, in
+	// order of first appearance.
+	Tasks       []contract.TaskPayload       `json:"tasks"`
+	Tools       []contract.ToolPayload       `json:"tools"`
+	Artifacts   []contract.ArtifactPayload   `json:"artifacts"`
+	TestResults []contract.TestResultPayload `json:"testResults"`
+	Summaries   []contract.SummaryPayload    `json:"summaries"`
+	// Approvals, pending (requested) first, then resolved, each in order of first appearance.
+	Approvals []contract.ApprovalPayload `json:"approvals"`
+	// Diffs by path, latest state, in order of first appearance.
+	Diffs []contract.DiffPayload `json:"diffs"`
+	// Terminals by terminalId: output chunks concatenated in order, and the last exit code.
+	Terminals []Terminal `json:"terminals"`
+	// Usage: the latest usage event, and totals per session and per run.
+	Usage Usage `json:"usage"`
+	// Errors are every error event, in order.
+	Errors []contract.ErrorPayload `json:"errors"`
+	// Steers are every steer's latest state, by commandId.
+	Steers []contract.SteerPayload `json:"steers"`
+	// Resumable is the latest resume event's flag (false when there is none).
+	Resumable bool `json:"resumable"`
+}
+
+// Message is a message with its parts folded.
+type Message struct {
+	MessageID string            `json:"messageId"`
+	Role      string            `json:"role"`
+	Parts     []json.RawMessage `json:"parts"`
+	Status    string            `json:"status,omitempty"`
+	RunID     string            `json:"runId,omitempty"`
+	// Sequence is the sequence of the event that last changed the message.
+	Sequence int64 `json:"sequence"`
+}
+
+// Reasoning is a reasoning block with its text accumulated.
+type Reasoning struct {
+	ReasoningID string `json:"reasoningId"`
+	Text        string `json:"text"`
+	Status      string `json:"status"`
+}
+
+// Terminal is one terminal's output.
+type Terminal struct {
+	TerminalID string `json:"terminalId"`
+	Output     string `json:"output"`
+	ExitCode   *int64 `json:"exitCode,omitempty"`
+}
+
+// Usage folds usage events. Each usage event is taken as the usage of one step (not a running
+// total), so totals are sums.
+type Usage struct {
+	Latest *contract.UsagePayload  `json:"latest"`
+	Total  UsageTotals             `json:"total"`
+	ByRun  map[string]*UsageTotals `json:"byRun"`
+}
+
+// UsageTotals are summed token counts.
+type UsageTotals struct {
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+	TotalTokens  int64 `json:"totalTokens"`
+}
+
+func (u *UsageTotals) add(p *contract.UsagePayload) {
+	if p.InputTokens != nil {
+		u.InputTokens += *p.InputTokens
+	}
+	if p.OutputTokens != nil {
+		u.OutputTokens += *p.OutputTokens
+	}
+	if p.TotalTokens != nil {
+		u.TotalTokens += *p.TotalTokens
+	}
+}
+
+// Fold builds a Transcript incrementally. The zero value is not ready; use [NewFold].
+type Fold struct {
+	t     Transcript
+	index map[string]int // "kind\x00id" -> position in its slice
+}
+
+// NewFold returns an empty fold for a session.
+func NewFold(sessionID string) *Fold {
+	return &Fold{t: Transcript{SessionID: sessionID, LastSequence: -1, Usage: Usage{ByRun: map[string]*UsageTotals{}}}, index: map[string]int{}}
+}
+
+// LastSequence is the sequence of the last event applied (-1 before any).
+func (f *Fold) LastSequence() int64 { return f.t.LastSequence }
+
+// slot returns the position of id in a slice of length n, and whether it is new (then the
+// caller appends at position n).
+func (f *Fold) slot(kind, id string, n int) (int, bool) {
+	k := kind + "\x00" + id
+	if i, ok := f.index[k]; ok {
+		return i, false
+	}
+	f.index[k] = n
+	return n, true
+}
+
+// Apply folds one stored event. Events must come in sequence order; an event at or below the
+// last applied sequence is ignored, so catching up twice is harmless.
+func (f *Fold) Apply(se store.StoredEvent) error {
+	if se.Sequence <= f.t.LastSequence {
+		return nil
+	}
+	var e contract.Event
+	if err := json.Unmarshal(se.Data, &e); err != nil {
+		return fmt.Errorf("fold event %d: %w", se.Sequence, err)
+	}
+	f.t.LastSequence = se.Sequence
+	t := &f.t
+	switch p := e.Payload.(type) {
+	case *contract.MessagePayload:
+		i, isNew := f.slot("message", p.MessageID, len(t.Messages))
+		if isNew {
+			t.Messages = append(t.Messages, Message{MessageID: p.MessageID})
+		}
+		m := &t.Messages[i]
+		m.Role, m.Sequence = p.Role, se.Sequence
+		if e.RunID != "" {
+			m.RunID = e.RunID
+		}
+		if p.Operation == "replace" {
+			m.Parts = append([]json.RawMessage(nil), p.Parts...)
+		} else {
+			m.Parts = append(m.Parts, p.Parts...)
+		}
+		if p.Status != "" {
+			m.Status = p.Status
+		}
+	case *contract.ReasoningPayload:
+		i, isNew := f.slot("reasoning", p.ReasoningID, len(t.Reasoning))
+		if isNew {
+			t.Reasoning = append(t.Reasoning, Reasoning{ReasoningID: p.ReasoningID})
+		}
+		t.Reasoning[i].Text += p.Text
+		t.Reasoning[i].Status = p.Status
+	case *contract.PlanPayload:
+		t.Plan = p
+	case *contract.TaskPayload:
+		t.Tasks = upsert(f, "task", p.TaskID, t.Tasks, *p)
+	case *contract.ToolPayload:
+		i, isNew := f.slot("tool", p.ToolCallID, len(t.Tools))
+		if isNew {
+			t.Tools = append(t.Tools, *p)
+			break
+		}
+		// Later states keep what earlier ones said unless they say it again.
+		old := t.Tools[i]
+		merged := *p
+		if merged.Input == nil {
+			merged.Input = old.Input
+		}
+		if merged.Output == nil {
+			merged.Output = old.Output
+		}
+		if merged.StartedAt == "" {
+			merged.StartedAt = old.StartedAt
+		}
+		t.Tools[i] = merged
+	case *contract.ApprovalPayload:
+		i, isNew := f.slot("approval", p.ApprovalID, len(t.Approvals))
+		if isNew {
+			t.Approvals = append(t.Approvals, *p)
+			break
+		}
+		merged := *p
+		if merged.ToolCallID == "" {
+			merged.ToolCallID = t.Approvals[i].ToolCallID
+		}
+		if merged.RequestedAction == nil {
+			merged.RequestedAction = t.Approvals[i].RequestedAction
+		}
+		if merged.Description == nil {
+			merged.Description = t.Approvals[i].Description
+		}
+		t.Approvals[i] = merged
+	case *contract.ArtifactPayload:
+		t.Artifacts = upsert(f, "artifact", p.ArtifactID, t.Artifacts, *p)
+	case *contract.UsagePayload:
+		t.Usage.Latest = p
+		t.Usage.Total.add(p)
+		if e.RunID != "" {
+			u := t.Usage.ByRun[e.RunID]
+			if u == nil {
+				u = &UsageTotals{}
+				t.Usage.ByRun[e.RunID] = u
+			}
+			u.add(p)
+		}
+	case *contract.ResumePayload:
+		t.Resumable = p.Resumable
+	case *contract.ErrorPayload:
+		t.Errors = append(t.Errors, *p)
+	case *contract.DiffPayload:
+		t.Diffs = upsert(f, "diff", p.Path, t.Diffs, *p)
+	case *contract.TerminalPayload:
+		i, isNew := f.slot("terminal", p.TerminalID, len(t.Terminals))
+		if isNew {
+			t.Terminals = append(t.Terminals, Terminal{TerminalID: p.TerminalID})
+		}
+		if p.Stream != "status" {
+			t.Terminals[i].Output += p.Chunk
+		}
+		if p.ExitCode != nil {
+			t.Terminals[i].ExitCode = p.ExitCode
+		}
+	case *contract.TestResultPayload:
+		t.TestResults = upsert(f, "test", p.TestID, t.TestResults, *p)
+	case *contract.SteerPayload:
+		t.Steers = upsert(f, "steer", p.CommandID, t.Steers, *p)
+	case *contract.SummaryPayload:
+		t.Summaries = upsert(f, "summary", p.SummaryID, t.Summaries, *p)
+	}
+	return nil
+}
+
+func upsert[T any](f *Fold, kind, id string, list []T, v T) []T {
+	i, isNew := f.slot(kind, id, len(list))
+	if isNew {
+		return append(list, v)
+	}
+	list[i] = v
+	return list
+}
+
+// Transcript returns the folded state; approvals are ordered pending first. The result shares
+// nothing mutable with the fold.
+func (f *Fold) Transcript() Transcript {
+	b, _ := json.Marshal(f.t)
+	var out Transcript
+	json.Unmarshal(b, &out)
+	sort.SliceStable(out.Approvals, func(i, j int) bool {
+		return out.Approvals[i].Status == "requested" && out.Approvals[j].Status != "requested"
+	})
+	return out
+}
+
+// approval returns the latest state of an approval, if the log has it.
+func (f *Fold) approval(id string) (contract.ApprovalPayload, bool) {
+	if i, ok := f.index["approval\x00"+id]; ok {
+		return f.t.Approvals[i], true
+	}
+	return contract.ApprovalPayload{}, false
+}
+
+// summary returns the latest state of a summary, if the log has it.
+func (f *Fold) summary(id string) (contract.SummaryPayload, bool) {
+	if i, ok := f.index["summary\x00"+id]; ok {
+		return f.t.Summaries[i], true
+	}
+	return contract.SummaryPayload{}, false
+}
