@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 )
 
 // DefaultServer is the address a local "sessiond serve" listens on.
@@ -294,4 +295,53 @@ func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail 
 			ev.Data = append(json.RawMessage(nil), line[6:]...)
 		}
 	}
+}
+
+// Command sends an AgentSessionCommand and returns its result. A rejected or failed command is
+// not a Go error: the result says so (Outcome, Error). wait, when positive, is passed as ?wait=
+// (for stop). The error is an *api.Error when the command itself breaks the contract or the
+// session cannot take it, or a transport error.
+func (c *Client) Command(ctx context.Context, cmd *contract.Command, wait time.Duration) (*contract.CommandResult, error) {
+	body, err := jsonBody(cmd)
+	if err != nil {
+		return nil, err
+	}
+	path := "/v1/sessions/" + url.PathEscape(cmd.SessionID) + "/commands"
+	if wait > 0 {
+		path += "?wait=" + wait.String()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("POST %s: %w (is the server running at %s?)", path, err, c.base)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("POST %s: read response: %w", path, err)
+	}
+	var res contract.CommandResult
+	if json.Unmarshal(data, &res) == nil && res.Contract == "AgentSessionCommandResult" {
+		return &res, nil
+	}
+	if resp.StatusCode >= 300 {
+		return nil, decodeError(resp.StatusCode, data)
+	}
+	return nil, fmt.Errorf("POST %s: unexpected answer: %s", path, data)
+}
+
+// View returns a session's AgentSessionViewModel.
+func (c *Client) View(ctx context.Context, id string) (*contract.ViewModel, error) {
+	var out contract.ViewModel
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/view", nil, "", &out)
+}
+
+// Transcript returns a session's transcript, the folded state a UI draws.
+func (c *Client) Transcript(ctx context.Context, id string) (*session.Transcript, error) {
+	var out session.Transcript
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/transcript", nil, "", &out)
 }

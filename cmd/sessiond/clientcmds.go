@@ -336,15 +336,7 @@ func summarize(p contract.Payload) string {
 	case *contract.MessagePayload:
 		var text []string
 		for _, part := range p.Parts {
-			var s string
-			var obj struct {
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(part, &s) == nil {
-				text = append(text, s)
-			} else if json.Unmarshal(part, &obj) == nil && obj.Text != "" {
-				text = append(text, obj.Text)
-			}
+			text = append(text, partText(part))
 		}
 		return fmt.Sprintf("%s: %s", p.Role, clip(strings.Join(text, " "), 80))
 	case *contract.ReasoningPayload:
@@ -392,4 +384,19 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// partText is the text of a message part: a string part, or an object part's "text".
+func partText(part json.RawMessage) string {
+	var s string
+	if json.Unmarshal(part, &s) == nil {
+		return s
+	}
+	var obj struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(part, &obj) == nil {
+		return obj.Text
+	}
+	return ""
 }
