@@ -1,7 +1,9 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -71,4 +73,38 @@ func TestEscapedStringsInScratchParse(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("problems %q, want %q", got, want)
 	}
+}
+
+// TestConcurrentUse validates, checks and decodes from many goroutines at once (the parser
+// pool is shared); run with -race. Every result must equal the sequential one.
+func TestConcurrentUse(t *testing.T) {
+	docs := generateEvents(t, 11, 0)
+	if len(docs) > 3000 {
+		docs = docs[:3000]
+	}
+	want := make([]string, len(docs))
+	for i, d := range docs {
+		want[i] = fmt.Sprint(Validate(KindEvent, d.data, Limits{}))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < len(docs); i += 3 {
+				if got := fmt.Sprint(Validate(KindEvent, docs[i].data, Limits{})); got != want[i] {
+					t.Errorf("%s: concurrent %s, sequential %s", docs[i].name, got, want[i])
+					return
+				}
+				if e, err := CheckEvent(docs[i].data, Limits{}); err == nil {
+					var ev Event
+					if err := Decode(KindEvent, e.JSON(e.Sequence), Limits{}, &ev); err != nil {
+						t.Errorf("%s: decode of the canonical form: %v", docs[i].name, err)
+						return
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
