@@ -23,13 +23,13 @@ import (
 // Benchmarks run with fsync on every commit (synchronous=FULL), as the store always does.
 // Each reports events/s; ns/op is per event. Events are built and validated before the timer
 // starts: these measure the store, not the contract parser. Event shape: a terminal event of
-// about 330 bytes with a random UUID eventId and an idempotency key "<writer uuid>-<n>", as a
-// runtime generates them.
+// about 330 bytes with an idempotency key "<writer uuid>-<n>" and an eventId that is a random
+// UUIDv4 or, where the benchmark has both variants, a time-ordered UUIDv7.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" {
-		os.RemoveAll(bigDir)
+	for _, dir := range bigDirs {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
@@ -38,12 +38,13 @@ const benchChunk = "go test ./... ok  github.com/example/project/internal/foo 0.
 	"ok  github.com/example/project/internal/bar 0.107s coverage: 77.0% of statements; FAIL none; " +
 	"all packages built"
 
-// benchEvents returns n validated events for session id, keyed "<prefix>-<i>".
-func benchEvents(b *testing.B, id, prefix string, n int) []*contract.EncodedEvent {
+// benchEvents returns n validated events for session id, keyed "<prefix>-<i>", with eventIds
+// from newID.
+func benchEvents(b *testing.B, id, prefix string, n int, newID func() string) []*contract.EncodedEvent {
 	b.Helper()
 	out := make([]*contract.EncodedEvent, n)
 	for i := range out {
-		out[i] = storetest.EventWithID(b, id, benchID(), fmt.Sprintf("%s-%d", prefix, i), benchChunk)
+		out[i] = storetest.EventWithID(b, id, newID(), fmt.Sprintf("%s-%d", prefix, i), benchChunk)
 	}
 	return out
 }
@@ -69,6 +70,12 @@ func report(b *testing.B, events int, d time.Duration) {
 // BenchmarkAppendBatch64x8Sessions: 8 writers, each appending batches of 64 events to its own
 // session. Target: at least 50,000 events/s.
 func BenchmarkAppendBatch64x8Sessions(b *testing.B) {
+	for _, k := range idKinds {
+		b.Run(k.name, func(b *testing.B) { benchBatch64x8(b, k.gen) })
+	}
+}
+
+func benchBatch64x8(b *testing.B, newID func() string) {
 	const sessions, batch = 8, 64
 	ids := make([]string, sessions)
 	for i := range ids {
@@ -79,7 +86,7 @@ func BenchmarkAppendBatch64x8Sessions(b *testing.B) {
 	per := (b.N + sessions - 1) / sessions
 	evs := make([][]*contract.EncodedEvent, sessions)
 	for i, id := range ids {
-		evs[i] = benchEvents(b, id, uuid.NewString(), per)
+		evs[i] = benchEvents(b, id, uuid.NewString(), per, newID)
 	}
 	b.ResetTimer()
 	d := appendPerSession(b, st, ids, evs, batch)
@@ -160,7 +167,7 @@ func BenchmarkAppendSingle64Writers(b *testing.B) {
 	per := (b.N + writers - 1) / writers
 	evs := make([][]*contract.EncodedEvent, writers)
 	for w := range evs {
-		evs[w] = benchEvents(b, ids[w%sessions], uuid.NewString(), per)
+		evs[w] = benchEvents(b, ids[w%sessions], uuid.NewString(), per, uuid.NewString)
 	}
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -189,12 +196,11 @@ func BenchmarkAppendSingle64Writers(b *testing.B) {
 	report(b, per*writers, d)
 }
 
-// bigDir holds a store with one session of bigEvents events, built once per test process by
-// bulkLoad and removed by TestMain.
+// bigDirs hold, per id kind, a store with one session of bigEvents events, built once per test
+// process by bulkLoad and removed by TestMain.
 var (
-	bigDir  string
-	bigOnce sync.Once
-	bigErr  error
+	bigMu   sync.Mutex
+	bigDirs = map[string]string{}
 )
 
 const (
@@ -205,39 +211,40 @@ const (
 // BenchmarkAppendSessionSize appends batches of 64 events from 4 writers to one session that is
 // empty, and to one that already holds 1,000,000 events. Target: within 20% of each other.
 func BenchmarkAppendSessionSize(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		dir  func(b *testing.B) string
-	}{
-		{"empty", func(b *testing.B) string {
-			dir := b.TempDir()
-			st := benchOpen(b, dir, bigSession)
-			st.Close()
-			return dir
-		}},
-		{"1M", func(b *testing.B) string {
-			bigOnce.Do(func() { bigDir, bigErr = bulkLoad(b, bigEvents) })
-			if bigErr != nil {
-				b.Fatal(bigErr)
-			}
-			return bigDir
-		}},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			dir := c.dir(b)
-			st := benchOpen(b, dir)
-			defer st.Close()
-			before, err := st.LastSequence(context.Background(), bigSession)
-			if err != nil {
-				b.Fatal(err)
-			}
-			evs := benchEvents(b, bigSession, uuid.NewString(), b.N)
-			b.ResetTimer()
-			d := appendShared(b, st, bigSession, evs, 64, 4)
-			b.StopTimer()
-			report(b, len(evs), d)
-			b.ReportMetric(float64(before+1), "events-before")
-		})
+	for _, k := range idKinds {
+		for _, size := range []string{"empty", "1M"} {
+			b.Run(size+"/"+k.name, func(b *testing.B) {
+				var dir string
+				if size == "empty" {
+					dir = b.TempDir()
+					benchOpen(b, dir, bigSession).Close()
+				} else {
+					bigMu.Lock()
+					dir = bigDirs[k.name]
+					if dir == "" {
+						var err error
+						if dir, err = bulkLoad(b, bigEvents, k.gen); err != nil {
+							bigMu.Unlock()
+							b.Fatal(err)
+						}
+						bigDirs[k.name] = dir
+					}
+					bigMu.Unlock()
+				}
+				st := benchOpen(b, dir)
+				defer st.Close()
+				before, err := st.LastSequence(context.Background(), bigSession)
+				if err != nil {
+					b.Fatal(err)
+				}
+				evs := benchEvents(b, bigSession, uuid.NewString(), b.N, k.gen)
+				b.ResetTimer()
+				d := appendShared(b, st, bigSession, evs, 64, 4)
+				b.StopTimer()
+				report(b, len(evs), d)
+				b.ReportMetric(float64(before+1), "events-before")
+			})
+		}
 	}
 }
 
@@ -245,7 +252,7 @@ func BenchmarkAppendSessionSize(b *testing.B) {
 // one transaction: the same rows Append writes (canonical JSON with the event's sequence,
 // random UUID eventIds), only without the per-append overhead, so that building it takes
 // seconds rather than minutes.
-func bulkLoad(tb testing.TB, n int) (string, error) {
+func bulkLoad(tb testing.TB, n int, newID func() string) (string, error) {
 	dir, err := os.MkdirTemp("", "sessiond-bench-big-")
 	if err != nil {
 		return "", err
@@ -292,7 +299,7 @@ func bulkLoad(tb testing.TB, n int) (string, error) {
 	}
 	prefix := uuid.NewString()
 	for i := 0; i < n; i++ {
-		id, key := uuid.NewString(), fmt.Sprintf("%s-%d", prefix, i)
+		id, key := newID(), fmt.Sprintf("%s-%d", prefix, i)
 		if _, err := ins.Exec(sk, i, id, key, []byte(tmpl(id, key, int64(i)))); err != nil {
 			return dir, err
 		}
@@ -314,7 +321,7 @@ func BenchmarkReadLog(b *testing.B) {
 	dir := b.TempDir()
 	st := benchOpen(b, dir, "S-read")
 	defer st.Close()
-	evs := benchEvents(b, "S-read", uuid.NewString(), n)
+	evs := benchEvents(b, "S-read", uuid.NewString(), n, uuid.NewString)
 	for k := 0; k < n; k += store.MaxBatchEvents {
 		if _, err := st.Append(context.Background(), "S-read", evs[k:k+store.MaxBatchEvents], store.AppendOptions{}); err != nil {
 			b.Fatal(err)
@@ -369,11 +376,13 @@ func BenchmarkFdatasync(b *testing.B) {
 	}
 }
 
-var benchV7 = os.Getenv("BENCH_V7") != ""
-
-func benchID() string {
-	if benchV7 {
-		return uuid.Must(uuid.NewV7()).String()
-	}
-	return uuid.NewString()
+// idKinds are the two kinds of eventId the append benchmarks use: random UUIDv4, the worst case
+// for a B-tree index (each new id lands on its own index page), and time-ordered UUIDv7 (or
+// ULID-like ids), which land at the end of the index.
+var idKinds = []struct {
+	name string
+	gen  func() string
+}{
+	{"uuid4", uuid.NewString},
+	{"uuid7", func() string { return uuid.Must(uuid.NewV7()).String() }},
 }
