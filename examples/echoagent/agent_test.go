@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+// TestWholeLoop runs the example agent against a real server and drives it the way a person
+// would: message → run → tool → approval → steer → stop, then resume.
+func TestWholeLoop(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(st, server.Options{})
+	ts := httptest.NewServer(srv)
+	defer func() { srv.Close(); ts.Close(); st.Close() }()
+	cl := client.New(ts.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	yes := true
+	_, err = cl.CreateSession(ctx, api.CreateSessionRequest{SessionID: "S-loop", AgentID: "echoagent", Role: "implementer",
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "echo", Capabilities: contract.Capabilities{Approval: &yes, Steering: &yes, Resume: &yes}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	agent := &Agent{Client: cl, Session: "S-loop", Tick: 20 * time.Millisecond, Chunks: 1000, Log: t.Logf}
+	go func() { done <- agent.Run(agentCtx) }()
+
+	// A person asks for something.
+	user := contract.Event{Contract: "AgentSessionEvent", EventID: "u1", SessionID: "S-loop", IdempotencyKey: "u1",
+		OccurredAt: now(), EventType: "message", Payload: &contract.MessagePayload{MessageID: "m1", Role: "user", Operation: "append", Parts: []contract.RawJSON{quoteJSON("say hello")}}}
+	if _, err := cl.AppendEvents(ctx, "S-loop", []contract.Event{user}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitRun := func(runID, status string) {
+		t.Helper()
+		for {
+			runs, err := cl.Runs(ctx, "S-loop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range runs {
+				if r.RunID == runID && r.Status == status {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("run %s never became %s: %+v", runID, status, runs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitRun("run-m1", "waiting_approval")
+
+	send := func(cmdType string, payload contract.CommandPayload, wait time.Duration) *contract.CommandResult {
+		t.Helper()
+		// The agent keeps appending, so a match-current command may find the log moved:
+		// read the head again and resend with the same key (a rejection changes nothing).
+		for attempt := 0; ; attempt++ {
+			s, err := cl.GetSession(ctx, "S-loop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &contract.Command{Contract: "AgentSessionCommand", CommandID: "c-" + cmdType, SessionID: "S-loop", RunID: "run-m1",
+				IdempotencyKey: "k-" + cmdType, ExpectedSequence: s.LastSequence, IssuedAt: now(), CommandType: cmdType, Payload: payload}
+			res, err := cl.Command(ctx, c, wait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Error != nil && res.Error.Code == "SEQUENCE_CONFLICT" && attempt < 50 {
+				continue
+			}
+			if res.Outcome != "accepted" {
+				t.Fatalf("%s: %+v %+v", cmdType, res, res.Error)
+			}
+			return res
+		}
+	}
+	send("approval", &contract.ApprovalCommand{ApprovalID: "approval-run-m1", Decision: "approved"}, 0)
+	waitRun("run-m1", "running")
+
+	steer := send("steer", &contract.SteerCommand{TargetRunID: "run-m1", Text: "be brief"}, 0)
+	// The agent applies the steer.
+	for {
+		tr, err := cl.Transcript(ctx, "S-loop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Steers) == 1 && tr.Steers[0].Status == "applied" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("steer %v never applied: %+v", steer.ResultEventIDs, tr.Steers)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	res := send("stop", &contract.StopCommand{Reason: "enough"}, 10*time.Second)
+	if res.Termination != "confirmed" || res.SessionStatus != "stopped" {
+		t.Fatalf("stop with wait: %+v", res)
+	}
+	tr, err := cl.Transcript(ctx, "S-loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Tools) != 1 || tr.Tools[0].Status != "completed" || len(tr.Approvals) != 1 || tr.Approvals[0].Status != "approved" ||
+		tr.Terminals[0].Output != "hello\n" || len(tr.Messages) != 3 || !strings.Contains(fmt.Sprintf("%s", tr.Messages[2].Parts), "be brief") {
+		t.Errorf("transcript after the loop: %+v", tr)
+	}
+
+	// Resume: a new run, which the agent picks up and works on.
+	res = send("resume", &contract.ResumeCommand{}, 0)
+	waitRun(res.RunID, "waiting_approval")
+
+	stopAgent()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("agent: %v", err)
+	}
+}
