@@ -247,7 +247,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 			RunID: runID, SourceMessageID: sourceMessageID, IdempotencyKey: key, OccurredAt: now,
 			EventType: eventType, Payload: payload})
 	}
-	newRunID := "run-" + strings.TrimPrefix(commandEventKey(c.SessionID, c.IdempotencyKey, 0), "cmd-")
+	newRunID := "run-" + strings.TrimSuffix(strings.TrimPrefix(commandEventKey(c.SessionID, c.IdempotencyKey, 0), "cmd-"), "-0")
 
 	// Checks on what the command points at, before the status and sequence rules, so that
 	// the more specific answer wins (a resolved approval says so, not "wrong status").

@@ -146,7 +146,8 @@ func runView(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			if m.Status != "" && m.Status != "completed" {
 				status = " [" + m.Status + "]"
 			}
-			fmt.Fprintf(stdout, "  %-9s %s%s\n", m.Role+":", clip(strings.Join(text, " "), 100), status)
+			// Parts are usually streamed chunks of one text: join them as they are.
+			fmt.Fprintf(stdout, "  %-10s %s%s\n", m.Role+":", clip(strings.Join(text, ""), 100), status)
 		}
 		for _, tl := range t.Tools {
 			fmt.Fprintf(stdout, "  tool      %s %s\n", tl.ToolName, tl.Status)
