@@ -22,7 +22,7 @@ type bundle struct {
 	n   int
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
@@ -41,7 +41,7 @@ func setup(t *testing.T) *bundle {
 }
 
 // event builds one valid event of the session.
-func (b *bundle) event(t *testing.T, eventType, header, payload string) *contract.EncodedEvent {
+func (b *bundle) event(t testing.TB, eventType, header, payload string) *contract.EncodedEvent {
 	t.Helper()
 	b.n++
 	if header != "" {
@@ -56,7 +56,7 @@ func (b *bundle) event(t *testing.T, eventType, header, payload string) *contrac
 	return ev
 }
 
-func (b *bundle) append(t *testing.T, evs ...*contract.EncodedEvent) {
+func (b *bundle) append(t testing.TB, evs ...*contract.EncodedEvent) {
 	t.Helper()
 	if _, err := b.st.Append(context.Background(), b.sid, evs, store.AppendOptions{}); err != nil {
 		t.Fatal(err)
