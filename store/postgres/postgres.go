@@ -1,0 +1,259 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// DefaultMaxConns is the size of the connection pool when the URL does not set pool_max_conns.
+// Each Store also keeps one more connection for its listener.
+const DefaultMaxConns = 16
+
+// channelBase is the LISTEN/NOTIFY channel of the schema "public"; other schemas append
+// ":<schema>" (see channelFor), because NOTIFY channels are per database, not per schema.
+const channelBase = "sessiond_commits"
+
+// maxNotifyPayload is PostgreSQL's limit on a NOTIFY payload (8000 bytes, less one).
+const maxNotifyPayload = 7999
+
+// Store is the PostgreSQL driver. It implements store.Store; create it with Open and release it
+// with Close. All methods are safe for concurrent use, and any number of Stores, in any number
+// of processes, may share one database schema.
+type Store struct {
+	pool    *pgxpool.Pool
+	schema  string
+	channel string
+	lis     *listener
+
+	mu       sync.RWMutex // guards closed
+	closed   bool
+	inflight sync.WaitGroup
+
+	subMu   sync.Mutex
+	subs    map[int]func(store.Commit)
+	subNext int
+	subList atomic.Pointer[[]func(store.Commit)] // subs in registration order
+
+	// deliverMu serialises calls of the subscribers and guards delivered.
+	deliverMu sync.Mutex
+	delivered deliveredSet
+
+	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the PostgreSQL database at url (postgres://user:pass@host:port/db?...),
+// applies the embedded migrations to the connection's current schema (the first schema of its
+// search_path, which must exist; set it with search_path=... in the URL) and starts the
+// listener that reports other instances' commits to Subscribe. It returns once the listener is
+// listening, so every commit after Open returns is reported.
+//
+// URL parameters understood besides libpq's: pool_max_conns (default DefaultMaxConns) and the
+// other pgxpool settings; any run-time parameter such as search_path or synchronous_commit. When
+// the URL does not set synchronous_commit and the server's default is "off", the store sets it
+// to "on" for its connections: an append is durable before it is acknowledged.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: parse the database URL: %w", err)
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if rp["application_name"] == "" {
+		rp["application_name"] = "sessiond"
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+
+	// A first connection checks the settings and applies the migrations.
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store %s: connect: %w", where, err)
+	}
+	defer conn.Close(context.Background())
+	var schema *string
+	var syncCommit string
+	if err := conn.QueryRow(ctx, `SELECT current_schema(), current_setting('synchronous_commit')`).Scan(&schema, &syncCommit); err != nil {
+		return nil, fmt.Errorf("open postgres store %s: read settings: %w", where, err)
+	}
+	if schema == nil {
+		return nil, fmt.Errorf("open postgres store %s: no schema of the search_path %q exists; create it (CREATE SCHEMA ...) or fix search_path in the URL",
+			where, conn.PgConn().ParameterStatus("search_path"))
+	}
+	if syncCommit == "off" && !strings.Contains(url, "synchronous_commit") {
+		rp["synchronous_commit"] = "on"
+	}
+	if err := migrate(ctx, conn); err != nil {
+		return nil, fmt.Errorf("open postgres store %s schema %q: %w", where, *schema, err)
+	}
+
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
+	}
+	s := &Store{pool: pool, schema: *schema, channel: channelFor(*schema), subs: map[int]func(store.Commit){}}
+	s.subList.Store(&[]func(store.Commit){})
+	lcfg := cfg.ConnConfig.Copy()
+	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
+	s.lis = newListener(s, lcfg)
+	if err := s.lis.start(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
+	}
+	return s, nil
+}
+
+// channelFor returns the NOTIFY channel of a schema: channelBase for "public", otherwise
+// channelBase + ":" + schema, or a hash of the schema when that would be longer than
+// PostgreSQL's 63-byte identifiers.
+func channelFor(schema string) string {
+	if schema == "public" {
+		return channelBase
+	}
+	ch := channelBase + ":" + schema
+	if len(ch) > 63 {
+		sum := sha256.Sum256([]byte(schema))
+		ch = channelBase + ":" + hex.EncodeToString(sum[:16])
+	}
+	return ch
+}
+
+// Capabilities reports the driver "postgres": shared across processes, and commits do not carry
+// their events. Commits made through this Store and commits made by other instances reach the
+// subscribers through the same ordered, deduplicated path (see the package documentation);
+// carrying events for local commits only would mix two kinds of Commit in one session's order,
+// and the events of a remote commit would have to be read back anyway.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Driver: "postgres", SharedAcrossProcesses: true, CommitCarriesEvents: false}
+}
+
+// Subscribe registers fn to be called after commits that added events to any session, made
+// through this Store or any other instance on the same schema. Per session, the LastSequence
+// values fn sees strictly increase: commits may be coalesced (a Commit for N stands for every
+// commit up to N), never reordered. A commit made through this Store is reported before its
+// Append returns; one made elsewhere within milliseconds, or after the listener reconnects
+// when its connection was lost. fn must not block and must not call Subscribe or the cancel
+// func; calls of fn never overlap. The returned func unregisters fn; it is safe to call twice.
+func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) {
+	s.subMu.Lock()
+	id := s.subNext
+	s.subNext++
+	s.subs[id] = fn
+	s.rebuildSubs()
+	s.subMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.subMu.Lock()
+			delete(s.subs, id)
+			s.rebuildSubs()
+			s.subMu.Unlock()
+		})
+	}
+}
+
+// rebuildSubs publishes the subscribers in registration order; the caller holds subMu.
+func (s *Store) rebuildSubs() {
+	list := make([]func(store.Commit), 0, len(s.subs))
+	for id := 0; id < s.subNext; id++ {
+		if fn, ok := s.subs[id]; ok {
+			list = append(list, fn)
+		}
+	}
+	s.subList.Store(&list)
+}
+
+// deliver reports that session id's log reaches last to every subscriber, unless a commit at or
+// beyond last was already reported: whichever of the appending goroutine and the listener comes
+// first reports a commit, and a late, lower one is dropped, so each subscriber sees strictly
+// increasing sequences per session.
+func (s *Store) deliver(id string, last int64) {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	if !s.delivered.advance(id, last, time.Now()) {
+		return
+	}
+	c := store.Commit{SessionID: id, LastSequence: last}
+	for _, fn := range *s.subList.Load() {
+		fn(c)
+	}
+}
+
+// deliveredSet remembers the last sequence reported per session, for the sessions that had a
+// commit in the last one to two rotation periods: two generations of maps, the older dropped at
+// each rotation, so memory follows recent activity rather than the number of sessions. A lower
+// commit can only arrive a few milliseconds after a higher one (a racing local append, or the
+// listener's catch-up query), far within a period.
+type deliveredSet struct {
+	cur, old  map[string]int64
+	rotatedAt time.Time
+}
+
+const deliveredRotation = time.Minute
+
+// advance records last for id and reports whether it is beyond what was recorded.
+func (d *deliveredSet) advance(id string, last int64, now time.Time) bool {
+	if d.cur == nil {
+		d.cur, d.rotatedAt = map[string]int64{}, now
+	}
+	if now.Sub(d.rotatedAt) > deliveredRotation {
+		d.old, d.cur, d.rotatedAt = d.cur, make(map[string]int64, len(d.cur)), now
+	}
+	prev, ok := d.cur[id]
+	if !ok {
+		prev, ok = d.old[id]
+	}
+	if ok && prev >= last {
+		return false
+	}
+	d.cur[id] = last
+	return true
+}
+
+// Close stops accepting work, waits for the operations in flight, stops the listener and closes
+// the connection pool. Calls after the first return nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	s.lis.stop()
+	s.pool.Close()
+	return nil
+}
+
+// enter registers an operation in flight; it fails with store.ErrClosed after Close.
+func (s *Store) enter() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// errClosedPool is what pgxpool answers after Close; mapped to store.ErrClosed.
+func isClosedPool(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "closed pool")
+}
+
+var errNoSession = errors.New("no such session")

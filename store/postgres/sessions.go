@@ -1,0 +1,269 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+const sessionCols = `sk, record, snapshot, lineage, active_branch, last_seq`
+
+// Paging of ListSessions.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// readAttempts is how many times a read is tried when the connection fails under it.
+const readAttempts = 3
+
+type sessionRow struct {
+	record, snapshot, lineage, activeBranch []byte
+}
+
+func encodeSession(s *store.Session) (row sessionRow, err error) {
+	if row.record, err = json.Marshal(s.Record); err != nil {
+		return row, fmt.Errorf("encode record: %w", err)
+	}
+	if row.snapshot, err = json.Marshal(s.Snapshot); err != nil {
+		return row, fmt.Errorf("encode snapshot: %w", err)
+	}
+	if s.Lineage != nil {
+		if row.lineage, err = json.Marshal(s.Lineage); err != nil {
+			return row, fmt.Errorf("encode lineage: %w", err)
+		}
+	}
+	if s.ActiveBranch != nil {
+		if row.activeBranch, err = json.Marshal(s.ActiveBranch); err != nil {
+			return row, fmt.Errorf("encode active branch: %w", err)
+		}
+	}
+	return row, nil
+}
+
+// nullJSON passes nil as SQL NULL and anything else as JSON text.
+func nullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// scanSession decodes a row of sessionCols.
+func scanSession(row pgx.Row) (int64, *store.Session, error) {
+	var (
+		sk                                      int64
+		record, snapshot, lineage, activeBranch []byte
+		s                                       store.Session
+	)
+	if err := row.Scan(&sk, &record, &snapshot, &lineage, &activeBranch, &s.LastSequence); err != nil {
+		return 0, nil, err
+	}
+	if err := json.Unmarshal(record, &s.Record); err != nil {
+		return 0, nil, fmt.Errorf("decode stored record: %w", err)
+	}
+	if err := json.Unmarshal(snapshot, &s.Snapshot); err != nil {
+		return 0, nil, fmt.Errorf("decode stored snapshot: %w", err)
+	}
+	if lineage != nil {
+		s.Lineage = new(contract.Lineage)
+		if err := json.Unmarshal(lineage, s.Lineage); err != nil {
+			return 0, nil, fmt.Errorf("decode stored lineage: %w", err)
+		}
+	}
+	if activeBranch != nil {
+		s.ActiveBranch = new(contract.ActiveBranch)
+		if err := json.Unmarshal(activeBranch, s.ActiveBranch); err != nil {
+			return 0, nil, fmt.Errorf("decode stored active branch: %w", err)
+		}
+	}
+	return sk, &s, nil
+}
+
+// CreateSession stores a new session, keyed by s.Record.SessionID, with an empty log. It
+// returns store.ErrSessionExists when the id is taken (by any instance). s.LastSequence is
+// ignored and set to -1.
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	if sess == nil || sess.Record.SessionID == "" {
+		return errors.New("create session: the record has no session_id")
+	}
+	id := sess.Record.SessionID
+	if err := s.enter(); err != nil {
+		return fmt.Errorf("create session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	row, err := encodeSession(sess)
+	if err != nil {
+		return fmt.Errorf("create session %q: %w", id, err)
+	}
+	var tag int64
+	err = retry(ctx, readAttempts, func() error {
+		// ON CONFLICT DO NOTHING: a retry after a lost answer to a committed insert finds
+		// the row and reports ErrSessionExists, which is what happened.
+		ct, err := s.pool.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+			id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
+			string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch))
+		tag = ct.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create session %q: %w", id, err)
+	}
+	if tag == 0 {
+		return fmt.Errorf("create session %q: %w", id, store.ErrSessionExists)
+	}
+	sess.LastSequence = -1
+	return nil
+}
+
+// GetSession returns the session as last committed, or store.ErrSessionNotFound.
+func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	if err := s.enter(); err != nil {
+		return nil, fmt.Errorf("get session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	var sess *store.Session
+	err := retry(ctx, readAttempts, func() (err error) {
+		_, sess, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get session %q: %w", id, store.ErrSessionNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session %q: %w", id, err)
+	}
+	return sess, nil
+}
+
+// ListSessions returns the sessions matching f in id order (byte order), at most f.Limit
+// (default 100, capped at 1000), and the cursor of the next page: the last id returned when
+// more sessions match, "" otherwise.
+func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.Session, string, error) {
+	if err := s.enter(); err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	defer s.inflight.Done()
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	if limit > maxListLimit {
+		limit = maxListLimit
+	}
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"agent_id", f.AgentID}, {"project", f.Project}, {"id >", f.After}} {
+		if c.val != "" {
+			args = append(args, c.val)
+			op := " = "
+			col := c.col
+			if strings.HasSuffix(col, " >") {
+				col, op = strings.TrimSuffix(col, " >"), " > "
+			}
+			where = append(where, col+op+"$"+strconv.Itoa(len(args)))
+		}
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	q += ` ORDER BY id LIMIT $` + strconv.Itoa(len(args))
+	var out []*store.Session
+	err := retry(ctx, readAttempts, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			_, sess, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, sess)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].Record.SessionID
+	}
+	return out, next, nil
+}
+
+// UpdateSession applies fn to the current session in a transaction that holds the session's
+// row lock, and stores Record, Snapshot, Lineage and ActiveBranch as fn leaves them; changes to
+// LastSequence are ignored and the session id may not change. While fn runs, appends to the
+// session (through any instance) wait: fn must be quick and must not call the store. It
+// returns store.ErrSessionNotFound for an unknown id, or fn's error (nothing stored). fn may be
+// called again, on a fresh copy, when the connection fails before the commit.
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (*store.Session, error) {
+	if err := s.enter(); err != nil {
+		return nil, fmt.Errorf("update session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	var out *store.Session
+	var fnErr error
+	err := retry(ctx, readAttempts, func() error {
+		fnErr = nil
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			sk, cur, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id))
+			if errors.Is(err, pgx.ErrNoRows) {
+				fnErr = store.ErrSessionNotFound
+				return fnErr
+			}
+			if err != nil {
+				return fmt.Errorf("load session: %w", err)
+			}
+			last := cur.LastSequence
+			if err := fn(cur); err != nil {
+				fnErr = err
+				return err
+			}
+			cur.LastSequence = last
+			if cur.Record.SessionID != id {
+				fnErr = fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
+				return fnErr
+			}
+			row, err := encodeSession(cur)
+			if err != nil {
+				fnErr = err
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
+				cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
+				string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+				return fmt.Errorf("update session: %w", err)
+			}
+			out = cur
+			return nil
+		})
+		if fnErr != nil {
+			return nil // fn's answer (or an unknown session) is final: no retry
+		}
+		return err
+	})
+	if fnErr != nil {
+		return nil, fmt.Errorf("update session %q: %w", id, fnErr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update session %q: %w", id, err)
+	}
+	return out, nil
+}
