@@ -120,6 +120,7 @@ func BenchmarkHTTPAppend(b *testing.B) {
 			var next atomic.Int64 // batches claimed
 			var failed atomic.Value
 			b.ResetTimer()
+			cpu0 := processCPU()
 			start := time.Now()
 			var wg sync.WaitGroup
 			for c := range clients {
@@ -152,11 +153,14 @@ func BenchmarkHTTPAppend(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
+			cpu := processCPU() - cpu0
 			b.StopTimer()
 			if err, _ := failed.Load().(error); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(total*batch)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores-used")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(total*batch), "cpu-ns/event")
 		})
 	}
 }
