@@ -457,6 +457,14 @@ func (p *parser) number() (Value, error) {
 	return Value{Kind: KindNumber, Num: f, Raw: raw}, nil
 }
 
+// plainASCII marks the bytes a string can hold as they are: printable ASCII except '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // smallInt returns the value of an integer literal of at most 15 digits (exact in float64)
 // without going through strconv.
 func smallInt(raw []byte) (float64, bool) {
@@ -489,7 +497,15 @@ func (p *parser) str() (string, error) {
 	d := p.data
 	// Fast path: no escapes, ASCII or valid UTF-8.
 	for p.pos < len(d) {
-		c := d[p.pos]
+		i := p.pos
+		for i < len(d) && plainASCII[d[i]] {
+			i++
+		}
+		p.pos = i
+		if i >= len(d) {
+			break
+		}
+		c := d[i]
 		if c == '"' {
 			var s string
 			if p.scratch {
