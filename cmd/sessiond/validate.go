@@ -120,6 +120,9 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				invalid++
 			}
 			report(out, enc, *asJSON, lineNo, problems)
+			if r.Buffered() == 0 {
+				out.Flush() // about to wait for input: let a streaming reader see the results so far
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
