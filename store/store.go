@@ -108,6 +108,9 @@ type ListFilter struct {
 	Status  string
 	AgentID string
 	Project string
+	// ForkedFrom selects the sessions whose lineage says they were forked from this session
+	// (its direct descendants).
+	ForkedFrom string
 	// After is the cursor returned by the previous page.
 	After string
 	Limit int

@@ -162,7 +162,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 	}
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"agent_id", f.AgentID}, {"project", f.Project}, {"id >", f.After}} {
+	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"agent_id", f.AgentID}, {"project", f.Project},
+		{"lineage->>'forkedFromThreadId'", f.ForkedFrom}, {"id >", f.After}} {
 		if c.val != "" {
 			args = append(args, c.val)
 			op := " = "

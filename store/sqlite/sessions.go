@@ -157,6 +157,11 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 			args = append(args, c.val)
 		}
 	}
+	if f.ForkedFrom != "" {
+		// The same expression as the sessions_forked_from index, so the index serves it.
+		where = append(where, "lineage IS NOT NULL AND json_extract(lineage, '$.forkedFromThreadId') = ?")
+		args = append(args, f.ForkedFrom)
+	}
 	if f.After != "" {
 		where = append(where, "id > ?")
 		args = append(args, f.After)

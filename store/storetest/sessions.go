@@ -109,6 +109,32 @@ func (s *suite) testSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("ListForkedFrom", func(t *testing.T) {
+		ctx, st, _ := s.setup(t)
+		for _, c := range []struct{ id, parent string }{{"S-f1", "S-test"}, {"S-f2", "S-test"}, {"S-g1", "S-f1"}, {"S-solo", ""}} {
+			sess := NewSession(c.id, SessionSpec{Status: "running", AgentID: "agent-1"})
+			if c.parent != "" {
+				sess.Lineage = &contract.Lineage{ForkedFromThreadID: c.parent, ForkedFromMessageID: "m1", SourceRunID: "r1"}
+			}
+			if err := st.CreateSession(ctx, sess); err != nil {
+				t.Fatalf("CreateSession %s: %v", c.id, err)
+			}
+		}
+		for parent, want := range map[string][]string{"S-test": {"S-f1", "S-f2"}, "S-f1": {"S-g1"}, "S-g1": nil} {
+			got, _, err := st.ListSessions(ctx, store.ListFilter{ForkedFrom: parent})
+			if err != nil {
+				t.Fatalf("ListSessions(ForkedFrom %s): %v", parent, err)
+			}
+			var ids []string
+			for _, g := range got {
+				ids = append(ids, g.Record.SessionID)
+			}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("forks of %s (-want +got):\n%s", parent, diff)
+			}
+		}
+	})
+
 	t.Run("ListLimits", func(t *testing.T) {
 		ctx, st, _ := s.setup(t)
 		// 1200 sessions in all, created by 16 goroutines at once.
