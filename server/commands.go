@@ -72,3 +72,45 @@ func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, t)
 }
+
+// handleContinuation starts a new thread from a message of the session, per an
+// AgentSessionContinuationRequest, and answers the AgentSessionContinuationResult: 201 for a
+// new thread, 200 for a repeat of the same request (duplicate true).
+func (s *Server) handleContinuation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req contract.ContinuationRequest
+	if err := contract.Decode(contract.KindContinuationRequest, body, contract.Limits{}, &req); err != nil {
+		writeError(w, validationError("continuation request", problemsOf(err)))
+		return
+	}
+	res, err := s.svc.Continue(r.Context(), id, &req)
+	var rej *session.RejectError
+	switch {
+	case errors.As(err, &rej):
+		writeError(w, &api.Error{Code: rej.Code, Message: rej.Message})
+		return
+	case err != nil:
+		writeError(w, storeError(err, id))
+		return
+	}
+	status := http.StatusCreated
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
+}
+
+func (s *Server) handleLineage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	l, err := s.svc.LineageOf(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}

@@ -319,8 +319,8 @@ func TestCommandRejectionsWithoutRuns(t *testing.T) {
 	}{
 		{"stop", "r1", `{}`, "ACTIVE_RUN_NOT_FOUND", 409},
 		{"steer", "r1", `{"targetRunId":"r1","text":"x"}`, "ACTIVE_RUN_NOT_FOUND", 409},
-		{"fork", "", `{"sourceThreadId":"S-empty","sourceMessageId":"m1","sourceRunId":"r1","inheritance":{"messages":"exclude","attachments":"exclude","summaries":"exclude","toolResults":"exclude","codeChanges":"exclude"}}`, "COMMAND_NOT_SUPPORTED", 422},
-		{"edit-and-rerun", "", `{"sourceThreadId":"S-empty","sourceMessageId":"m1","sourceRunId":"r1","replacementParts":["x"],"inheritance":{"messages":"exclude","attachments":"exclude","summaries":"exclude","toolResults":"exclude","codeChanges":"exclude"}}`, "COMMAND_NOT_SUPPORTED", 422},
+		{"fork", "", `{"sourceThreadId":"S-empty","sourceMessageId":"m1","sourceRunId":"r1","inheritance":{"messages":"exclude","attachments":"exclude","summaries":"exclude","toolResults":"exclude","codeChanges":"exclude"}}`, "SOURCE_RUN_NOT_FOUND", 404},
+		{"edit-and-rerun", "", `{"sourceThreadId":"S-empty","sourceMessageId":"m1","sourceRunId":"r1","replacementParts":["x"],"inheritance":{"messages":"exclude","attachments":"exclude","summaries":"exclude","toolResults":"exclude","codeChanges":"exclude"}}`, "INVALID_SESSION_STATE", 409},
 	}
 	for _, tc := range tests {
 		t.Run(tc.cmdType, func(t *testing.T) {

@@ -109,6 +109,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/commands", s.handleCommand)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/view", s.handleView)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/transcript", s.handleTranscript)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/continuations", s.handleContinuation)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/lineage", s.handleLineage)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so

@@ -73,6 +73,9 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 	if prev, err := s.storedResult(ctx, sid, c.IdempotencyKey); err != nil || prev != nil {
 		return prev, err
 	}
+	if c.CommandType == "fork" || c.CommandType == "edit-and-rerun" {
+		return s.executeFork(ctx, sid, c, l)
+	}
 	for attempt := 0; attempt < 10; attempt++ {
 		st, err := s.load(ctx, sid, l.fold)
 		if errors.Is(err, store.ErrSessionNotFound) {
@@ -221,9 +224,6 @@ func (s *Service) rejected(c *contract.Command, status string, e *errResult) *co
 // run the result is about, and the termination for a stop; or a rejection.
 func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *errResult) {
 	p := policies[c.CommandType]
-	if c.CommandType == "fork" || c.CommandType == "edit-and-rerun" {
-		return nil, "", "", reject("COMMAND_NOT_SUPPORTED", "%s is not supported by this server yet: branching lands with lineage support", c.CommandType)
-	}
 	if p.capability != "" && !st.sess.Snapshot.Capabilities.Has(p.capability) {
 		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs", p.capability, c.CommandType)
 	}
