@@ -291,6 +291,8 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
 		conn, brw, err := sw.rc.Hijack()
 		if err == nil && brw.Reader.Buffered() == 0 {
 			sw.conn, sw.gone, sw.done = conn, make(chan struct{}), s.streams.Done
+			// A read deadline left from the http.Server's ReadTimeout would end the stream.
+			_ = conn.SetReadDeadline(time.Time{})
 			go func() {
 				// Nothing more is expected from the client: any byte or error ends the stream.
 				var b [1]byte
