@@ -345,3 +345,20 @@ func (c *Client) Transcript(ctx context.Context, id string) (*session.Transcript
 	var out session.Transcript
 	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/transcript", nil, "", &out)
 }
+
+// Continue starts a new thread from a message of session id (an
+// AgentSessionContinuationRequest) and returns the AgentSessionContinuationResult.
+func (c *Client) Continue(ctx context.Context, id string, req *contract.ContinuationRequest) (*contract.ContinuationResult, error) {
+	body, err := jsonBody(req)
+	if err != nil {
+		return nil, err
+	}
+	var out contract.ContinuationResult
+	return &out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/continuations", body, "application/json", &out)
+}
+
+// Lineage returns a session's ancestors and descendants.
+func (c *Client) Lineage(ctx context.Context, id string) (*session.Lineage, error) {
+	var out session.Lineage
+	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/lineage", nil, "", &out)
+}

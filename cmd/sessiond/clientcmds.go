@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -81,10 +82,10 @@ var presets = map[string][]string{
 	"work": {"text", "tools", "mcp", "skills", "approval", "usage", "editAndRerun", "summary", "shell", "fileChange", "artifacts", "resume", "steering"},
 }
 
-func presetCapabilities(mode string) contract.Capabilities {
+func presetCapabilities(mode string, extra ...string) contract.Capabilities {
 	m := map[string]bool{}
-	for _, n := range presets[mode] {
-		m[n] = true
+	for _, n := range append(presets[mode], extra...) {
+		m[strings.TrimSpace(n)] = true
 	}
 	b, _ := json.Marshal(m)
 	var c contract.Capabilities
@@ -101,6 +102,7 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	project := f.fs.String("project", "", "project name")
 	snapMode := f.fs.String("snapshot-mode", "work", "snapshot mode, which also picks the capability preset: chat or work")
 	model := f.fs.String("model", "unknown-model", "model id of the snapshot")
+	extra := f.fs.String("cap", "", "comma-separated capabilities to add to the preset, e.g. threadForking,steering")
 	if err := f.fs.Parse(args); err != nil {
 		return 2
 	}
@@ -108,8 +110,18 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond create: --agent is required\nhint: sessiond create --agent my-agent")
 		return 2
 	}
+	var caps []string
+	if *extra != "" {
+		caps = strings.Split(*extra, ",")
+	}
+	for _, c := range caps {
+		if !slices.Contains(contract.CapabilityNames, strings.TrimSpace(c)) {
+			fmt.Fprintf(stderr, "sessiond create: unknown capability %q\nhint: capabilities are %s\n", c, strings.Join(contract.CapabilityNames, ", "))
+			return 2
+		}
+	}
 	req := api.CreateSessionRequest{SessionID: *id, AgentID: *agent, Role: *role,
-		Snapshot: contract.Snapshot{Mode: *snapMode, ModelID: *model, Capabilities: presetCapabilities(*snapMode)}}
+		Snapshot: contract.Snapshot{Mode: *snapMode, ModelID: *model, Capabilities: presetCapabilities(*snapMode, caps...)}}
 	if *mode != "" {
 		req.Mode = mode
 	}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
+)
+
+func init() {
+	commands["fork"] = command{summary: "branch a new thread from a message of a session", run: runFork}
+	commands["rerun"] = command{summary: "edit a message and run again in a new thread", run: runRerun}
+	commands["lineage"] = command{summary: "show a session's ancestors and forks", run: runLineage}
+}
+
+// inheritanceFlags adds the inheritance flags; every resource is inherited by default.
+func inheritanceFlags(fs *flag.FlagSet) func() contract.Inheritance {
+	exclude := fs.String("exclude", "", "comma-separated resources not to inherit: messages, attachments, summaries, toolResults, codeChanges (or all)")
+	return func() contract.Inheritance {
+		in := contract.Inheritance{Messages: "through-source-message", Attachments: "inherit", Summaries: "inherit", ToolResults: "inherit", CodeChanges: "inherit"}
+		for _, x := range strings.Split(*exclude, ",") {
+			switch strings.TrimSpace(x) {
+			case "all":
+				in = contract.Inheritance{Messages: "exclude", Attachments: "exclude", Summaries: "exclude", ToolResults: "exclude", CodeChanges: "exclude"}
+			case "messages":
+				in.Messages = "exclude"
+			case "attachments":
+				in.Attachments = "exclude"
+			case "summaries":
+				in.Summaries = "exclude"
+			case "toolResults":
+				in.ToolResults = "exclude"
+			case "codeChanges":
+				in.CodeChanges = "exclude"
+			}
+		}
+		return in
+	}
+}
+
+func runFork(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return branch("fork", args, stdout, stderr)
+}
+
+func runRerun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return branch("rerun", args, stdout, stderr)
+}
+
+// branch sends a fork or edit-and-rerun command to SESSION, branching from MESSAGE of RUN in the
+// same session.
+func branch(name string, args []string, stdout, stderr io.Writer) int {
+	f := newClientFlags(name, stderr)
+	key := f.fs.String("key", "", "idempotency key (random when empty)")
+	inheritance := inheritanceFlags(f.fs)
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	a := f.fs.Args()
+	if len(a) < 3 || (name == "rerun" && len(a) < 4) {
+		if name == "rerun" {
+			fmt.Fprintln(stderr, "usage: sessiond rerun [flags] SESSION MESSAGE RUN NEW TEXT...\n(a new thread where MESSAGE says NEW TEXT, and a new run queued there)")
+		} else {
+			fmt.Fprintln(stderr, "usage: sessiond fork [flags] SESSION MESSAGE RUN\n(a new thread that inherits SESSION through MESSAGE, which belongs to RUN)")
+		}
+		return 2
+	}
+	sid, msg, run := a[0], a[1], a[2]
+	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, IdempotencyKey: *key,
+		IssuedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), CommandType: "fork",
+		Payload: &contract.ForkCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run, Inheritance: inheritance()}}
+	if name == "rerun" {
+		text, _ := json.Marshal(strings.Join(a[3:], " "))
+		c.CommandType = "edit-and-rerun"
+		c.Payload = &contract.EditAndRerunCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run,
+			ReplacementParts: []contract.RawJSON{text}, Inheritance: inheritance()}
+	}
+	if c.IdempotencyKey == "" {
+		c.IdempotencyKey = randomKey()
+	}
+	c.CommandID = "cli-" + c.IdempotencyKey
+	cl := f.client()
+	ctx := context.Background()
+	s, err := cl.GetSession(ctx, sid)
+	if err != nil {
+		return fail(stderr, name, err)
+	}
+	c.ExpectedSequence = s.LastSequence
+	res, err := cl.Command(ctx, c, 0)
+	if err != nil {
+		return fail(stderr, name, err)
+	}
+	if *f.json {
+		printJSON(stdout, res)
+	} else if res.Error != nil {
+		fmt.Fprintf(stderr, "sessiond %s: %s: %s\n", name, res.Error.Code, res.Error.Message)
+	} else {
+		b := res.Operation.ActiveBranch
+		fmt.Fprintf(stdout, "%s: new thread %s (branch %s, run %s), %d events inherited\n", res.Outcome, b.ThreadID, b.BranchID, b.RunID, len(res.ResultEventIDs))
+	}
+	if res.Error != nil {
+		return 1
+	}
+	return 0
+}
+
+func runLineage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("lineage", stderr)
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	id, ok := oneArg(f.fs, stderr, "lineage", "session")
+	if !ok {
+		return 2
+	}
+	l, err := f.client().Lineage(context.Background(), id)
+	if err != nil {
+		return fail(stderr, "lineage", err)
+	}
+	if *f.json {
+		printJSON(stdout, l)
+		return 0
+	}
+	for i := len(l.Ancestors) - 1; i >= 0; i-- {
+		a := l.Ancestors[i]
+		fmt.Fprintf(stdout, "%s%s\n", strings.Repeat("  ", len(l.Ancestors)-1-i), a.SessionID)
+	}
+	depth := len(l.Ancestors)
+	from := ""
+	if l.Lineage != nil {
+		from = fmt.Sprintf("  (from message %s, run %s)", l.Lineage.ForkedFromMessageID, l.Lineage.SourceRunID)
+	}
+	fmt.Fprintf(stdout, "%s%s  <- this session%s\n", strings.Repeat("  ", depth), id, from)
+	var walk func(nodes []session.LineageNode, depth int)
+	walk = func(nodes []session.LineageNode, depth int) {
+		for _, n := range nodes {
+			fmt.Fprintf(stdout, "%s%s  (from message %s, run %s)\n", strings.Repeat("  ", depth), n.SessionID, n.Lineage.ForkedFromMessageID, n.Lineage.SourceRunID)
+			walk(n.Children, depth+1)
+		}
+	}
+	walk(l.Descendants, depth+1)
+	if l.Truncated {
+		fmt.Fprintln(stdout, "(the tree is larger than shown)")
+	}
+	return 0
+}
