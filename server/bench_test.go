@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -197,6 +198,58 @@ func setupFanout(b *testing.B, opt server.Options, maxEvents int) *fanoutBundle 
 	})
 	fb.bundle = &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 	return fb
+}
+
+// fanoutWriter appends total events to sid at rate and returns how many appends it took:
+// every millisecond it sends, in one NDJSON append, the events that are due by then (one
+// event per tick when appends keep up, more when an append took longer than a tick). The
+// send time of each event goes to sendNanos (by sequence) and into its text as "t=...".
+func fanoutWriter(b *testing.B, fb *fanoutBundle, sid string, rate int, total int64, sendNanos []atomic.Int64) int64 {
+	hc := &http.Client{Transport: benchTransport(1)}
+	defer hc.CloseIdleConnections()
+	url := fb.ts.URL + "/v1/sessions/" + sid + "/events"
+	tick := time.NewTicker(time.Millisecond)
+	body := make([]byte, 0, 64<<10)
+	start := time.Now()
+	var sentEvents, appends, prevSent int64
+	const slowAppend = 50 * time.Millisecond
+	slowAppends := 0
+	for sentEvents < total {
+		<-tick.C
+		due := min(int64(time.Since(start).Seconds()*float64(rate))+1, total)
+		if due <= sentEvents {
+			continue
+		}
+		body = body[:0]
+		sendTime := time.Now().UnixNano()
+		note := "t=" + strconv.FormatInt(sendTime, 10)
+		due = min(due, sentEvents+store.MaxBatchEvents)
+		for ; sentEvents < due; sentEvents++ {
+			sendNanos[sentEvents].Store(sendTime)
+			body = benchEvent(body, sid, keySeq.Add(1), note)
+			body = append(body, '\n')
+		}
+		t0 := time.Now()
+		resp, err := hc.Post(url, "application/x-ndjson", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d := time.Since(t0); d > slowAppend {
+			slowAppends++
+			if slowAppends <= 5 {
+				b.Logf("slow append at %v: %v for %d events", t0.Sub(start).Round(time.Millisecond), d.Round(time.Millisecond), due-prevSent)
+			}
+		}
+		prevSent = due
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b.Fatalf("append: %d %s", resp.StatusCode, data)
+		}
+		appends++
+	}
+	tick.Stop()
+	return appends
 }
 
 // rawSubscriber is one SSE reader on its own TCP connection and goroutine, without
@@ -393,25 +446,194 @@ func BenchmarkFanout(b *testing.B) {
 		fanoutSeconds = 4
 	)
 	raiseOpenFiles(b, 2*subscribers+256)
-	var p50s, p99s, maxs, sendP99s, batchSizes, shares, perDel []float64
-	for i := 0; i < b.N; i++ {
-		res := runFanout(b, subscribers, rate, fanoutSeconds*time.Second)
-		p50s = append(p50s, res.p50)
-		p99s = append(p99s, res.p99)
-		maxs = append(maxs, res.max)
-		sendP99s = append(sendP99s, res.sendP99)
-		batchSizes = append(batchSizes, res.meanBatch)
-		shares = append(shares, res.cpuShare)
-		perDel = append(perDel, res.cpuPerDel)
+	for _, mode := range []string{"in-process", "child-process"} {
+		b.Run("subscribers="+mode, func(b *testing.B) {
+			var p50s, p99s, maxs, sendP99s, batchSizes, shares, perDel, srvPerDel []float64
+			for i := 0; i < b.N; i++ {
+				var res fanoutResult
+				if mode == "in-process" {
+					res = runFanout(b, subscribers, rate, fanoutSeconds*time.Second)
+				} else {
+					res = runFanoutSplit(b, subscribers, rate, fanoutSeconds*time.Second)
+				}
+				p50s = append(p50s, res.p50)
+				p99s = append(p99s, res.p99)
+				maxs = append(maxs, res.max)
+				sendP99s = append(sendP99s, res.sendP99)
+				batchSizes = append(batchSizes, res.meanBatch)
+				shares = append(shares, res.cpuShare)
+				perDel = append(perDel, res.cpuPerDel)
+				srvPerDel = append(srvPerDel, res.serverPerDel)
+			}
+			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+			b.ReportMetric(med(p50s), "p50-ms")
+			b.ReportMetric(med(p99s), "p99-ms")
+			b.ReportMetric(med(maxs), "max-ms")
+			b.ReportMetric(med(sendP99s), "send-p99-ms")
+			b.ReportMetric(med(batchSizes), "events/append")
+			b.ReportMetric(med(shares), "cores-used")
+			b.ReportMetric(med(perDel), "cpu-ns/delivery")
+			if mode != "in-process" {
+				b.ReportMetric(med(srvPerDel), "server-cpu-ns/delivery")
+			}
+		})
 	}
-	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	b.ReportMetric(med(p50s), "p50-ms")
-	b.ReportMetric(med(p99s), "p99-ms")
-	b.ReportMetric(med(maxs), "max-ms")
-	b.ReportMetric(med(sendP99s), "send-p99-ms")
-	b.ReportMetric(med(batchSizes), "events/append")
-	b.ReportMetric(med(shares), "cores-used")
-	b.ReportMetric(med(perDel), "cpu-ns/delivery")
+}
+
+// runFanoutSplit is runFanout with the subscribers in a child process (this test binary
+// re-run as TestFanoutClients), so that the server's process, CPU time and Go scheduler hold
+// only the server and the writer. The child stamps every delivery; the parent then sends it
+// the commit and send times by sequence, and the child answers with the percentiles.
+func runFanoutSplit(b *testing.B, subscribers, rate int, dur time.Duration) fanoutResult {
+	total := int64(rate) * int64(dur/time.Second)
+	fb := setupFanout(b, server.Options{}, int(total)+2*rate)
+	const sid = "S-fanout"
+	fb.createSession(b, sid)
+	sendNanos := make([]atomic.Int64, total)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFanoutClients$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		"SESSIOND_FANOUT_ADDR="+fb.ts.Listener.Addr().String(),
+		"SESSIOND_FANOUT_PATH=/v1/sessions/"+sid+"/events/stream?tail=true",
+		"SESSIOND_FANOUT_N="+strconv.Itoa(subscribers),
+		"SESSIOND_FANOUT_TOTAL="+strconv.FormatInt(total, 10))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		b.Fatalf("client process: %q %v", line, err)
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	appends := fanoutWriter(b, fb, sid, rate, total, sendNanos)
+	times := make([]byte, 0, 16*total)
+	for i := range total {
+		times = binary.LittleEndian.AppendUint64(times, uint64(fb.commitNanos[i].Load()))
+		times = binary.LittleEndian.AppendUint64(times, uint64(sendNanos[i].Load()))
+	}
+	if _, err := stdin.Write(times); err != nil {
+		b.Fatal(err)
+	}
+	line, err := out.ReadString('\n')
+	cpu := processCPU() - cpu0
+	f := strings.Fields(line)
+	if err != nil || len(f) != 7 || f[0] != "result" {
+		b.Fatalf("client process: %q %v", line, err)
+	}
+	var v [6]float64
+	for i := range v {
+		v[i], _ = strconv.ParseFloat(f[i+1], 64)
+	}
+	// v: p50, p99, max, send p99 (ms), client CPU ns, unix nanos when the last delivery ended
+	wall := time.Duration(int64(v[5]) - start.UnixNano())
+	deliveries := float64(total) * float64(subscribers)
+	return fanoutResult{
+		p50: v[0], p99: v[1], max: v[2], sendP99: v[3],
+		meanBatch:    float64(total) / float64(appends),
+		cpuShare:     (cpu.Seconds() + v[4]/1e9) / wall.Seconds(),
+		cpuPerDel:    (float64(cpu.Nanoseconds()) + v[4]) / deliveries,
+		serverPerDel: float64(cpu.Nanoseconds()) / deliveries,
+	}
+}
+
+// TestFanoutClients is the client process of BenchmarkFanout/subscribers=child-process; it
+// does nothing unless started by it.
+func TestFanoutClients(t *testing.T) {
+	addr := os.Getenv("SESSIOND_FANOUT_ADDR")
+	if addr == "" {
+		t.Skip("the client process of BenchmarkFanout")
+	}
+	n, _ := strconv.Atoi(os.Getenv("SESSIOND_FANOUT_N"))
+	total, _ := strconv.ParseInt(os.Getenv("SESSIOND_FANOUT_TOTAL"), 10, 64)
+	path := os.Getenv("SESSIOND_FANOUT_PATH")
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < uint64(n)+256 {
+		rl.Cur = min(rl.Max, uint64(n)+256)
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	subs := make([]*rawSubscriber, n)
+	for i := range subs {
+		s, err := dialSubscriber(addr, path, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[i] = s
+	}
+	recv := make([][]int64, n) // receipt time by subscriber and sequence
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	fmt.Println("ready")
+	cpu0 := processCPU()
+	for i, s := range subs {
+		recv[i] = make([]int64, total)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			done := false
+			onBlock := func(now, seq int64, data, isErr bool) {
+				switch {
+				case done:
+				case isErr:
+					errs[i] = errors.New("stream cut off")
+					done = true
+				case data && seq >= 0 && seq < total:
+					recv[i][seq] = now
+					done = seq == total-1
+				}
+			}
+			for !done {
+				if err := s.pump(buf, onBlock); err != nil && !done {
+					errs[i] = fmt.Errorf("stream ended early: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	// A subscriber still waiting long after the writer must be done ends with an error.
+	stuck := time.AfterFunc(time.Duration(total)*time.Millisecond+time.Minute, func() {
+		for _, s := range subs {
+			s.conn.Close()
+		}
+	})
+	wg.Wait()
+	stuck.Stop()
+	doneAt := time.Now().UnixNano()
+	cpu := processCPU() - cpu0
+	for _, s := range subs {
+		s.conn.Close()
+	}
+	times := make([]byte, 16*total)
+	if _, err := io.ReadFull(os.Stdin, times); err != nil {
+		t.Fatal(err)
+	}
+	var commit, send []int32
+	for i := range recv {
+		if errs[i] != nil {
+			t.Fatalf("subscriber %d: %v", i, errs[i])
+		}
+		for seq, at := range recv[i] {
+			if at == 0 {
+				t.Fatalf("subscriber %d: sequence %d not delivered", i, seq)
+			}
+			c := int64(binary.LittleEndian.Uint64(times[16*seq:]))
+			sn := int64(binary.LittleEndian.Uint64(times[16*seq+8:]))
+			commit = append(commit, int32((at-c)/1000))
+			send = append(send, int32((at-sn)/1000))
+		}
+	}
+	slices.Sort(commit)
+	slices.Sort(send)
+	pct := func(v []int32, p float64) float64 {
+		return float64(v[min(len(v)-1, int(float64(len(v))*p))]) / 1000
+	}
+	fmt.Printf("result %g %g %g %g %d %d\n", pct(commit, 0.5), pct(commit, 0.99), float64(commit[len(commit)-1])/1000,
+		pct(send, 0.99), cpu.Nanoseconds(), doneAt)
 }
 
 type fanoutResult struct {
@@ -419,6 +641,7 @@ type fanoutResult struct {
 	meanBatch              float64
 	cpuShare               float64 // cores this process used while writing and delivering
 	cpuPerDel              float64 // ns of CPU (client and server) per delivered event
+	serverPerDel           float64 // the same for the server's process alone (child-process mode)
 }
 
 // processCPU is the user+system CPU time this process has used.
@@ -479,54 +702,9 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 		}()
 	}
 
-	// The writer: every millisecond it sends, in one NDJSON append, the events that are due
-	// by then at rate (one event per tick when appends keep up, a few when a commit's fsync
-	// took longer than a tick).
-	hc := &http.Client{Transport: benchTransport(1)}
-	defer hc.CloseIdleConnections()
-	url := fb.ts.URL + "/v1/sessions/" + sid + "/events"
-	tick := time.NewTicker(time.Millisecond)
-	body := make([]byte, 0, 64<<10)
 	cpu0 := processCPU()
 	start := time.Now()
-	var sentEvents, appends, prevSent int64
-	const slowAppend = 50 * time.Millisecond
-	slowAppends := 0
-	for sentEvents < total {
-		<-tick.C
-		due := min(int64(time.Since(start).Seconds()*float64(rate))+1, total)
-		if due <= sentEvents {
-			continue
-		}
-		body = body[:0]
-		sendTime := time.Now().UnixNano()
-		note := "t=" + strconv.FormatInt(sendTime, 10)
-		due = min(due, sentEvents+store.MaxBatchEvents)
-		for ; sentEvents < due; sentEvents++ {
-			sendNanos[sentEvents].Store(sendTime)
-			body = benchEvent(body, sid, keySeq.Add(1), note)
-			body = append(body, '\n')
-		}
-		t0 := time.Now()
-		resp, err := hc.Post(url, "application/x-ndjson", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d := time.Since(t0); d > slowAppend {
-			slowAppends++
-			if slowAppends <= 5 {
-				b.Logf("slow append at %v: %v for %d events", t0.Sub(start).Round(time.Millisecond), d.Round(time.Millisecond), due-prevSent)
-			}
-		}
-		prevSent = due
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			b.Fatalf("append: %d %s", resp.StatusCode, data)
-		}
-		appends++
-	}
-	tick.Stop()
+	appends := fanoutWriter(b, fb, sid, rate, total, sendNanos)
 	writeTime := time.Since(start)
 	// Readers end on the last event; close the connections of any still waiting after a
 	// grace period (they then report what is missing).
