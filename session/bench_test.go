@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/contract"
@@ -54,4 +55,85 @@ func BenchmarkCommands(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
 		})
 	}
+}
+
+// bigSession fills the bundle's session with n events: a user message starting a run, then
+// assistant messages, tool calls and usage, in batches of 1000.
+func bigSession(b *testing.B, bu *bundle, n int) {
+	b.Helper()
+	ctx := context.Background()
+	yes := true
+	bu.st.UpdateSession(ctx, bu.sid, func(s *store.Session) error { s.Snapshot.Capabilities.ThreadForking = &yes; return nil })
+	bu.append(b, bu.event(b, "message", "", `{"messageId":"u1","role":"user","operation":"append","parts":["go"]}`),
+		bu.event(b, "status", `"runId":"r1","sourceMessageId":"u1"`, `{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`))
+	for done := 2; done < n; {
+		batch := make([]*contract.EncodedEvent, 0, 1000)
+		for ; len(batch) < 1000 && done < n; done++ {
+			switch done % 3 {
+			case 0:
+				batch = append(batch, bu.event(b, "message", `"runId":"r1"`, fmt.Sprintf(`{"messageId":"a%d","role":"assistant","operation":"append","parts":["chunk %d of a long streamed answer"]}`, done/30, done)))
+			case 1:
+				batch = append(batch, bu.event(b, "tool", `"runId":"r1"`, fmt.Sprintf(`{"toolCallId":"t%d","toolName":"shell","status":"completed","input":{"cmd":"ls"},"output":"a\nb"}`, done/300)))
+			default:
+				batch = append(batch, bu.event(b, "usage", `"runId":"r1"`, `{"inputTokens":10,"outputTokens":2,"totalTokens":12}`))
+			}
+		}
+		bu.append(b, batch...)
+	}
+}
+
+// BenchmarkFork100k forks a session of 100,000 events from its newest message, side by side
+// with copying the same log into a new session (what a fork must not cost).
+func BenchmarkFork100k(b *testing.B) {
+	const n = 100_000
+	bu := setup(b)
+	bigSession(b, bu, n)
+	ctx := context.Background()
+	last, _ := bu.st.LastSequence(ctx, bu.sid)
+	lastMsg := fmt.Sprintf("a%d", (n-1)/30)
+	runs := 0 // sub-benchmarks run more than once: keep keys and ids unique across runs
+	b.Run("fork", func(b *testing.B) {
+		runs++
+		for i := 0; i < b.N; i++ {
+			c := &contract.Command{Contract: "AgentSessionCommand", CommandID: fmt.Sprint("f", i), SessionID: bu.sid,
+				IdempotencyKey: fmt.Sprint("fork-", runs, "-", i), ExpectedSequence: last, IssuedAt: "2026-03-01T12:05:00Z", CommandType: "fork",
+				Payload: &contract.ForkCommand{SourceThreadID: bu.sid, SourceMessageID: lastMsg, SourceRunID: "r1",
+					Inheritance: contract.Inheritance{Messages: "through-source-message", Attachments: "inherit", Summaries: "inherit", ToolResults: "inherit", CodeChanges: "inherit"}}}
+			res, err := bu.svc.Execute(ctx, bu.sid, c, session.ExecOptions{})
+			if err != nil || res.Outcome != "accepted" {
+				b.Fatalf("fork: %v %+v", err, res)
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		runs++
+		for i := 0; i < b.N; i++ {
+			id := fmt.Sprintf("S-copy-%d-%d", runs, i)
+			sess, _ := bu.st.GetSession(ctx, bu.sid)
+			sess.Record.SessionID = id
+			if err := bu.st.CreateSession(ctx, sess); err != nil {
+				b.Fatal(err)
+			}
+			for after := int64(-1); ; {
+				evs, err := bu.st.ReadEvents(ctx, bu.sid, after, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(evs) == 0 {
+					break
+				}
+				batch := make([]*contract.EncodedEvent, len(evs))
+				for j, se := range evs {
+					raw := strings.Replace(string(se.Data), `"sessionId":"`+bu.sid+`"`, `"sessionId":"`+id+`"`, 1)
+					if batch[j], err = contract.CheckEvent([]byte(raw), contract.Limits{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := bu.st.Append(ctx, id, batch, store.AppendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				after = evs[len(evs)-1].Sequence
+			}
+		}
+	})
 }

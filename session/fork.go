@@ -209,10 +209,11 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *errRe
 	return res, nil, nil
 }
 
-// inheritedAt folds the source thread up to the fork point and picks what the new thread
-// inherits. It reads only the events up to the fork point.
+// inheritedAt scans the source thread up to the fork point and picks what the new thread
+// inherits. It reads only the events up to the fork point, and fully decodes only the events
+// it keeps: the rest are looked at through the fast contract parser (ids and operation) or
+// skipped by type.
 func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int64) (*inherited, error) {
-	f := NewFold(spec.sourceThread)
 	runs, err := s.st.Runs(ctx, spec.sourceThread)
 	if err != nil {
 		return nil, err
@@ -221,8 +222,17 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 	for _, r := range runs {
 		runMessage[r.RunID] = r.SourceMessageID
 	}
-	latest := map[string]int{} // kind+id -> index in inh.all
-	inh := &inherited{}
+	type scanned struct {
+		kind, id, messageID string
+		seq                 int64
+		data                []byte
+	}
+	var (
+		msgOrder  []string                // message ids in order of first appearance
+		msgEvents = map[string][][]byte{} // message id -> its events since its last replace
+		latest    = map[string]int{}      // kind+id -> index in items
+		items     []scanned               // tool calls, diffs, artifacts, summaries: latest event each
+	)
 	after := int64(-1)
 	for after < forkPoint {
 		evs, err := s.st.ReadEvents(ctx, spec.sourceThread, after, int(min(forkPoint-after, 10000)))
@@ -234,76 +244,106 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 		}
 		for _, se := range evs {
 			after = se.Sequence
-			if err := f.Apply(se); err != nil {
-				return nil, err
-			}
-			var kind, id string
+			var kind, idField string
 			switch se.EventType {
+			case "message":
+				kind, idField = "message", "messageId"
 			case "tool":
-				kind = "tool-result"
+				kind, idField = "tool-result", "toolCallId"
 			case "diff":
-				kind = "code-change"
+				kind, idField = "code-change", "path"
 			case "artifact":
-				kind = "attachment"
+				kind, idField = "attachment", "artifactId"
+			case "summary":
+				kind, idField = "summary", "summaryId"
 			default:
 				continue
 			}
-			var e contract.Event
-			if err := json.Unmarshal(se.Data, &e); err != nil {
-				return nil, err
+			v, err := contract.Parse(se.Data, contract.Limits{})
+			if err != nil {
+				return nil, fmt.Errorf("fork: stored event %d: %w", se.Sequence, err)
 			}
-			switch p := e.Payload.(type) {
-			case *contract.ToolPayload:
-				id = p.ToolCallID
-			case *contract.DiffPayload:
-				id = p.Path
-			case *contract.ArtifactPayload:
-				id = p.ArtifactID
+			pl := v.Get("payload")
+			id := pl.Get(idField).Str
+			if kind == "message" {
+				if _, seen := msgEvents[id]; !seen {
+					msgOrder = append(msgOrder, id)
+				}
+				if op := pl.Get("operation"); op != nil && op.Str == "replace" {
+					msgEvents[id] = nil
+				}
+				msgEvents[id] = append(msgEvents[id], se.Data)
+				continue
 			}
-			mid := e.SourceMessageID
+			mid := ""
+			if m := v.Get("sourceMessageId"); m != nil {
+				mid = m.Str
+			}
 			if mid == "" {
-				mid = runMessage[e.RunID]
+				mid = runMessage[se.RunID]
 			}
 			if mid == "" {
 				mid = spec.sourceMessage
 			}
-			r := resource{kind: kind, messageID: mid, event: e}
+			it := scanned{kind: kind, id: id, messageID: mid, seq: se.Sequence, data: se.Data}
 			if i, ok := latest[kind+"\x00"+id]; ok {
-				inh.all[i] = r
+				items[i] = it
 			} else {
-				latest[kind+"\x00"+id] = len(inh.all)
-				inh.all = append(inh.all, r)
+				latest[kind+"\x00"+id] = len(items)
+				items = append(items, it)
 			}
 		}
 	}
-	t := f.t
+
+	inh := &inherited{}
 	if spec.inheritance.Messages == "through-source-message" {
-		for _, m := range t.Messages {
-			if m.Role == "user" || m.Role == "assistant" {
-				if m.MessageID == spec.sourceMessage && spec.replacement != nil {
-					m.Parts = spec.replacement
+		// Messages through the source message; decode only the newest ones kept.
+		var candidates []Message
+		reached := false // walking back, past the messages that came after the source
+		for i := len(msgOrder) - 1; i >= 0 && len(candidates) < MaxInheritedMessages; i-- {
+			id := msgOrder[i]
+			if reached = reached || id == spec.sourceMessage; !reached {
+				continue
+			}
+			m := Message{MessageID: id}
+			for _, data := range msgEvents[id] {
+				var e contract.Event
+				if err := json.Unmarshal(data, &e); err != nil {
+					return nil, err
 				}
-				if len(m.Parts) > 0 {
-					inh.messages = append(inh.messages, m)
+				p := e.Payload.(*contract.MessagePayload)
+				m.Role = p.Role
+				if p.Operation == "replace" {
+					m.Parts = append([]json.RawMessage(nil), p.Parts...)
+				} else {
+					m.Parts = append(m.Parts, p.Parts...)
 				}
 			}
-			if m.MessageID == spec.sourceMessage {
-				break
+			if id == spec.sourceMessage && spec.replacement != nil {
+				m.Parts = spec.replacement
+			}
+			if (m.Role == "user" || m.Role == "assistant") && len(m.Parts) > 0 {
+				candidates = append(candidates, m)
 			}
 		}
-		if len(inh.messages) > MaxInheritedMessages {
-			inh.messages = inh.messages[len(inh.messages)-MaxInheritedMessages:]
+		for i := len(candidates) - 1; i >= 0; i-- {
+			inh.messages = append(inh.messages, candidates[i])
 		}
 	}
-	if spec.inheritance.Summaries == "inherit" {
-		for i := len(t.Summaries) - 1; i >= 0; i-- {
-			if t.Summaries[i].Status == "completed" && !blank(t.Summaries[i].Text) {
-				inh.summary = t.Summaries[i].Text
-				break
-			}
+	summarySeq := int64(-1)
+	for _, it := range items {
+		var e contract.Event
+		if err := json.Unmarshal(it.data, &e); err != nil {
+			return nil, err
 		}
-	}
-	for _, r := range inh.all {
+		if it.kind == "summary" {
+			if p := e.Payload.(*contract.SummaryPayload); spec.inheritance.Summaries == "inherit" && p.Status == "completed" && !blank(p.Text) && it.seq > summarySeq {
+				inh.summary, summarySeq = p.Text, it.seq // the most recent completed summary
+			}
+			continue
+		}
+		r := resource{kind: it.kind, messageID: it.messageID, event: e}
+		inh.all = append(inh.all, r)
 		if inherits(spec.inheritance, r.kind) && available(r) {
 			inh.kept = append(inh.kept, r)
 		}
