@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestServeAndClientEndToEnd(t *testing.T) {
 
 	// tail follows the live stream until interrupted.
 	tail := sessiond(context.Background(), "tail", "--server", url, "--json", "S-e2e")
-	var tailOut bytes.Buffer
+	var tailOut lockedBuffer
 	tail.Stdout = &tailOut
 	if err := tail.Start(); err != nil {
 		t.Fatal(err)
@@ -171,4 +172,22 @@ func TestClientWithoutServer(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "sessiond help") {
 		t.Fatalf("unknown command: %d %q", code, errOut)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer goroutine (os/exec's copier) and a reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
