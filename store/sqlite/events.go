@@ -112,12 +112,30 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 	}
 	defer rows.Close()
-	out := make([]store.StoredEvent, 0, min(limit, 256))
+	// Sequences are gap-free, so the page holds min(limit, last-after) events: size it once.
+	size := min(limit, 64)
+	if limit > 64 {
+		var last int64
+		if err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last); err == nil {
+			size = int(min(int64(limit), max(last-after, 0)))
+		}
+	}
+	out := make([]store.StoredEvent, 0, size)
+	var et, run sql.RawBytes
+	var lastType, lastRun string
 	for rows.Next() {
 		var e store.StoredEvent
-		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data); err != nil {
+		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &et, &run, &e.Data); err != nil {
 			return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 		}
+		// Event types and run ids repeat from event to event: share the strings.
+		if string(et) != lastType {
+			lastType = string(et)
+		}
+		if string(run) != lastRun {
+			lastRun = string(run)
+		}
+		e.EventType, e.RunID = lastType, lastRun
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
