@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
@@ -393,5 +395,75 @@ func TestClientReturnsAPIErrors(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(err.Error()), []byte("/eventId")) {
 		t.Errorf("error text does not name the field: %v", err)
+	}
+}
+
+// TestDisconnectMidAppend sends appends over raw connections that close right after the
+// request: each batch is committed whole or not at all, and a retry with the same keys is safe.
+func TestDisconnectMidAppend(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.createSession(t, "S-dc")
+	const batches, size = 20, 50
+	for i := 0; i < batches; i++ {
+		var body strings.Builder
+		for j := 0; j < size; j++ {
+			body.WriteString(event("S-dc", i*size+j))
+			body.WriteByte('\n')
+		}
+		conn, err := net.Dial("tcp", b.ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/sessions/S-dc/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", body.Len(), body.String())
+		if i%2 == 0 {
+			conn.Close() // gone before the answer
+		} else {
+			conn.(*net.TCPConn).CloseWrite()
+			io.ReadAll(conn)
+			conn.Close()
+		}
+	}
+	// Every batch is all or nothing: the log holds whole batches only, in some order.
+	check := func() map[int]int {
+		page, err := b.cl.ReadEvents(context.Background(), "S-dc", -1, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[int]int{}
+		for i, raw := range page.Events {
+			var e struct {
+				Sequence int64  `json:"sequence"`
+				EventID  string `json:"eventId"`
+			}
+			json.Unmarshal(raw, &e)
+			if e.Sequence != int64(i) {
+				t.Fatalf("gap: event %d has sequence %d", i, e.Sequence)
+			}
+			var n int
+			fmt.Sscanf(e.EventID, "ev-%d", &n)
+			per[n/size]++
+		}
+		for batch, n := range per {
+			if n != size {
+				t.Fatalf("batch %d is partly stored: %d of %d events", batch, n, size)
+			}
+		}
+		return per
+	}
+	// Give the server a moment to finish the appends whose clients left.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(check()) < batches && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Retrying every batch with the same keys: duplicates where stored, accepted where not,
+	// and never a second copy.
+	for i := 0; i < batches; i++ {
+		b.appendN(t, "S-dc", i*size, size)
+	}
+	if per := check(); len(per) != batches {
+		t.Fatalf("after retries %d batches are stored, want %d", len(per), batches)
+	}
+	if got := b.lastSequence(t, "S-dc"); got != batches*size-1 {
+		t.Fatalf("last sequence %d, want %d", got, batches*size-1)
 	}
 }
