@@ -128,7 +128,7 @@ func dsn(path string, role int) string {
 	switch role {
 	case roleReader:
 		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-16384)")    // 16 MiB per reader
+		q.Add("_pragma", "cache_size(-16384)") // 16 MiB per reader
 	case roleWriter:
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(FULL)")     // sync the WAL on every commit
