@@ -56,9 +56,10 @@ type listener struct {
 	watermark string
 
 	// Counters and the backend pid, for tests and monitoring.
-	pid        atomic.Uint32
-	reconnects atomic.Int64
-	caughtUp   atomic.Int64
+	pid         atomic.Uint32
+	reconnects  atomic.Int64 // connections replaced after a failure
+	established atomic.Int64 // connections that listened and caught up
+	caughtUp    atomic.Int64 // commits reported by catch-up queries
 }
 
 func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
@@ -158,6 +159,7 @@ func (l *listener) session(confirmed func()) error {
 			return err
 		}
 	}
+	l.established.Add(1)
 
 	var (
 		markerN    int

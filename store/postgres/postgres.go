@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -250,10 +249,3 @@ func (s *Store) enter() error {
 	s.inflight.Add(1)
 	return nil
 }
-
-// errClosedPool is what pgxpool answers after Close; mapped to store.ErrClosed.
-func isClosedPool(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "closed pool")
-}
-
-var errNoSession = errors.New("no such session")

@@ -47,6 +47,13 @@ func BaseURL(t testing.TB) string {
 // to it, ready for postgres.Open.
 func Schema(t testing.TB) string {
 	t.Helper()
+	u, _ := NewSchema(t)
+	return u
+}
+
+// NewSchema is Schema that also returns the schema's name.
+func NewSchema(t testing.TB) (url, schema string) {
+	t.Helper()
 	base := BaseURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -74,7 +81,7 @@ func Schema(t testing.TB) string {
 			t.Errorf("pgtest: drop schema %s: %v", name, err)
 		}
 	})
-	return WithSearchPath(t, base, name)
+	return WithSearchPath(t, base, name), name
 }
 
 // WithSearchPath returns the database URL (or keyword/value string) u with search_path set to
