@@ -9,12 +9,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/postgres"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -27,6 +31,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:7420", "address to listen on")
 	data := fs.String("data", "./sessiond-data", "data directory of the embedded SQLite store")
+	storeURL := fs.String("store", "", "storage: empty for SQLite in --data, or a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) that several instances share")
 	allowRemote := fs.Bool("insecure-allow-remote", false, "allow listening on a non-loopback address without authentication (dangerous: anyone who reaches it can write)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -45,11 +50,25 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
+	if *storeURL != "" && !pg {
+		fmt.Fprintf(stderr, "sessiond serve: --store %q is not a PostgreSQL URL\nhint: leave --store out for SQLite in --data, or pass postgres://user@host:5432/database?search_path=schema\n", *storeURL)
+		return 2
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := sqlite.Open(ctx, *data)
-	if err != nil {
+	var st store.Store
+	var err error
+	where := *data
+	if pg {
+		where = redactURL(*storeURL)
+		if st, err = postgres.Open(ctx, *storeURL); err != nil {
+			fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that PostgreSQL at %s is reachable and that its user may create tables in the schema named by search_path\n", err, where)
+			return 1
+		}
+	} else if st, err = sqlite.Open(ctx, *data); err != nil {
 		fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that --data %s is writable and not used by another sessiond\n", err, *data)
 		return 1
 	}
@@ -63,8 +82,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", *data, "store", "sqlite")
-	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), *data)
+	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
+	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), where)
 
 	code := 0
 	select {
@@ -88,6 +107,15 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// redactURL returns a database URL fit for logs: without its password.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address or "localhost".

@@ -212,8 +212,6 @@ func TestListenerLoss(t *testing.T) {
 	const perSession = 600
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stop := terminator(t, 40*time.Millisecond, `SELECT count(*) FROM (SELECT pg_terminate_backend($1)) t WHERE $1 <> 0`, int64(0))
-	_ = stop() // replaced below: the pid changes after each reconnect
 	admin := pgtest.Admin(t)
 	killDone := make(chan struct{})
 	var kills atomic.Int64
@@ -299,11 +297,8 @@ func TestDroppedConnectionsWhileAppending(t *testing.T) {
 						break
 					}
 					failures.Add(1)
-					var typed interface{ Error() string }
+					// Only failures of the connection are expected; retry those.
 					if errors.As(err, new(*store.ConflictError)) || errors.As(err, new(*store.SequenceConflictError)) || attempt > 100 {
-						typed = err
-					}
-					if typed != nil {
 						errs <- fmt.Errorf("writer %d batch %d: %w", w, i, err)
 						return
 					}
