@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sessiond/sessiond/contract"
 )
@@ -75,6 +76,40 @@ type Store interface {
 	// order per session. fn must not block. The returned func unregisters it.
 	Subscribe(fn func(Commit)) (cancel func())
 
+	// ExpiredSessions returns, oldest heartbeat first, at most limit (default 100, capped at
+	// 10000) sessions whose status is running or paused and whose heartbeat is before cutoff.
+	// A session's heartbeat is its record's last_heartbeat_at, or started_at when it never had
+	// one; drivers keep it in an indexed column derived from the record in the same
+	// transaction as every write of the record, so the query costs in proportion to the
+	// sessions it returns, not to the sessions in the store. The answer is a hint: a heartbeat
+	// may land right after it, so callers re-check under UpdateSession before acting.
+	ExpiredSessions(ctx context.Context, cutoff time.Time, limit int) ([]ExpiredSession, error)
+	// Lifecycle returns the session's lifecycle state (time window, archives, compaction,
+	// restore); the zero Lifecycle when nothing was ever set. It returns ErrSessionNotFound
+	// for an unknown id.
+	Lifecycle(ctx context.Context, id string) (Lifecycle, error)
+	// UpdateLifecycle applies fn to the current session and its lifecycle state and stores
+	// both atomically, as UpdateSession does for the session (the same fields may change).
+	// fn may return an error to abort: nothing is stored and that error is returned. fn must
+	// be quick and must not call the store. It returns ErrSessionNotFound for an unknown id.
+	UpdateLifecycle(ctx context.Context, id string, fn func(*Session, *Lifecycle) error) (*Session, Lifecycle, error)
+	// CompactEvents deletes the session's events with sequence <= through from the log and
+	// records Lifecycle.CompactedThrough, in one transaction; the session, its runs, its
+	// command results and LastSequence stay, so later appends continue after LastSequence and
+	// never reuse a sequence. It returns how many events it deleted, ErrSessionNotFound for an
+	// unknown id, or an error when through is after LastSequence. Callers compact only a log
+	// that is safely kept elsewhere (a verified archive).
+	CompactEvents(ctx context.Context, id string, through int64) (int64, error)
+	// ImportSession writes a whole session (row, lifecycle state, log and runs) in one
+	// transaction, storing every event's bytes, sequence, eventId and idempotency key
+	// verbatim. The events must be the full log: sequences 0, 1, ..., n-1 with
+	// imp.Session.LastSequence = n-1. When no session has the id it is created. When one
+	// exists it is replaced only if it is archived and its whole log was compacted away
+	// (Lifecycle.CompactedThrough = its LastSequence = imp.Session.LastSequence, no event
+	// left); otherwise ErrSessionExists and nothing changes. Its stored command results
+	// stay. Subscribers are not notified.
+	ImportSession(ctx context.Context, imp *Import) error
+
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities
 	// Close waits for in-flight appends and releases the store.
@@ -121,6 +156,12 @@ type AppendOptions struct {
 	// ExpectedSequence, when set, is the last sequence the writer saw; the append happens only
 	// if the log still ends there (-1 for an empty log).
 	ExpectedSequence *int64
+	// Heartbeat, when not zero, records a heartbeat at that time in the same transaction, if
+	// the append adds at least one event: the record's last_heartbeat_at becomes
+	// FormatTime(Heartbeat), and a stale session becomes running again (status "running",
+	// updated_at the heartbeat time, updated_by_gate "owner"). The server sets it for appends
+	// from the runtime; events the server appends itself leave it zero.
+	Heartbeat time.Time
 }
 
 // AppendResult is the outcome of one event of a batch, in batch order.

@@ -368,6 +368,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas)
 	}
 	b.Queue(qSetLast, sk, newLast)
+	queueHeartbeat(b, sk, opts) // lifecycle.go: the append counts as a heartbeat
 	b.Queue(qNotify, s.channel, commitPayload(sid, sk, newLast))
 	if err := tx.SendBatch(wctx, b).Close(); err != nil {
 		return out, nil, fmt.Errorf("write events: %w", err)

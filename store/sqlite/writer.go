@@ -368,6 +368,9 @@ func (w *writer) appendEvents(r *request) error {
 	if _, err := w.st.setLastSeq.ExecContext(w.ctx, next-1, ss.sk); err != nil {
 		return fatal("update last sequence", err)
 	}
+	if err := w.heartbeat(ss.sk, r.opts); err != nil {
+		return err
+	}
 	r.sess, r.newLast = ss, next-1
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: next - 1, Events: added}
 	return nil
@@ -446,7 +449,7 @@ func (w *writer) loadRun(stmt *sql.Stmt, args ...any) (*contract.Run, error) {
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, insertEvent, eventByKey, eventByID, runByID, activeRun, upsertRun, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession                                                  *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat                                       *sql.Stmt
 	all                                                                                       []*sql.Stmt
 }
 
@@ -466,6 +469,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
+		{&st.heartbeat, qHeartbeat},
 	} {
 		s, err := conn.PrepareContext(ctx, p.q)
 		if err != nil {

@@ -40,6 +40,7 @@ func Exercise(t *testing.T, h Harness) {
 	t.Run("Subscribe", s.testSubscribe)
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Durability", s.testDurability)
+	t.Run("Lifecycle", s.testLifecycle)
 	t.Run("Close", s.testClose)
 }
 

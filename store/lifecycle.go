@@ -1,0 +1,98 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// TimeFormat is the layout of every timestamp sessiond writes: RFC 3339 in UTC with
+// milliseconds, e.g. 2026-03-01T12:00:00.000Z.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime formats t with TimeFormat in UTC.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime parses an RFC 3339 timestamp (with or without a fraction).
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339: %w", s, err)
+	}
+	return t, nil
+}
+
+// HeartbeatOf returns the heartbeat the store indexes for a record: last_heartbeat_at, or
+// started_at when the session never had a heartbeat. ok is false when neither parses.
+func HeartbeatOf(r *contract.SessionRecord) (t time.Time, ok bool) {
+	s := r.StartedAt
+	if v := r.LastHeartbeatAt.Get(); v != "" {
+		s = v
+	}
+	t, err := ParseTime(s)
+	return t, err == nil
+}
+
+// ExpiredSession is one answer of Store.ExpiredSessions.
+type ExpiredSession struct {
+	SessionID string
+	// Heartbeat is the session's last heartbeat (started_at when it never had one).
+	Heartbeat time.Time
+}
+
+// Lifecycle is the lifecycle state of a session that the session record has no field for.
+// Timestamps use TimeFormat; empty strings mean "never". The store keeps it as JSON beside the
+// session, and it travels in archives.
+type Lifecycle struct {
+	// WindowStartedAt and WindowClosesAt bound the session's work window, set by warm.
+	WindowStartedAt string `json:"windowStartedAt,omitempty"`
+	WindowClosesAt  string `json:"windowClosesAt,omitempty"`
+	// LastArchivedAt, LastArchiveName and LastArchiveChecksum describe the session's latest
+	// archive (the record's archive_path is its full path).
+	LastArchivedAt      string `json:"lastArchivedAt,omitempty"`
+	LastArchiveName     string `json:"lastArchiveName,omitempty"`
+	LastArchiveChecksum string `json:"lastArchiveChecksum,omitempty"`
+	// CompactedThrough, set by CompactEvents, is the last sequence removed from the hot
+	// store's log; nil when the log was never compacted.
+	CompactedThrough *int64 `json:"compactedThrough,omitempty"`
+	// RestoredFrom and RestoredAt say which archive (by checksum) the session was last
+	// restored from, and when.
+	RestoredFrom string `json:"restoredFrom,omitempty"`
+	RestoredAt   string `json:"restoredAt,omitempty"`
+}
+
+// Import is a whole session for Store.ImportSession.
+type Import struct {
+	// Session holds the record, snapshot, lineage and active branch; LastSequence is the
+	// sequence of the last event (-1 for an empty log).
+	Session   *Session
+	Lifecycle Lifecycle
+	// Events are the whole log in order, stored verbatim (Data, Sequence, EventID,
+	// IdempotencyKey, EventType, RunID).
+	Events []StoredEvent
+	// Runs are the run projection in creation order, consistent with Events.
+	Runs []contract.Run
+}
+
+// Check verifies the shape ImportSession requires: a session with an id, and events with
+// sequences 0..n-1 ending at Session.LastSequence.
+func (imp *Import) Check() error {
+	if imp == nil || imp.Session == nil || imp.Session.Record.SessionID == "" {
+		return fmt.Errorf("import: the session has no session_id")
+	}
+	for i, e := range imp.Events {
+		if e.Sequence != int64(i) {
+			return fmt.Errorf("import session %q: event %d has sequence %d; the log must be sequences 0, 1, 2, ... without gaps", imp.Session.Record.SessionID, i, e.Sequence)
+		}
+	}
+	if imp.Session.LastSequence != int64(len(imp.Events))-1 {
+		return fmt.Errorf("import session %q: LastSequence is %d but the log has %d events", imp.Session.Record.SessionID, imp.Session.LastSequence, len(imp.Events))
+	}
+	for i, r := range imp.Runs {
+		if r.SessionID != imp.Session.Record.SessionID {
+			return fmt.Errorf("import session %q: run %d (%q) belongs to session %q", imp.Session.Record.SessionID, i, r.RunID, r.SessionID)
+		}
+	}
+	return nil
+}

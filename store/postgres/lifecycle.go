@@ -1,0 +1,349 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Limits of ExpiredSessions.
+const (
+	defaultExpiredLimit = 100
+	maxExpiredLimit     = 10000
+)
+
+// qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
+// record's last_heartbeat_at, and a stale session back to running. heartbeat_at, a generated
+// column, follows from the record.
+const qHeartbeat = `UPDATE sessions SET
+	status = CASE status WHEN 'stale' THEN 'running' ELSE status END,
+	record = CASE status WHEN 'stale'
+		THEN (record::jsonb || jsonb_build_object('last_heartbeat_at', $2::text, 'status', 'running', 'updated_at', $2::text, 'updated_by_gate', 'owner'))::json
+		ELSE (record::jsonb || jsonb_build_object('last_heartbeat_at', $2::text))::json END
+	WHERE sk = $1`
+
+// queueHeartbeat adds the heartbeat of opts, if any, to an append's write batch, so that it is
+// part of the append's transaction.
+func queueHeartbeat(b *pgx.Batch, sk int64, opts store.AppendOptions) {
+	if !opts.Heartbeat.IsZero() {
+		b.Queue(qHeartbeat, sk, store.FormatTime(opts.Heartbeat))
+	}
+}
+
+// ExpiredSessions returns the running and paused sessions whose heartbeat is before cutoff,
+// oldest first, at most limit (default 100, capped at 10000). It reads the partial index
+// sessions_live_heartbeat: the cost is that of the sessions returned.
+func (s *Store) ExpiredSessions(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredSession, error) {
+	if err := s.enter(); err != nil {
+		return nil, fmt.Errorf("expired sessions: %w", err)
+	}
+	defer s.inflight.Done()
+	if limit <= 0 {
+		limit = defaultExpiredLimit
+	}
+	limit = min(limit, maxExpiredLimit)
+	var out []store.ExpiredSession
+	err := retry(ctx, readAttempts, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT id, heartbeat_at FROM sessions
+			WHERE status IN ('running', 'paused') AND heartbeat_at < $1 ORDER BY heartbeat_at LIMIT $2`, cutoff, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e store.ExpiredSession
+			if err := rows.Scan(&e.SessionID, &e.Heartbeat); err != nil {
+				return err
+			}
+			e.Heartbeat = e.Heartbeat.UTC()
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expired sessions: %w", err)
+	}
+	return out, nil
+}
+
+// querier is what loadLifecycle reads through: the pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func loadLifecycle(ctx context.Context, q querier, sk int64) (store.Lifecycle, error) {
+	var lc store.Lifecycle
+	var data []byte
+	err := q.QueryRow(ctx, `SELECT data FROM session_lifecycle WHERE sk = $1`, sk).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lc, nil
+	}
+	if err != nil {
+		return lc, err
+	}
+	if err := json.Unmarshal(data, &lc); err != nil {
+		return lc, fmt.Errorf("decode stored lifecycle: %w", err)
+	}
+	return lc, nil
+}
+
+func storeLifecycle(ctx context.Context, tx pgx.Tx, sk int64, lc store.Lifecycle) error {
+	data, err := json.Marshal(lc)
+	if err != nil {
+		return fmt.Errorf("encode lifecycle: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO session_lifecycle (sk, data) VALUES ($1, $2)
+		ON CONFLICT (sk) DO UPDATE SET data = excluded.data`, sk, string(data)); err != nil {
+		return fmt.Errorf("store lifecycle: %w", err)
+	}
+	return nil
+}
+
+// Lifecycle returns the session's lifecycle state, or store.ErrSessionNotFound.
+func (s *Store) Lifecycle(ctx context.Context, id string) (store.Lifecycle, error) {
+	if err := s.enter(); err != nil {
+		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, id)
+	if err != nil {
+		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
+	}
+	var lc store.Lifecycle
+	err = retry(ctx, readAttempts, func() (err error) {
+		lc, err = loadLifecycle(ctx, s.pool, sk)
+		return err
+	})
+	if err != nil {
+		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
+	}
+	return lc, nil
+}
+
+// txFinal marks an answer of a lifecycle transaction that must not be retried.
+type txFinal struct{ err error }
+
+// inTx runs fn in a transaction, retrying on connection failures as the other writes do. An
+// error fn wraps in txFinal is returned unwrapped, without a retry.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var final error
+	err := retry(ctx, readAttempts, func() error {
+		final = nil
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			err := fn(tx)
+			var tf *txFinal
+			if errors.As(err, &tf) {
+				final = tf.err
+			}
+			return err
+		})
+		if final != nil {
+			return nil
+		}
+		return err
+	})
+	if final != nil {
+		return final
+	}
+	return err
+}
+
+func (e *txFinal) Error() string { return e.err.Error() }
+
+// UpdateLifecycle applies fn to the session and its lifecycle state in a transaction that holds
+// the session's row lock, and stores both, as UpdateSession does. fn may be called again, on a
+// fresh copy, when the connection fails before the commit.
+func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.Session, *store.Lifecycle) error) (*store.Session, store.Lifecycle, error) {
+	if err := s.enter(); err != nil {
+		return nil, store.Lifecycle{}, fmt.Errorf("update lifecycle of session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	var out *store.Session
+	var outLC store.Lifecycle
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		sk, cur, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &txFinal{store.ErrSessionNotFound}
+		}
+		if err != nil {
+			return fmt.Errorf("load session: %w", err)
+		}
+		lc, err := loadLifecycle(ctx, tx, sk)
+		if err != nil {
+			return fmt.Errorf("load lifecycle: %w", err)
+		}
+		last := cur.LastSequence
+		if err := fn(cur, &lc); err != nil {
+			return &txFinal{err}
+		}
+		cur.LastSequence = last
+		if cur.Record.SessionID != id {
+			return &txFinal{fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)}
+		}
+		row, err := encodeSession(cur)
+		if err != nil {
+			return &txFinal{err}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
+			cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
+			string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+			return fmt.Errorf("update session: %w", err)
+		}
+		if err := storeLifecycle(ctx, tx, sk, lc); err != nil {
+			return err
+		}
+		out, outLC = cur, lc
+		return nil
+	})
+	if err != nil {
+		return nil, store.Lifecycle{}, fmt.Errorf("update lifecycle of session %q: %w", id, err)
+	}
+	return out, outLC, nil
+}
+
+// CompactEvents deletes the events with sequence <= through and records it in the lifecycle
+// state, in one transaction holding the session's row lock (see store.Store).
+func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, fmt.Errorf("compact session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var sk, last int64
+		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &txFinal{store.ErrSessionNotFound}
+			}
+			return fmt.Errorf("lock session: %w", err)
+		}
+		if through > last {
+			return &txFinal{fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, last)}
+		}
+		ct, err := tx.Exec(ctx, `DELETE FROM events WHERE sk = $1 AND seq <= $2`, sk, through)
+		if err != nil {
+			return fmt.Errorf("delete events: %w", err)
+		}
+		n = ct.RowsAffected()
+		lc, err := loadLifecycle(ctx, tx, sk)
+		if err != nil {
+			return fmt.Errorf("load lifecycle: %w", err)
+		}
+		lc.CompactedThrough = &through
+		return storeLifecycle(ctx, tx, sk, lc)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("compact session %q: %w", id, err)
+	}
+	return n, nil
+}
+
+// ImportSession writes a whole session in one transaction (see store.Store). The events are
+// written with one multi-row INSERT, as appends write theirs.
+func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
+	if err := imp.Check(); err != nil {
+		return err
+	}
+	id := imp.Session.Record.SessionID
+	if err := s.enter(); err != nil {
+		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	defer s.inflight.Done()
+	row, err := encodeSession(imp.Session)
+	if err != nil {
+		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	var ev struct {
+		seqs                     []int64
+		ids, keys, types, runIDs []string
+		datas                    [][]byte
+	}
+	for _, e := range imp.Events {
+		ev.seqs = append(ev.seqs, e.Sequence)
+		ev.ids = append(ev.ids, e.EventID)
+		ev.keys = append(ev.keys, e.IdempotencyKey)
+		ev.types = append(ev.types, e.EventType)
+		ev.runIDs = append(ev.runIDs, e.RunID)
+		ev.datas = append(ev.datas, e.Data)
+	}
+	var rIDs, rDatas []string
+	var rOrds []int32
+	var rActive []bool
+	for i, r := range imp.Runs {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("import session %q: encode run %q: %w", id, r.RunID, err)
+		}
+		rIDs = append(rIDs, r.RunID)
+		rOrds = append(rOrds, int32(i))
+		rActive = append(rActive, !contract.IsTerminal(r.Status))
+		rDatas = append(rDatas, string(data))
+	}
+	rec := &imp.Session.Record
+	last := imp.Session.LastSequence
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var sk, curLast int64
+		var status string
+		err := tx.QueryRow(ctx, `SELECT sk, status, last_seq FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&sk, &status, &curLast)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			err := tx.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING sk`,
+				id, rec.Status, rec.AgentID, rec.Project.Get(), string(row.record), string(row.snapshot),
+				nullJSON(row.lineage), nullJSON(row.activeBranch), last).Scan(&sk)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &txFinal{fmt.Errorf("%w: another import or create took the id first", store.ErrSessionExists)}
+			}
+			if err != nil {
+				return fmt.Errorf("insert session: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("lock session: %w", err)
+		default:
+			lc, err := loadLifecycle(ctx, tx, sk)
+			if err != nil {
+				return fmt.Errorf("load lifecycle: %w", err)
+			}
+			var left bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE sk = $1)`, sk).Scan(&left); err != nil {
+				return fmt.Errorf("look up events: %w", err)
+			}
+			if status != "archived" || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left {
+				return &txFinal{fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)}
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
+				rec.Status, rec.AgentID, rec.Project.Get(), string(row.record), string(row.snapshot),
+				nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+				return fmt.Errorf("update session: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE sk = $1`, sk); err != nil {
+				return fmt.Errorf("delete runs: %w", err)
+			}
+		}
+		b := &pgx.Batch{}
+		if len(ev.seqs) > 0 {
+			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas)
+		}
+		if len(rIDs) > 0 {
+			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas)
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return fmt.Errorf("write events and runs: %w", err)
+			}
+		}
+		return storeLifecycle(ctx, tx, sk, imp.Lifecycle)
+	})
+	if err != nil {
+		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	return nil
+}

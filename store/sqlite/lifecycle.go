@@ -1,0 +1,287 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// Limits of ExpiredSessions.
+const (
+	defaultExpiredLimit = 100
+	maxExpiredLimit     = 10000
+)
+
+// qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
+// record's last_heartbeat_at, and a stale session back to running. heartbeat_ms follows from
+// the record.
+const qHeartbeat = `UPDATE sessions SET
+	status = CASE status WHEN 'stale' THEN 'running' ELSE status END,
+	record = CASE status WHEN 'stale'
+		THEN json_set(record, '$.last_heartbeat_at', ?1, '$.status', 'running', '$.updated_at', ?1, '$.updated_by_gate', 'owner')
+		ELSE json_set(record, '$.last_heartbeat_at', ?1) END
+	WHERE sk = ?2`
+
+// heartbeat applies opts.Heartbeat to session sk inside the writer's transaction.
+func (w *writer) heartbeat(sk int64, opts store.AppendOptions) error {
+	if opts.Heartbeat.IsZero() {
+		return nil
+	}
+	if _, err := w.st.heartbeat.ExecContext(w.ctx, store.FormatTime(opts.Heartbeat), sk); err != nil {
+		return fatal("record heartbeat", err)
+	}
+	return nil
+}
+
+// ExpiredSessions returns the running and paused sessions whose heartbeat is before cutoff,
+// oldest first, at most limit (default 100, capped at 10000). It reads the partial index
+// sessions_live_heartbeat: the cost is that of the sessions returned.
+func (s *Store) ExpiredSessions(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredSession, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	if limit <= 0 {
+		limit = defaultExpiredLimit
+	}
+	limit = min(limit, maxExpiredLimit)
+	// INDEXED BY: without statistics the planner prefers sessions_status, which would scan
+	// every running session; with it, the query fails rather than silently scanning.
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, heartbeat_ms FROM sessions INDEXED BY sessions_live_heartbeat
+		WHERE status IN ('running', 'paused') AND heartbeat_ms < ? ORDER BY heartbeat_ms LIMIT ?`, cutoff.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ExpiredSession
+	for rows.Next() {
+		var e store.ExpiredSession
+		var ms int64
+		if err := rows.Scan(&e.SessionID, &ms); err != nil {
+			return nil, fmt.Errorf("expired sessions: %w", err)
+		}
+		e.Heartbeat = time.UnixMilli(ms).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("expired sessions: %w", err)
+	}
+	return out, nil
+}
+
+// loadLifecycle reads the lifecycle state of session sk through q (the reader pool or the
+// writer's connection); the zero value when none is stored.
+func loadLifecycle(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sk int64) (store.Lifecycle, error) {
+	var lc store.Lifecycle
+	var data []byte
+	err := q.QueryRowContext(ctx, `SELECT data FROM session_lifecycle WHERE sk = ?`, sk).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lc, nil
+	}
+	if err != nil {
+		return lc, err
+	}
+	if err := json.Unmarshal(data, &lc); err != nil {
+		return lc, fmt.Errorf("decode stored lifecycle: %w", err)
+	}
+	return lc, nil
+}
+
+func (w *writer) storeLifecycle(sk int64, lc store.Lifecycle) error {
+	data, err := json.Marshal(lc)
+	if err != nil {
+		return fmt.Errorf("encode lifecycle: %w", err)
+	}
+	if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO session_lifecycle (sk, data) VALUES (?, ?)
+		ON CONFLICT (sk) DO UPDATE SET data = excluded.data`, sk, string(data)); err != nil {
+		return fatal("store lifecycle", err)
+	}
+	return nil
+}
+
+// Lifecycle returns the session's lifecycle state, or store.ErrSessionNotFound.
+func (s *Store) Lifecycle(ctx context.Context, id string) (store.Lifecycle, error) {
+	if err := s.enter(); err != nil {
+		return store.Lifecycle{}, err
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, id)
+	if err != nil {
+		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
+	}
+	lc, err := loadLifecycle(ctx, s.rdb, sk)
+	if err != nil {
+		return lc, fmt.Errorf("lifecycle of session %q: %w", id, err)
+	}
+	return lc, nil
+}
+
+// UpdateLifecycle applies fn to the session and its lifecycle state in the writer's
+// transaction and stores both, as UpdateSession does. fn runs on the writer goroutine: it must
+// be quick and must not call the store.
+func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.Session, *store.Lifecycle) error) (*store.Session, store.Lifecycle, error) {
+	var out *store.Session
+	var outLC store.Lifecycle
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		sk, cur, err := scanSession(w.st.sessionRow.QueryRowContext(w.ctx, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrSessionNotFound
+		}
+		if err != nil {
+			return fatal("load session", err)
+		}
+		lc, err := loadLifecycle(w.ctx, w.conn, sk)
+		if err != nil {
+			return fatal("load lifecycle", err)
+		}
+		last := cur.LastSequence
+		if err := fn(cur, &lc); err != nil {
+			return err
+		}
+		cur.LastSequence = last
+		if cur.Record.SessionID != id {
+			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
+		}
+		row, err := encodeSession(cur)
+		if err != nil {
+			return err
+		}
+		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
+			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+			return fatal("update session", err)
+		}
+		if err := w.storeLifecycle(sk, lc); err != nil {
+			return err
+		}
+		out, outLC = cur, lc
+		return nil
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return nil, store.Lifecycle{}, fmt.Errorf("update lifecycle of session %q: %w", id, err)
+	}
+	if r.err != nil {
+		return nil, store.Lifecycle{}, fmt.Errorf("update lifecycle of session %q: %w", id, r.err)
+	}
+	return out, outLC, nil
+}
+
+// CompactEvents deletes the events with sequence <= through and records it in the lifecycle
+// state, in one transaction (see store.Store).
+func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (int64, error) {
+	var n int64
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		ss, err := w.session(id)
+		if err != nil {
+			return err
+		}
+		if ss == nil {
+			return store.ErrSessionNotFound
+		}
+		if through > ss.last {
+			return fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, ss.last)
+		}
+		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM events WHERE sk = ? AND seq <= ?`, ss.sk, through)
+		if err != nil {
+			return fatal("delete events", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fatal("delete events", err)
+		}
+		lc, err := loadLifecycle(w.ctx, w.conn, ss.sk)
+		if err != nil {
+			return fatal("load lifecycle", err)
+		}
+		lc.CompactedThrough = &through
+		return w.storeLifecycle(ss.sk, lc)
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return 0, fmt.Errorf("compact session %q: %w", id, err)
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("compact session %q: %w", id, r.err)
+	}
+	return n, nil
+}
+
+// ImportSession writes a whole session in one transaction (see store.Store).
+func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
+	if err := imp.Check(); err != nil {
+		return err
+	}
+	id := imp.Session.Record.SessionID
+	row, err := encodeSession(imp.Session)
+	if err != nil {
+		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	runs := make([][]byte, len(imp.Runs))
+	for i := range imp.Runs {
+		if runs[i], err = json.Marshal(imp.Runs[i]); err != nil {
+			return fmt.Errorf("import session %q: encode run %q: %w", id, imp.Runs[i].RunID, err)
+		}
+	}
+	rec := &imp.Session.Record
+	last := imp.Session.LastSequence
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		// The writer's cache may hold the session's old state: drop it whatever happens.
+		delete(w.cache, id)
+		var sk, curLast int64
+		var status string
+		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, last_seq FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if err := w.conn.QueryRowContext(w.ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sk`, id, rec.Status, rec.AgentID, rec.Project.Get(),
+				row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), last).Scan(&sk); err != nil {
+				return fatal("insert session", err)
+			}
+		case err != nil:
+			return fatal("look up session", err)
+		default:
+			lc, err := loadLifecycle(w.ctx, w.conn, sk)
+			if err != nil {
+				return fatal("load lifecycle", err)
+			}
+			var left int
+			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE sk = ? LIMIT 1)`, sk).Scan(&left); err != nil {
+				return fatal("count events", err)
+			}
+			if status != "archived" || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left > 0 {
+				return fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)
+			}
+			if _, err := w.st.updateSession.ExecContext(w.ctx, rec.Status, rec.AgentID, rec.Project.Get(),
+				row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+				return fatal("update session", err)
+			}
+			if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM runs WHERE sk = ?`, sk); err != nil {
+				return fatal("delete runs", err)
+			}
+		}
+		for _, e := range imp.Events {
+			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				sk, e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
+				return fatal("insert event", err)
+			}
+		}
+		for i, run := range imp.Runs {
+			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?, ?, ?, ?, ?)`,
+				sk, run.RunID, i, run.Status, runs[i]); err != nil {
+				return fatal("insert run", err)
+			}
+		}
+		return w.storeLifecycle(sk, imp.Lifecycle)
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	if r.err != nil {
+		return fmt.Errorf("import session %q: %w", id, r.err)
+	}
+	return nil
+}
