@@ -136,15 +136,19 @@ type runState struct {
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	tx, err := s.pool.Begin(ctx)
+	// BEGIN and COMMIT travel in the two pipelined batches, so an append costs two round
+	// trips. A connection released inside a transaction (after a failure the ROLLBACK could not
+	// fix) is destroyed by the pool, never reused.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return out, nil, fmt.Errorf("begin transaction: %w", err)
+		return out, nil, fmt.Errorf("acquire a connection: %w", err)
 	}
-	committed := false
+	defer conn.Release()
+	inTx := false
 	defer func() {
-		if !committed {
+		if inTx {
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = tx.Rollback(rctx)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
 	}()
@@ -162,6 +166,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue(qLockSession, sid)
 	if len(events) > 0 {
 		b.Queue(qExisting, sid, keys, ids)
@@ -170,7 +175,12 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		b.Queue(qRuns, sid, runIDs)
 		b.Queue(qMaxOrd, sid)
 	}
-	br := tx.SendBatch(ctx, b)
+	inTx = true
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return out, nil, fmt.Errorf("begin transaction: %w", err)
+	}
 	var sk, last int64
 	if err := br.QueryRow().Scan(&sk, &last); err != nil {
 		br.Close()
@@ -370,13 +380,13 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	b.Queue(qSetLast, sk, newLast)
 	queueHeartbeat(b, sk, opts) // lifecycle.go: the append counts as a heartbeat
 	b.Queue(qNotify, s.channel, commitPayload(sid, sk, newLast))
-	if err := tx.SendBatch(wctx, b).Close(); err != nil {
-		return out, nil, fmt.Errorf("write events: %w", err)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(wctx, b).Close(); err != nil {
+		// Not committed, or (the connection lost during COMMIT) not known: a new try is
+		// safe either way.
+		return out, nil, fmt.Errorf("write and commit: %w", err)
 	}
-	if err := tx.Commit(wctx); err != nil {
-		return out, nil, fmt.Errorf("commit: %w", err)
-	}
-	committed = true
+	inTx = false
 	return appendOutcome{results: results, added: len(ins.seqs), last: newLast}, nil, nil
 }
 
