@@ -1,0 +1,766 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Archive file format (docs/lifecycle.md).
+const (
+	// ArchiveFormat is the "format" of every archive file.
+	ArchiveFormat = "sessiond-archive"
+	// ArchiveVersion is the version this code writes and the newest it reads.
+	ArchiveVersion = 1
+	// noProject is the directory of the archives of sessions without a project.
+	noProject = "_no-project"
+	// maxNameBytes bounds a file or directory name built from a session id or project.
+	maxNameBytes = 80
+)
+
+// Error codes of the archive modes (also in api.go's table).
+const (
+	CodeArchiveInvalid  = "ARCHIVE_INVALID"   // a file that fails verification
+	CodeArchiveNotFound = "ARCHIVE_NOT_FOUND" // no such archive
+	CodeRestoreConflict = "RESTORE_CONFLICT"  // the session is already in the store
+	CodeSessionMoved    = "SESSION_MOVED"     // the log moved while archiving
+)
+
+// Note is what the runtime says about the work when it archives.
+type Note struct {
+	Done       string `json:"done"`
+	InProgress string `json:"inProgress"`
+	Next       string `json:"next"`
+}
+
+// ArchiveSummary is derived from the log (the transcript fold) when the archive is written.
+type ArchiveSummary struct {
+	Plan             *contract.PlanPayload      `json:"plan"`
+	OpenTasks        []contract.TaskPayload     `json:"openTasks"`
+	PendingApprovals []contract.ApprovalPayload `json:"pendingApprovals"`
+	LastSummary      *contract.SummaryPayload   `json:"lastSummary"`
+	Usage            Usage                      `json:"usage"`
+	Events           int                        `json:"events"`
+	Runs             int                        `json:"runs"`
+}
+
+// ArchiveContent is the checksummed content of an archive file.
+type ArchiveContent struct {
+	SessionID    string                 `json:"sessionId"`
+	Project      *string                `json:"project"`
+	ArchivedAt   string                 `json:"archivedAt"`
+	Record       contract.SessionRecord `json:"record"` // as stored before archiving
+	Snapshot     contract.Snapshot      `json:"snapshot"`
+	Lineage      *contract.Lineage      `json:"lineage"`
+	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
+	LastSequence int64                  `json:"lastSequence"`
+	Lifecycle    store.Lifecycle        `json:"lifecycle"`
+	Note         Note                   `json:"note"`
+	Summary      ArchiveSummary         `json:"summary"`
+	Runs         []contract.Run         `json:"runs"`
+	// Events are the stored events, byte for byte, in sequence order.
+	Events []json.RawMessage `json:"events"`
+}
+
+// archiveHeader is the envelope of an archive file. The header fields repeat facts of the
+// content so that a listing reads only the start of each file; restore checks they agree.
+type archiveHeader struct {
+	Format       string  `json:"format"`
+	Version      int     `json:"version"`
+	SessionID    string  `json:"sessionId"`
+	Project      *string `json:"project"`
+	ArchivedAt   string  `json:"archivedAt"`
+	Checksum     string  `json:"checksum"` // "sha256:<hex>" of the content's bytes
+	ContentBytes int     `json:"contentBytes"`
+}
+
+type archiveFile struct {
+	archiveHeader
+	Content json.RawMessage `json:"content"`
+}
+
+// ArchiveInfo describes an archive file.
+type ArchiveInfo struct {
+	// Name is the archive's id: RC-<stamp>-<session>.json.
+	Name       string  `json:"name"`
+	Path       string  `json:"path"`
+	SessionID  string  `json:"sessionId"`
+	Project    *string `json:"project"`
+	ArchivedAt string  `json:"archivedAt"`
+	Checksum   string  `json:"checksum"`
+	Bytes      int64   `json:"bytes"`
+}
+
+
+func archiveErr(code, format string, args ...any) *RejectError {
+	return &RejectError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// SafeName turns s (a session id or project name) into one file name component that cannot
+// escape a directory: bytes other than ASCII letters, digits, '.', '_' and '-' become '_', a
+// leading '.' becomes '_' (no ".", "..", or hidden files), and the result is at most
+// maxNameBytes long. When anything was changed, a hash of s is appended, so that different
+// inputs keep different names.
+func SafeName(s string) string {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || (c == '.' && i > 0)
+		if !ok {
+			c, changed = '_', true
+		}
+		b.WriteByte(c)
+	}
+	out := b.String()
+	if len(out) > maxNameBytes-9 {
+		out, changed = out[:maxNameBytes-9], true
+	}
+	if out == "" || changed {
+		h := sha256.Sum256([]byte(s))
+		out += "-" + hex.EncodeToString(h[:4])
+	}
+	return out
+}
+
+func projectDir(project *string) string {
+	if project == nil || *project == "" {
+		return noProject
+	}
+	return "p-" + SafeName(*project)
+}
+
+// archiveName is RC-<stamp>-<session>.json.
+func archiveName(sessionID string, at time.Time) string {
+	return "RC-" + at.UTC().Format("20060102T150405.000Z") + "-" + SafeName(sessionID) + ".json"
+}
+
+// validName reports whether name is an archive name this package writes.
+func validName(name string) bool {
+	return strings.HasPrefix(name, "RC-") && strings.HasSuffix(name, ".json") && len(name) <= 128 &&
+		SafeName(strings.TrimSuffix(name, ".json")) == strings.TrimSuffix(name, ".json")
+}
+
+// within fails unless path is inside dir (defence in depth: names are already safe).
+func within(dir, path string) error {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+		return fmt.Errorf("archive path %q is outside the archive directory %q", path, dir)
+	}
+	return nil
+}
+
+// EncodeArchive returns the bytes of an archive file holding c.
+func EncodeArchive(c *ArchiveContent) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // events stay byte for byte
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode archive content: %w", err)
+	}
+	content := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	sum := sha256.Sum256(content)
+	h := archiveHeader{Format: ArchiveFormat, Version: ArchiveVersion, SessionID: c.SessionID, Project: c.Project,
+		ArchivedAt: c.ArchivedAt, Checksum: "sha256:" + hex.EncodeToString(sum[:]), ContentBytes: len(content)}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(hb)+len(content)+16)
+	out = append(out, hb[:len(hb)-1]...)
+	out = append(out, `,"content":`...)
+	out = append(out, content...)
+	out = append(out, "}\n"...)
+	return out, nil
+}
+
+// DecodeArchive verifies an archive file and returns its content and header checksum. It
+// refuses (ARCHIVE_INVALID) a file that is not complete JSON (truncated), has another format
+// or a newer version, whose content's SHA-256 is not the checksum (tampered), or whose header
+// disagrees with the content.
+func DecodeArchive(data []byte) (*ArchiveContent, string, error) {
+	var f archiveFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, "", archiveErr(CodeArchiveInvalid, "not a complete archive file (truncated or corrupt): %v", err)
+	}
+	if f.Format != ArchiveFormat {
+		return nil, "", archiveErr(CodeArchiveInvalid, "format is %q, want %q", f.Format, ArchiveFormat)
+	}
+	if f.Version < 1 || f.Version > ArchiveVersion {
+		return nil, "", archiveErr(CodeArchiveInvalid, "archive version %d is not supported (this sessiond reads 1 to %d); upgrade sessiond", f.Version, ArchiveVersion)
+	}
+	if len(f.Content) != f.ContentBytes {
+		return nil, "", archiveErr(CodeArchiveInvalid, "content is %d bytes, the header says %d: the file was truncated or edited", len(f.Content), f.ContentBytes)
+	}
+	sum := sha256.Sum256(f.Content)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != f.Checksum {
+		return nil, "", archiveErr(CodeArchiveInvalid, "checksum mismatch: the content hashes to %s but the header says %s; the file was altered, restore another archive", got, f.Checksum)
+	}
+	var c ArchiveContent
+	dec := json.NewDecoder(bytes.NewReader(f.Content))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, "", archiveErr(CodeArchiveInvalid, "decode archive content: %v", err)
+	}
+	if c.SessionID != f.SessionID || c.ArchivedAt != f.ArchivedAt || !sameProject(c.Project, f.Project) || c.Record.SessionID != c.SessionID {
+		return nil, "", archiveErr(CodeArchiveInvalid, "the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", f.SessionID, f.ArchivedAt, c.SessionID, c.ArchivedAt)
+	}
+	return &c, f.Checksum, nil
+}
+
+func sameProject(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// ArchiveOptions configure [Service.Archive].
+type ArchiveOptions struct {
+	// Dir is the archive directory (created when missing).
+	Dir  string
+	Note Note
+	// Gate is the updated_by_gate of the change (default "owner").
+	Gate string
+	// Compact removes the session's events from the store once the file is written, synced,
+	// read back and verified.
+	Compact bool
+}
+
+// ArchiveResult is the answer of archive.
+type ArchiveResult struct {
+	ArchiveInfo
+	Events    int            `json:"events"`
+	Compacted int64          `json:"compacted"`
+	Session   *store.Session `json:"-"`
+}
+
+// Archive writes the session to a self-contained archive file, then marks it archived
+// (status "archived", archive_path set, the lifecycle state's last archive) and, with
+// opt.Compact, deletes its events from the store. The file is written to a temporary file in
+// the same directory, synced, renamed into place, the directory synced, then read back and
+// verified; only then does the session change. A crash at any point leaves either the old
+// state (and at most a temporary file, which nothing reads) or a complete, verified archive.
+// The session is refused (INVALID_SESSION_STATE) when already archived; when its log moves
+// while the file is written, the file is removed and the error is SESSION_MOVED (archive again).
+func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*ArchiveResult, error) {
+	if opt.Dir == "" {
+		return nil, errors.New("archive: no archive directory configured")
+	}
+	if opt.Gate == "" {
+		opt.Gate = "owner"
+	}
+	l := s.lock(id)
+	defer s.unlock(id, l)
+	sess, err := s.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Record.Status == "archived" {
+		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it to work on it again", id, sess.Record.ArchivePath.Get())
+	}
+	lc, err := s.st.Lifecycle(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if lc.CompactedThrough != nil {
+		return nil, archiveErr("INVALID_SESSION_STATE", "session %q has a compacted log (through %d); its archive %s is the only full copy", id, *lc.CompactedThrough, lc.LastArchiveName)
+	}
+	last := sess.LastSequence
+	var events []json.RawMessage
+	fold := NewFold(id)
+	for after := int64(-1); after < last; {
+		page, err := s.st.ReadEvents(ctx, id, after, 10000)
+		if err != nil {
+			return nil, fmt.Errorf("archive: read the log: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if e.Sequence > last {
+				break
+			}
+			events = append(events, json.RawMessage(e.Data))
+			if err := fold.Apply(e); err != nil {
+				return nil, fmt.Errorf("archive: fold event %d: %w", e.Sequence, err)
+			}
+			after = e.Sequence
+		}
+	}
+	if int64(len(events)) != last+1 {
+		return nil, fmt.Errorf("archive: read %d events but the log ends at sequence %d", len(events), last)
+	}
+	runs, err := s.st.Runs(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	now := s.now()
+	t := fold.Transcript()
+	c := &ArchiveContent{SessionID: id, ArchivedAt: store.FormatTime(now), Record: sess.Record, Snapshot: sess.Snapshot,
+		Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, LastSequence: last, Lifecycle: lc, Note: opt.Note,
+		Summary: summarize(&t, len(runs)), Runs: runs, Events: events}
+	if c.Events == nil {
+		c.Events = []json.RawMessage{}
+	}
+	if p := sess.Record.Project.Get(); p != "" {
+		c.Project = &p
+	}
+	data, err := EncodeArchive(c)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(opt.Dir, projectDir(c.Project))
+	path := filepath.Join(dir, archiveName(id, now))
+	if err := within(opt.Dir, path); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(opt.Dir, dir, path, data); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	// Read back what the disk holds and verify it before anything depends on it.
+	back, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("archive: read back %s: %w", path, err)
+	}
+	got, sum, err := DecodeArchive(back)
+	if err != nil || len(got.Events) != len(events) {
+		os.Remove(path)
+		return nil, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
+	}
+	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: id, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	var moved *RejectError
+	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
+		if cur.LastSequence != last || cur.Record.Status == "archived" {
+			moved = archiveErr(CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
+			return moved
+		}
+		rec := &cur.Record
+		rec.Status = "archived"
+		rec.ArchivePath = contract.Some(path)
+		rec.UpdatedAt = contract.Some(c.ArchivedAt)
+		rec.UpdatedByGate = contract.Some(opt.Gate)
+		lc.LastArchivedAt, lc.LastArchiveName, lc.LastArchiveChecksum = c.ArchivedAt, info.Name, sum
+		return validRecord(rec)
+	})
+	if moved != nil {
+		os.Remove(path)
+		return nil, moved
+	}
+	if err != nil {
+		return nil, fmt.Errorf("archive: mark the session archived: %w", err)
+	}
+	res := &ArchiveResult{ArchiveInfo: info, Events: len(events), Session: updated}
+	if opt.Compact && last >= 0 {
+		n, err := s.st.CompactEvents(ctx, id, last)
+		if err != nil {
+			return res, fmt.Errorf("archive: the archive %s is complete, but compacting the log failed: %w", path, err)
+		}
+		res.Compacted = n
+		if res.Session, err = s.st.GetSession(ctx, id); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func validRecord(rec *contract.SessionRecord) error {
+	b, err := contract.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return contract.Validate(contract.KindSession, b, contract.Limits{})
+}
+
+// summarize derives the archive summary from the folded log.
+func summarize(t *Transcript, runs int) ArchiveSummary {
+	s := ArchiveSummary{Plan: t.Plan, OpenTasks: []contract.TaskPayload{}, PendingApprovals: []contract.ApprovalPayload{},
+		Usage: t.Usage, Events: int(t.LastSequence + 1), Runs: runs}
+	for _, task := range t.Tasks {
+		if task.Status == "pending" || task.Status == "running" {
+			s.OpenTasks = append(s.OpenTasks, task)
+		}
+	}
+	for _, a := range t.Approvals {
+		if a.Status == "requested" {
+			s.PendingApprovals = append(s.PendingApprovals, a)
+		}
+	}
+	// The latest completed summary; the latest of any status when none completed.
+	for i := len(t.Summaries) - 1; i >= 0; i-- {
+		if sum := t.Summaries[i]; sum.Status == "completed" || (s.LastSummary == nil && i == len(t.Summaries)-1) {
+			s.LastSummary = &sum
+			if sum.Status == "completed" {
+				break
+			}
+		}
+	}
+	return s
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same directory: write,
+// fsync, rename, fsync the directory (and root, when dir was created under it).
+func writeFileAtomic(root, dir, path string, data []byte) error {
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		created = true
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s already exists; archive again in a moment", path)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-RC-*")
+	if err != nil {
+		return fmt.Errorf("create a temporary file in %s: %w", dir, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	ok = true
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	if created {
+		return syncDir(root)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// readHeader reads the header of an archive file without reading its content.
+func readHeader(path string) (archiveHeader, error) {
+	var h archiveHeader
+	f, err := os.Open(path)
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 64<<10))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return h, fmt.Errorf("%s is not an archive file", path)
+	}
+	fields := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return h, err
+		}
+		key, _ := tok.(string)
+		if key == "content" {
+			break
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return h, err
+		}
+		fields[key] = v
+	}
+	b, _ := json.Marshal(fields)
+	if err := json.Unmarshal(b, &h); err != nil || h.Format != ArchiveFormat {
+		return h, fmt.Errorf("%s is not an archive file", path)
+	}
+	return h, nil
+}
+
+// ListArchives lists the archive files in dir, newest first (then by name): those of project
+// when it is not empty ("-" for sessions without a project), else all. Temporary files and
+// files that are not archives are skipped; listed files are not verified (restore does).
+func ListArchives(dir, project string) ([]ArchiveInfo, error) {
+	var dirs []string
+	switch project {
+	case "":
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return []ArchiveInfo{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list archives: %w", err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
+			}
+		}
+	case "-":
+		dirs = []string{filepath.Join(dir, noProject)}
+	default:
+		dirs = []string{filepath.Join(dir, projectDir(&project))}
+	}
+	out := []ArchiveInfo{}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list archives: %w", err)
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !validName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			h, err := readHeader(p)
+			if err != nil {
+				continue
+			}
+			if project != "" && project != "-" && (h.Project == nil || *h.Project != project) {
+				continue
+			}
+			fi, _ := e.Info()
+			var size int64
+			if fi != nil {
+				size = fi.Size()
+			}
+			out = append(out, ArchiveInfo{Name: e.Name(), Path: p, SessionID: h.SessionID, Project: h.Project, ArchivedAt: h.ArchivedAt, Checksum: h.Checksum, Bytes: size})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ArchivedAt != out[j].ArchivedAt {
+			return out[i].ArchivedAt > out[j].ArchivedAt
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out, nil
+}
+
+// FindArchive returns the path of the archive called name in dir, or ARCHIVE_NOT_FOUND. name
+// must be an archive name (RC-….json, no path separators).
+func FindArchive(dir, name string) (string, error) {
+	if !validName(name) {
+		return "", archiveErr(CodeArchiveNotFound, "%q is not an archive name (RC-<stamp>-<session>.json); list them with sessiond session restore --list", name)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("find archive: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name(), name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			if err := within(dir, p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+	}
+	return "", archiveErr(CodeArchiveNotFound, "no archive %q in %s", name, dir)
+}
+
+// SaveArchive verifies an archive file's bytes (from another host) and stores them in dir under
+// the name and project directory they would have been written with. Saving the same file
+// twice is a no-op; another file under the same name is ARCHIVE_INVALID.
+func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
+	c, sum, err := DecodeArchive(data)
+	if err != nil {
+		return nil, err
+	}
+	at, err := store.ParseTime(c.ArchivedAt)
+	if err != nil {
+		return nil, archiveErr(CodeArchiveInvalid, "archivedAt: %v", err)
+	}
+	sub := filepath.Join(dir, projectDir(c.Project))
+	path := filepath.Join(sub, archiveName(c.SessionID, at))
+	if err := within(dir, path); err != nil {
+		return nil, err
+	}
+	info := &ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	if old, err := os.ReadFile(path); err == nil {
+		if bytes.Equal(old, data) {
+			return info, nil
+		}
+		return nil, archiveErr(CodeArchiveInvalid, "another archive is already stored as %s", path)
+	}
+	if err := writeFileAtomic(dir, sub, path, data); err != nil {
+		return nil, fmt.Errorf("save archive: %w", err)
+	}
+	return info, nil
+}
+
+// RestoreRequest selects the archive to restore: Name, or the newest archive of Project
+// ("-" for sessions without a project).
+type RestoreRequest struct {
+	Name    string `json:"name,omitempty"`
+	Project string `json:"project,omitempty"`
+}
+
+// RestoreResult is the answer of restore.
+type RestoreResult struct {
+	Archive ArchiveInfo    `json:"archive"`
+	Session *store.Session `json:"-"`
+	Events  int            `json:"events"`
+	// Replaced is true when the session was in the store, archived with its log compacted,
+	// and was brought back over it.
+	Replaced bool `json:"replaced"`
+}
+
+// Restore verifies an archive of dir and brings its session back into the store, under the
+// same id, with its log byte for byte (same events, sequences, ids) and its runs. The restored
+// record is paused (closed stays closed), with last_heartbeat_at now, updated_by_gate
+// "handoff" and archive_path the file it came from; the lifecycle state keeps the work window
+// and records the archive as the last one. A session that is still in the store is refused
+// with RESTORE_CONFLICT (restoring twice is a conflict too), except an archived session whose
+// log was compacted away by archive --compact, which is replaced. A tampered, truncated or
+// inconsistent file is refused with ARCHIVE_INVALID and changes nothing.
+func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (*RestoreResult, error) {
+	var path string
+	switch {
+	case req.Name != "":
+		p, err := FindArchive(dir, req.Name)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	case req.Project != "":
+		list, err := ListArchives(dir, req.Project)
+		if err != nil {
+			return nil, err
+		}
+		if len(list) == 0 {
+			return nil, archiveErr(CodeArchiveNotFound, "no archive of project %q in %s", req.Project, dir)
+		}
+		path = list[0].Path
+	default:
+		return nil, archiveErr("MALFORMED_REQUEST", "say which archive to restore: a name, or a project for its latest archive")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("restore: read %s: %w", path, err)
+	}
+	c, sum, err := DecodeArchive(data)
+	if err != nil {
+		var rej *RejectError
+		if errors.As(err, &rej) {
+			rej.Message = filepath.Base(path) + ": " + rej.Message
+		}
+		return nil, err
+	}
+	imp, err := s.importOf(c, sum, path)
+	if err != nil {
+		return nil, err
+	}
+	l := s.lock(c.SessionID)
+	defer s.unlock(c.SessionID, l)
+	before, _ := s.st.GetSession(ctx, c.SessionID)
+	if err := s.st.ImportSession(ctx, imp); err != nil {
+		if errors.Is(err, store.ErrSessionExists) {
+			return nil, archiveErr(CodeRestoreConflict, "session %q is already in this store (%v); it was restored already or never removed. Restore it into another data directory, or archive it with --compact first", c.SessionID, err)
+		}
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	// The in-process projection may hold the old (compacted) log: rebuild it on next use.
+	l.fold = NewFold(c.SessionID)
+	sess, err := s.st.GetSession(ctx, c.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	return &RestoreResult{Archive: info, Session: sess, Events: len(c.Events), Replaced: before != nil}, nil
+}
+
+// importOf checks an archive's content (every event against the contract and in sequence, the
+// runs against those the log folds to) and builds the store import.
+func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, error) {
+	bad := func(format string, args ...any) error {
+		return archiveErr(CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
+	}
+	if c.LastSequence != int64(len(c.Events))-1 {
+		return nil, bad("lastSequence is %d but the archive holds %d events", c.LastSequence, len(c.Events))
+	}
+	events := make([]store.StoredEvent, len(c.Events))
+	runs := map[string]*contract.Run{}
+	var order []string
+	for i, raw := range c.Events {
+		ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
+		if err != nil {
+			return nil, bad("event %d breaks the contract: %v", i, err)
+		}
+		if ev.SessionID != c.SessionID || ev.Sequence != int64(i) {
+			return nil, bad("event %d has session %q and sequence %d; want %q and %d", i, ev.SessionID, ev.Sequence, c.SessionID, i)
+		}
+		events[i] = store.StoredEvent{Sequence: int64(i), EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: raw}
+		if f := ev.RunStatus; f != nil {
+			prev := runs[f.RunID]
+			run, err := contract.ApplyRunStatus(prev, c.SessionID, *f)
+			if err != nil {
+				return nil, bad("event %d: %v", i, err)
+			}
+			if prev == nil {
+				order = append(order, f.RunID)
+			}
+			runs[f.RunID] = run
+		}
+	}
+	if len(order) != len(c.Runs) {
+		return nil, bad("the log has %d runs but the archive lists %d", len(order), len(c.Runs))
+	}
+	for i, id := range order {
+		a, _ := json.Marshal(runs[id])
+		b, _ := json.Marshal(c.Runs[i])
+		if !bytes.Equal(a, b) {
+			return nil, bad("run %q does not match the log: the log folds to %s, the archive says %s", id, a, b)
+		}
+	}
+	now := s.stamp()
+	rec := c.Record
+	if rec.Status != "closed" {
+		rec.Status = "paused"
+	}
+	rec.LastHeartbeatAt = contract.Some(now)
+	rec.UpdatedAt = contract.Some(now)
+	rec.UpdatedByGate = contract.Some("handoff")
+	rec.ArchivePath = contract.Some(path)
+	if err := validRecord(&rec); err != nil {
+		return nil, bad("the session record breaks the contract: %v", err)
+	}
+	lc := c.Lifecycle
+	lc.LastArchivedAt, lc.LastArchiveName, lc.LastArchiveChecksum = c.ArchivedAt, filepath.Base(path), sum
+	lc.CompactedThrough = nil
+	lc.RestoredFrom, lc.RestoredAt = sum, now
+	return &store.Import{
+		Session:   &store.Session{Record: rec, Snapshot: c.Snapshot, Lineage: c.Lineage, ActiveBranch: c.ActiveBranch, LastSequence: c.LastSequence},
+		Lifecycle: lc, Events: events, Runs: c.Runs,
+	}, nil
+}

@@ -1,0 +1,506 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+// clock is a fake clock tests move by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // the fixtures' started_at
+
+// lifecycleSetup is setup with a fake clock at t0.
+func lifecycleSetup(t *testing.T) (*bundle, *clock) {
+	b := setup(t)
+	c := &clock{t: t0}
+	b.svc = session.New(b.st, c.Now)
+	return b, c
+}
+
+func rejectCode(t *testing.T, err error) string {
+	t.Helper()
+	var rej *session.RejectError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error %v (%T), want a *session.RejectError", err, err)
+	}
+	return rej.Code
+}
+
+func TestHeartbeat(t *testing.T) {
+	b, c := lifecycleSetup(t)
+	ctx := context.Background()
+	c.Add(time.Minute)
+	sess, err := b.svc.Heartbeat(ctx, b.sid)
+	if err != nil || sess.Record.LastHeartbeatAt.Get() != "2026-03-01T12:01:00.000Z" || sess.Record.UpdatedByGate.Present {
+		t.Fatalf("Heartbeat = %+v, %v", sess, err)
+	}
+	if _, err := b.st.UpdateSession(ctx, b.sid, func(s *store.Session) error { s.Record.Status = "stale"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ = b.svc.Heartbeat(ctx, b.sid)
+	if sess.Record.Status != "running" || sess.Record.UpdatedByGate.Get() != "owner" {
+		t.Errorf("a heartbeat on a stale session left %s by %q; want running by owner", sess.Record.Status, sess.Record.UpdatedByGate.Get())
+	}
+	if _, err := b.svc.Heartbeat(ctx, "S-none"); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("Heartbeat of an unknown session: %v", err)
+	}
+	for _, status := range []string{"closed", "archived"} {
+		b.st.UpdateSession(ctx, b.sid, func(s *store.Session) error { s.Record.Status = status; return nil })
+		if _, err := b.svc.Heartbeat(ctx, b.sid); rejectCode(t, err) != "INVALID_SESSION_STATE" {
+			t.Errorf("Heartbeat of a %s session: %v", status, err)
+		}
+	}
+}
+
+// newSession creates a running session with a fixed start.
+func newSession(t *testing.T, st store.Store, id, status string, started time.Time) {
+	t.Helper()
+	err := st.CreateSession(context.Background(), &store.Session{
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: id, AgentID: "a", Role: "implementer", Status: status, StartedAt: store.FormatTime(started)},
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSweepMarksStaleAndFailsTheActiveRun(t *testing.T) {
+	b, c := lifecycleSetup(t)
+	ctx := context.Background()
+	b.append(t, b.story(t)[:3]...) // r1 is running
+	newSession(t, b.st, "S-paused", "paused", t0)
+	newSession(t, b.st, "S-closed", "closed", t0)
+	newSession(t, b.st, "S-young", "running", t0.Add(5*time.Minute))
+
+	c.Add(10 * time.Minute) // exactly the TTL: nothing expires yet
+	if res, err := b.svc.Sweep(ctx, session.SweepOptions{}); err != nil || res.Expired != 0 {
+		t.Fatalf("Sweep at the TTL = %+v, %v; want nothing", res, err)
+	}
+	c.Add(time.Second)
+	// A second instance sweeping at the same time must not append twice.
+	other := session.New(b.st, c.Now)
+	var wg sync.WaitGroup
+	results := make([]session.SweepResult, 2)
+	for i, svc := range []*session.Service{b.svc, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := svc.Sweep(ctx, session.SweepOptions{StaleAfter: 10 * time.Minute, Batch: 1})
+			if err != nil {
+				t.Errorf("Sweep: %v", err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if got := results[0].Stale + results[1].Stale; got != 2 {
+		t.Errorf("sweeps marked %d sessions stale (%+v); want 2 in all", got, results)
+	}
+	if got := results[0].RunsFailed + results[1].RunsFailed; got < 1 {
+		t.Errorf("no sweep failed the active run: %+v", results)
+	}
+	for id, want := range map[string]string{b.sid: "stale", "S-paused": "stale", "S-closed": "closed", "S-young": "running"} {
+		sess, _ := b.st.GetSession(ctx, id)
+		if sess.Record.Status != want {
+			t.Errorf("%s is %s, want %s", id, sess.Record.Status, want)
+		}
+		if want == "stale" && (sess.Record.UpdatedByGate.Get() != "" || sess.Record.UpdatedAt.Get() != "2026-03-01T12:10:01.000Z") {
+			t.Errorf("%s marked stale with gate %q at %q; want null at 12:10:01", id, sess.Record.UpdatedByGate.Get(), sess.Record.UpdatedAt.Get())
+		}
+	}
+	log, _ := b.st.ReadEvents(ctx, b.sid, 2, 0)
+	if len(log) != 2 {
+		t.Fatalf("the sweep appended %d events, want 2 (failed status, error)", len(log))
+	}
+	var st, er contract.Event
+	json.Unmarshal(log[0].Data, &st)
+	json.Unmarshal(log[1].Data, &er)
+	sp, _ := st.Payload.(*contract.StatusPayload)
+	ep, _ := er.Payload.(*contract.ErrorPayload)
+	if sp == nil || sp.Status != "failed" || sp.FailedAt != "2026-03-01T12:10:01.000Z" || sp.DurationMs.String() != "600000" || st.RunID != "r1" {
+		t.Errorf("status event = %s", log[0].Data)
+	}
+	if ep == nil || ep.Code != session.HeartbeatLost || !ep.Retryable || ep.SourceEventID != st.EventID || er.RunID != "r1" {
+		t.Errorf("error event = %s", log[1].Data)
+	}
+	run, _ := b.st.Run(ctx, b.sid, "r1")
+	if run.Status != "failed" {
+		t.Errorf("run r1 is %s, want failed", run.Status)
+	}
+	// The user can retry from the error event.
+	res, err := b.svc.Execute(ctx, b.sid, &contract.Command{Contract: "AgentSessionCommand", CommandID: "c1", SessionID: b.sid, RunID: "r1",
+		IdempotencyKey: "retry-1", ExpectedSequence: 4, IssuedAt: "2026-03-01T12:11:00Z", CommandType: "retry",
+		Payload: &contract.RetryCommand{SourceEventID: er.EventID}}, session.ExecOptions{})
+	if err != nil || res.Outcome != "accepted" {
+		t.Errorf("retry after HEARTBEAT_LOST = %+v, %v", res, err)
+	}
+	// Sweeping again does nothing; a heartbeat brings the session back.
+	c.Add(time.Minute)
+	if res, err := b.svc.Sweep(ctx, session.SweepOptions{}); err != nil || res.Stale != 0 || res.RunsFailed != 0 {
+		t.Errorf("second sweep = %+v, %v; want nothing", res, err)
+	}
+	if sess, err := b.svc.Heartbeat(ctx, b.sid); err != nil || sess.Record.Status != "running" {
+		t.Errorf("heartbeat on the stale session = %v, %v", sess, err)
+	}
+}
+
+func TestSweepLeavesASessionThatSpokeUp(t *testing.T) {
+	b, c := lifecycleSetup(t)
+	ctx := context.Background()
+	b.append(t, b.story(t)[:3]...)
+	c.Add(11 * time.Minute)
+	// The runtime appends (a heartbeat) after the sweeper's query but before it acts: the
+	// store answers a fresh heartbeat, and the sweep skips the session.
+	if _, err := b.st.Append(ctx, b.sid, []*contract.EncodedEvent{b.event(t, "terminal", `"runId":"r1"`, `{"terminalId":"x","stream":"stdout","chunk":"alive"}`)},
+		store.AppendOptions{Heartbeat: c.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.svc.Sweep(ctx, session.SweepOptions{})
+	if err != nil || res.Stale != 0 || res.RunsFailed != 0 {
+		t.Errorf("Sweep = %+v, %v; want nothing done", res, err)
+	}
+}
+
+func TestWarmAndStatus(t *testing.T) {
+	b, c := lifecycleSetup(t)
+	ctx := context.Background()
+	rep, err := b.svc.Status(ctx, b.sid, 0)
+	if err != nil || rep.Recommendation != "ok" || rep.Window.HoursLeft != nil || rep.HoursSinceLastArchive != nil {
+		t.Fatalf("Status of a new session = %+v, %v", rep, err)
+	}
+	w, err := b.svc.Warm(ctx, b.sid, session.WarmOptions{})
+	if err != nil || !w.Started || w.ClosesAt != "2026-03-01T17:00:00.000Z" || *w.HoursLeft != 5 {
+		t.Fatalf("Warm = %+v, %v", w, err)
+	}
+	c.Add(time.Hour)
+	if w2, _ := b.svc.Warm(ctx, b.sid, session.WarmOptions{}); w2.Started || w2.ClosesAt != w.ClosesAt || *w2.HoursLeft != 4 {
+		t.Errorf("Warm while a window is open = %+v; want it unchanged", w2)
+	}
+	for _, c2 := range []struct {
+		at      time.Duration // since t0
+		rec     string
+		reasons int
+	}{
+		{time.Hour, "ok", 0},
+		{2*time.Hour + time.Minute, "archive_now", 1}, // never archived, over 2 h old
+		{4*time.Hour + 40*time.Minute, "archive_now", 3}, // window nearly over, and stale
+		{6 * time.Hour, "archive_now", 3},                // window closed
+	} {
+		c.t = t0.Add(c2.at)
+		rep, err := b.svc.Status(ctx, b.sid, 3*time.Hour)
+		if err != nil || rep.Recommendation != c2.rec || len(rep.Reasons) != c2.reasons {
+			t.Errorf("Status at +%s = %+v, %v; want %s with %d reasons", c2.at, rep, err, c2.rec, c2.reasons)
+		}
+	}
+	if w, _ := b.svc.Warm(ctx, b.sid, session.WarmOptions{Window: time.Hour}); !w.Started || w.ClosesAt != "2026-03-01T19:00:00.000Z" {
+		t.Errorf("Warm after the window closed = %+v; want a new one-hour window", w)
+	}
+	b.st.UpdateSession(ctx, b.sid, func(s *store.Session) error { s.Record.Status = "closed"; return nil })
+	if _, err := b.svc.Warm(ctx, b.sid, session.WarmOptions{}); rejectCode(t, err) != "INVALID_SESSION_STATE" {
+		t.Errorf("Warm of a closed session: %v", err)
+	}
+	if rep, _ := b.svc.Status(ctx, b.sid, 0); rep.Recommendation != "ok" {
+		t.Errorf("Status of a closed session recommends %s", rep.Recommendation)
+	}
+}
+
+func TestAssess(t *testing.T) {
+	b, _ := lifecycleSetup(t)
+	ctx := context.Background()
+	task := "Port the parser:\n- read the spec\n- write the lexer\n- write the parser\n- test it"
+	a, err := b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	if err != nil || a.Sufficient || a.OptimisticHours != nil || a.Risk != "unknown" || !strings.Contains(a.Message, "insufficient history") {
+		t.Fatalf("Assess without history = %+v, %v", a, err)
+	}
+	if len(a.Phases) != 1 || len(a.Phases[0].Steps) != 4 || a.Phases[0].MaxHours != 3 {
+		t.Errorf("phases without history = %+v", a.Phases)
+	}
+	// Ten finished sessions of the same agent and role: one run each of 1..10 hours.
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprintf("S-past-%02d", i)
+		newSession(t, b.st, id, "closed", t0)
+		d := json.Number(fmt.Sprint(i * 3600000))
+		evs := []contract.Event{
+			{Contract: "AgentSessionEvent", EventID: "q", SessionID: id, RunID: "r", SourceMessageID: "m", IdempotencyKey: "q", OccurredAt: "2026-03-01T12:00:00Z", EventType: "status", Payload: &contract.StatusPayload{Status: "running", StartedAt: "2026-03-01T12:00:00Z"}},
+			{Contract: "AgentSessionEvent", EventID: "c", SessionID: id, RunID: "r", SourceMessageID: "m", IdempotencyKey: "c", OccurredAt: "2026-03-01T12:00:00Z", EventType: "status", Payload: &contract.StatusPayload{Status: "completed", CompletedAt: "2026-03-01T13:00:00Z", DurationMs: &d}},
+		}
+		var enc []*contract.EncodedEvent
+		for j := range evs {
+			e, err := contract.EncodeEvent(&evs[j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc = append(enc, e)
+		}
+		if _, err := b.st.Append(ctx, id, enc, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err = b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	if err != nil || !a.Sufficient || a.Samples != 10 {
+		t.Fatalf("Assess with history = %+v, %v", a, err)
+	}
+	// Nearest rank: p25 of 1..10 is 3, p90 is 9.
+	if *a.OptimisticHours != 3 || *a.PessimisticHours != 9 || a.Risk != "high" {
+		t.Errorf("estimate = %v..%v risk %s; want 3..9 high", *a.OptimisticHours, *a.PessimisticHours, a.Risk)
+	}
+	if len(a.Phases) != 3 {
+		t.Fatalf("phases = %+v; want 3 of at most 3 h", a.Phases)
+	}
+	steps := 0
+	for _, p := range a.Phases {
+		if *p.Hours > 3 || p.Checkpoint != "archive" {
+			t.Errorf("phase %+v is over 3 h or has no archive checkpoint", p)
+		}
+		steps += len(p.Steps)
+	}
+	if steps != 4 {
+		t.Errorf("phases hold %d steps, want 4", steps)
+	}
+}
+
+// archiveSetup is a session with the story log, a project, and an archive directory.
+func archiveSetup(t *testing.T) (*bundle, *clock, string) {
+	b, c := lifecycleSetup(t)
+	b.st.UpdateSession(context.Background(), b.sid, func(s *store.Session) error { s.Record.Project = contract.Some("demo"); return nil })
+	b.append(t, b.story(t)...)
+	return b, c, filepath.Join(t.TempDir(), "archives")
+}
+
+func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
+	b, c, dir := archiveSetup(t)
+	ctx := context.Background()
+	if _, err := b.svc.Warm(ctx, b.sid, session.WarmOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.st.ReadEvents(ctx, b.sid, -1, 0)
+	runs, _ := b.st.Runs(ctx, b.sid)
+	wantT, _ := b.svc.Rebuild(ctx, b.sid)
+	c.Add(time.Hour)
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Note: session.Note{Done: "read", InProgress: "fix", Next: "test"}})
+	if err != nil {
+		t.Fatalf("Archive: %v", err)
+	}
+	if res.Name != "RC-20260301T130000.000Z-S-t.json" || filepath.Dir(res.Path) != filepath.Join(dir, "p-demo") || res.Events != len(before) {
+		t.Errorf("archive = %+v", res)
+	}
+	sess, _ := b.st.GetSession(ctx, b.sid)
+	if sess.Record.Status != "archived" || sess.Record.ArchivePath.Get() != res.Path {
+		t.Errorf("after archive: status %s, path %q", sess.Record.Status, sess.Record.ArchivePath.Get())
+	}
+	if _, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir}); rejectCode(t, err) != "INVALID_SESSION_STATE" {
+		t.Errorf("archiving an archived session: %v", err)
+	}
+	data, _ := os.ReadFile(res.Path)
+	content, _, err := session.DecodeArchive(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content.Note.Next != "test" || content.Summary.Plan == nil || content.Summary.Events != len(before) || len(content.Runs) != len(runs) {
+		t.Errorf("archive content: note %+v, summary %+v", content.Note, content.Summary)
+	}
+
+	// Another host: another data directory, the file copied over.
+	st2, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	dir2 := t.TempDir()
+	svc2 := session.New(st2, c.Now)
+	info, err := session.SaveArchive(dir2, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := session.ListArchives(dir2, "demo")
+	if len(list) != 1 || list[0].Name != info.Name {
+		t.Fatalf("ListArchives = %+v", list)
+	}
+	c.Add(time.Hour)
+	rr, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Project: "demo"})
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	after, _ := st2.ReadEvents(ctx, b.sid, -1, 0)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("restored log differs (-archived +restored):\n%s", diff)
+	}
+	runs2, _ := st2.Runs(ctx, b.sid)
+	if diff := cmp.Diff(runs, runs2); diff != "" {
+		t.Errorf("restored runs differ:\n%s", diff)
+	}
+	gotT, _ := svc2.Rebuild(ctx, b.sid)
+	if diff := cmp.Diff(wantT, gotT); diff != "" {
+		t.Errorf("restored transcript differs:\n%s", diff)
+	}
+	live, _ := svc2.Transcript(ctx, b.sid)
+	if diff := cmp.Diff(wantT, live); diff != "" {
+		t.Errorf("restored live transcript differs:\n%s", diff)
+	}
+	r := rr.Session.Record
+	if r.Status != "paused" || r.UpdatedByGate.Get() != "handoff" || r.LastHeartbeatAt.Get() != "2026-03-01T14:00:00.000Z" || r.ArchivePath.Get() != info.Path {
+		t.Errorf("restored record = %+v", r)
+	}
+	rep, _ := svc2.Status(ctx, b.sid, 0)
+	if rep.HoursSinceLastArchive == nil || *rep.HoursSinceLastArchive != 1 || rep.Window.ClosesAt != "2026-03-01T17:00:00.000Z" {
+		t.Errorf("status after restore = %+v; want the archive 1 h old and the window kept", rep)
+	}
+	// Restoring twice is a conflict, and so is restoring into the store that still has it.
+	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+		t.Errorf("second restore: %v", err)
+	}
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+		t.Errorf("restore into the store that has the session: %v", err)
+	}
+	// The restored session takes appends after the restored log.
+	res2, err := st2.Append(ctx, b.sid, []*contract.EncodedEvent{b.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"on"}`)}, store.AppendOptions{})
+	if err != nil || res2[0].Sequence != int64(len(before)) {
+		t.Errorf("append after restore = %+v, %v", res2, err)
+	}
+}
+
+func TestArchiveCompactThenRestoreInPlace(t *testing.T) {
+	b, _, dir := archiveSetup(t)
+	ctx := context.Background()
+	before, _ := b.st.ReadEvents(ctx, b.sid, -1, 0)
+	wantT, _ := b.svc.Transcript(ctx, b.sid)
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: true})
+	if err != nil || res.Compacted != int64(len(before)) {
+		t.Fatalf("Archive --compact = %+v, %v", res, err)
+	}
+	if evs, _ := b.st.ReadEvents(ctx, b.sid, -1, 0); len(evs) != 0 {
+		t.Errorf("%d events left after compaction", len(evs))
+	}
+	if last, _ := b.st.LastSequence(ctx, b.sid); last != int64(len(before))-1 {
+		t.Errorf("last sequence after compaction = %d", last)
+	}
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); err != nil {
+		t.Fatalf("Restore over the compacted session: %v", err)
+	}
+	after, _ := b.st.ReadEvents(ctx, b.sid, -1, 0)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("restored log differs:\n%s", diff)
+	}
+	gotT, _ := b.svc.Transcript(ctx, b.sid)
+	if diff := cmp.Diff(wantT, gotT); diff != "" {
+		t.Errorf("transcript after restore differs:\n%s", diff)
+	}
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+		t.Errorf("restoring again: %v", err)
+	}
+}
+
+func TestRestoreRefusesBadFiles(t *testing.T) {
+	b, _, dir := archiveSetup(t)
+	ctx := context.Background()
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(res.Path)
+	st2, _ := sqlite.Open(ctx, t.TempDir())
+	defer st2.Close()
+	svc2 := session.New(st2, nil)
+	tampered := bytes.Replace(good, []byte("fix the build"), []byte("fix the bills"), 1)
+	for name, data := range map[string][]byte{
+		"truncated":      good[:len(good)/2],
+		"cut at the end": good[:len(good)-3],
+		"tampered":       tampered,
+		"empty":          {},
+		"other checksum": bytes.Replace(good, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:00`), 1),
+		"newer version":  bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1),
+	} {
+		d := t.TempDir()
+		p := filepath.Join(d, "p-demo", res.Name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, data, 0o644)
+		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeArchiveInvalid {
+			t.Errorf("%s: Restore = %v, want ARCHIVE_INVALID", name, err)
+		}
+		if _, err := session.SaveArchive(t.TempDir(), data); err == nil {
+			t.Errorf("%s: SaveArchive accepted it", name)
+		}
+		if _, err := st2.GetSession(ctx, b.sid); !errors.Is(err, store.ErrSessionNotFound) {
+			t.Fatalf("%s: a refused restore left the session in the store", name)
+		}
+	}
+	// A crash mid-archive leaves a temporary file: never listed, never restorable.
+	tmp := filepath.Join(dir, "p-demo", ".tmp-RC-123")
+	os.WriteFile(tmp, good[:100], 0o644)
+	if list, _ := session.ListArchives(dir, ""); len(list) != 1 || list[0].Name != res.Name {
+		t.Errorf("ListArchives with a leftover temp file = %+v", list)
+	}
+	for _, name := range []string{".tmp-RC-123", "../p-demo/" + res.Name, "RC-x/../../y.json", "RC-a\x00.json"} {
+		if _, err := svc2.Restore(ctx, dir, session.RestoreRequest{Name: name}); rejectCode(t, err) != session.CodeArchiveNotFound {
+			t.Errorf("Restore(%q) = %v, want ARCHIVE_NOT_FOUND", name, err)
+		}
+	}
+}
+
+func TestArchivePathsStayInTheArchiveDirectory(t *testing.T) {
+	for _, c := range []struct{ id, project string }{
+		{"S-../../evil", "../../etc"},
+		{"S-a/b", "/abs/path"},
+		{"S-nul\x00x", "nul\x00"},
+		{"S-" + strings.Repeat("x", 400), strings.Repeat("p", 1000)},
+		{"S-..", ".."},
+		{"S-.hidden", ".hidden"},
+		{"S-dots", "."},
+	} {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		newSession(t, st, "S-x", "running", t0) // an id the contract accepts; the record is edited below
+		if _, err := st.UpdateSession(ctx, "S-x", func(s *store.Session) error { s.Record.Project = contract.Some(c.project); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		root := t.TempDir()
+		dir := filepath.Join(root, "archives")
+		svc := session.New(st, func() time.Time { return t0 })
+		res, err := svc.Archive(ctx, "S-x", session.ArchiveOptions{Dir: dir})
+		if err != nil {
+			t.Fatalf("project %q: Archive: %v", c.project, err)
+		}
+		rel, err := filepath.Rel(dir, res.Path)
+		if err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, string(filepath.Separator)) != 1 || len(filepath.Base(filepath.Dir(res.Path))) > 90 {
+			t.Errorf("project %q: archive written to %s", c.project, res.Path)
+		}
+		if list, _ := session.ListArchives(dir, c.project); len(list) != 1 {
+			t.Errorf("project %q: ListArchives = %+v", c.project, list)
+		}
+		st.Close()
+		for _, name := range []string{session.SafeName(c.id), session.SafeName(c.project)} {
+			if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || len(name) > 80 || name == "" {
+				t.Errorf("SafeName gave %q", name)
+			}
+		}
+	}
+	if session.SafeName("a/b") == session.SafeName("a_b") {
+		t.Errorf("SafeName maps a/b and a_b to the same name")
+	}
+}
