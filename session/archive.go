@@ -104,7 +104,6 @@ type ArchiveInfo struct {
 	Bytes      int64   `json:"bytes"`
 }
 
-
 func archiveErr(code, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Message: fmt.Sprintf(format, args...)}
 }

@@ -27,7 +27,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // the fixtures' started_at
@@ -205,7 +205,7 @@ func TestWarmAndStatus(t *testing.T) {
 		reasons int
 	}{
 		{time.Hour, "ok", 0},
-		{2*time.Hour + time.Minute, "archive_now", 1}, // never archived, over 2 h old
+		{2*time.Hour + time.Minute, "archive_now", 1},    // never archived, over 2 h old
 		{4*time.Hour + 40*time.Minute, "archive_now", 3}, // window nearly over, and stale
 		{6 * time.Hour, "archive_now", 3},                // window closed
 	} {
