@@ -215,9 +215,11 @@ func TestListenerLoss(t *testing.T) {
 	admin := pgtest.Admin(t)
 	killDone := make(chan struct{})
 	var kills atomic.Int64
+	var stopped atomic.Bool
+	stopKilling := func() { stopped.Store(true) }
 	go func() {
 		defer close(killDone)
-		for ctx.Err() == nil {
+		for ctx.Err() == nil && !stopped.Load() {
 			time.Sleep(time.Duration(20+rand.Intn(60)) * time.Millisecond)
 			pid := b.lis.pid.Load()
 			var ok bool
@@ -227,18 +229,20 @@ func TestListenerLoss(t *testing.T) {
 		}
 	}()
 
-	var wg sync.WaitGroup
+	const final = 3 // appended at the end while B's listener is held disconnected
+	var wg, writers sync.WaitGroup
 	errs := make(chan error, 16)
 	for _, id := range ids {
-		wg.Add(2)
+		wg.Add(1)
+		writers.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := follower(ctx, b, id, perSession); err != nil {
+			if err := follower(ctx, b, id, perSession+final); err != nil {
 				errs <- fmt.Errorf("follower of %s on B: %w", id, err)
 			}
 		}()
 		go func() {
-			defer wg.Done()
+			defer writers.Done()
 			for i := 0; i < perSession; i += 3 {
 				if _, err := a.Append(ctx, id, storetest.Batch(t, id, fmt.Sprintf("b%d", i), 3), store.AppendOptions{}); err != nil {
 					errs <- fmt.Errorf("append through A: %w", err)
@@ -248,12 +252,47 @@ func TestListenerLoss(t *testing.T) {
 			}
 		}()
 	}
+	writers.Wait()
+	// The last commits happen while B's listener is down and held so: only the catch-up after
+	// it reconnects can tell B's subscribers about them.
+	stopKilling()
+	<-killDone
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func() { once.Do(func() { close(held) }); <-release }
+	testHookReconnect.Store(&hook)
+	defer testHookReconnect.Store(nil)
+	// Kill the listener's current connection (its pid changes with each reconnect) until the
+	// listener is held disconnected.
+	deadline := time.After(30 * time.Second)
+hold:
+	for {
+		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, int64(b.lis.pid.Load())); err != nil {
+			t.Fatalf("terminate B's listener: %v", err)
+		}
+		select {
+		case <-held:
+			break hold
+		case <-deadline:
+			t.Fatal("B's listener did not notice it was disconnected")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for _, id := range ids {
+		if _, err := a.Append(ctx, id, storetest.Batch(t, id, "final", final), store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caught := b.lis.caughtUp.Load()
+	close(release)
 	wg.Wait()
 	cancel()
-	<-killDone
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if got := b.lis.caughtUp.Load() - caught; got < int64(len(ids)) {
+		t.Errorf("the catch-up after the last reconnect reported %d commits, want at least %d", got, len(ids))
 	}
 	t.Logf("listener killed %d times, %d reconnects, %d commits reported by catch-up", kills.Load(), b.lis.reconnects.Load(), b.lis.caughtUp.Load())
 	if kills.Load() == 0 || b.lis.reconnects.Load() == 0 {

@@ -31,6 +31,10 @@ var (
 	connectTimeout = 10 * time.Second
 )
 
+// testHookReconnect, when set, runs before each reconnection attempt (tests hold the listener
+// disconnected with it).
+var testHookReconnect atomic.Pointer[func()]
+
 // qCatchUp finds the sessions whose last append committed after the snapshot $1 was taken, or
 // was in progress then: exactly the appends whose notifications the listener may have missed.
 // Transactions below the snapshot's xmin are all visible in it, so the index on commit_xid
@@ -126,6 +130,9 @@ func (l *listener) run(ready chan<- error) {
 		case <-t.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
+		if h := testHookReconnect.Load(); h != nil {
+			(*h)()
+		}
 		l.reconnects.Add(1)
 	}
 }
