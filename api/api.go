@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
 )
 
 // Error codes of the HTTP API. The command error codes of the contract (SESSION_NOT_FOUND,
@@ -52,6 +53,11 @@ var statusByCode = map[string]int{
 	CodeNotFound:            http.StatusNotFound,
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeInternal:            http.StatusInternalServerError,
+	CodeArchiveInvalid:      http.StatusUnprocessableEntity,
+	CodeArchiveNotFound:     http.StatusNotFound,
+	CodeRestoreConflict:     http.StatusConflict,
+	CodeSessionMoved:        http.StatusConflict,
+	CodeNotConfigured:       http.StatusNotImplemented,
 
 	// Command error codes (CONTRACT.md §4), for rejected and failed command results.
 	"ACTIVE_RUN_NOT_FOUND":       http.StatusConflict,
@@ -162,6 +168,9 @@ type Session struct {
 	CurrentRun   *contract.Run          `json:"currentRun"`
 	Lineage      *contract.Lineage      `json:"lineage"`
 	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
+	// Lifecycle is the lifecycle state: the work window (warm), the latest archive,
+	// compaction and restore. Omitted fields were never set.
+	Lifecycle store.Lifecycle `json:"lifecycle"`
 }
 
 // SessionList is the body of GET /v1/sessions.

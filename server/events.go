@@ -18,7 +18,8 @@ import (
 // (Content-Type: application/x-ndjson) to a session's log, all or nothing.
 func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var opts store.AppendOptions
+	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
+	opts := store.AppendOptions{Heartbeat: s.opt.Now()}
 	if r.URL.Query().Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
 		if aerr != nil {

@@ -41,6 +41,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time (default time.Now); tests may replace it.
 	Now func() time.Time
+	// StaleAfter is the heartbeat TTL: running and paused sessions silent for longer are
+	// marked stale by the sweeper (default 10m).
+	StaleAfter time.Duration
+	// SweepInterval is how often the sweeper runs; 0 runs no background sweeper (POST
+	// /v1/sweep still sweeps on demand).
+	SweepInterval time.Duration
+	// ArchiveDir is where archive writes and restore reads archive files; empty disables
+	// the archive endpoints (NOT_CONFIGURED).
+	ArchiveDir string
+	// Window is the default length of the work window warm opens (default 5h).
+	Window time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +79,12 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = session.DefaultStaleAfter
+	}
+	if o.Window <= 0 {
+		o.Window = session.DefaultWindow
+	}
 	return o
 }
 
@@ -83,6 +100,7 @@ type Server struct {
 	shutdown chan struct{}
 	streamMu sync.Mutex     // orders streams.Add against Close's streams.Wait
 	streams  sync.WaitGroup // streams on connections taken over from net/http
+	sweeper  sync.WaitGroup // the background sweeper (lifecycle.go)
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
@@ -92,6 +110,7 @@ func New(st store.Store, opt Options) *Server {
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.routes()
+	s.startSweeper()
 	return s
 }
 
@@ -111,6 +130,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/transcript", s.handleTranscript)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/continuations", s.handleContinuation)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/lineage", s.handleLineage)
+	s.lifecycleRoutes()
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
@@ -165,6 +185,7 @@ func (s *Server) Close() {
 	s.streamMu.Lock()
 	s.streamMu.Unlock()
 	s.streams.Wait()
+	s.sweeper.Wait()
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

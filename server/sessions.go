@@ -136,6 +136,9 @@ func (s *Server) resource(ctx context.Context, sess *store.Session) api.Session 
 	if runs, err := s.st.Runs(ctx, sess.Record.SessionID); err == nil && len(runs) > 0 {
 		res.CurrentRun = &runs[len(runs)-1]
 	}
+	if lc, err := s.st.Lifecycle(ctx, sess.Record.SessionID); err == nil {
+		res.Lifecycle = lc
+	}
 	return res
 }
 
@@ -174,11 +177,24 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 // lifecycle lists the status changes a client may make with PATCH (CONTRACT.md §8). stale is
-// set by the server when heartbeats stop, archived by archive; closed is final.
+// set by the server when heartbeats stop (serverLifecycle), archived by archive; closed is
+// final; an archived session comes back only through restore (docs/lifecycle.md).
 var lifecycle = map[string][]string{
-	"running": {"paused", "closed"},
-	"paused":  {"running", "closed"},
-	"stale":   {"running", "closed"},
+	"running":  {"paused", "closed"},
+	"paused":   {"running", "closed"},
+	"stale":    {"running", "closed"},
+	"closed":   {},
+	"archived": {},
+}
+
+// serverLifecycle lists the status changes the server itself makes, with what makes them:
+// together with lifecycle, the whole table of docs/lifecycle.md.
+var serverLifecycle = map[string]map[string]string{
+	"running":  {"stale": "sweeper", "archived": "archive"},
+	"paused":   {"stale": "sweeper", "archived": "archive"},
+	"stale":    {"running": "heartbeat", "archived": "archive"},
+	"closed":   {"archived": "archive"},
+	"archived": {"paused": "restore (compacted log)"},
 }
 
 func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +219,7 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 		rec := &sess.Record
 		if req.Status != nil && *req.Status != rec.Status {
 			if !slices.Contains(lifecycle[rec.Status], *req.Status) {
-				apiErr = api.Errorf(api.CodeInvalidState, "session %q is %s and cannot become %s (allowed from %s: %v)", id, rec.Status, *req.Status, rec.Status, lifecycle[rec.Status])
+				apiErr = api.Errorf(api.CodeInvalidState, "session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, lifecycle[rec.Status], serverHint(rec.Status, *req.Status))
 				return apiErr
 			}
 			rec.Status = *req.Status

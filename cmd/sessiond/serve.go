@@ -12,11 +12,13 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -35,8 +37,19 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	allowRemote := fs.Bool("insecure-allow-remote", false, "allow listening on a non-loopback address without authentication (dangerous: anyone who reaches it can write)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	staleAfter := fs.Duration("stale-after", session.DefaultStaleAfter, "heartbeat TTL: running and paused sessions silent for longer are marked stale (and their active run failed)")
+	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
+	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
+	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *staleAfter <= 0 || *sweepInterval < 0 || *window <= 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --stale-after and --window must be positive and --sweep-interval not negative")
+		return 2
+	}
+	if *archiveDir == "" {
+		*archiveDir = filepath.Join(*data, "archives")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -72,7 +85,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that --data %s is writable and not used by another sessiond\n", err, *data)
 		return 1
 	}
-	srv := server.New(st, server.Options{Logger: log})
+	srv := server.New(st, server.Options{Logger: log, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()

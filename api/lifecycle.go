@@ -1,0 +1,53 @@
+package api
+
+import (
+	"github.com/sessiond/sessiond/session"
+)
+
+// Error codes of the lifecycle endpoints (docs/lifecycle.md).
+const (
+	CodeArchiveInvalid  = session.CodeArchiveInvalid  // an archive file that fails verification
+	CodeArchiveNotFound = session.CodeArchiveNotFound // no such archive
+	CodeRestoreConflict = session.CodeRestoreConflict // the session is already in the store
+	CodeSessionMoved    = session.CodeSessionMoved    // the log moved while archiving
+	CodeNotConfigured   = "NOT_CONFIGURED"            // the server has no archive directory
+)
+
+// WarmRequest is the body of POST /v1/sessions/{id}/warm (may be empty).
+type WarmRequest struct {
+	// Hours is the window's length (default 5, or the server's --window).
+	Hours float64 `json:"hours,omitempty"`
+	// Restart opens a new window even when one is still open.
+	Restart bool `json:"restart,omitempty"`
+}
+
+// ArchiveRequest is the body of POST /v1/sessions/{id}/archive (may be empty).
+type ArchiveRequest struct {
+	Note session.Note `json:"note"`
+	// Compact removes the session's events from the store once the archive is verified.
+	Compact bool `json:"compact,omitempty"`
+	// UpdatedByGate says who archives (owner, handoff, user, mission; default owner).
+	UpdatedByGate string `json:"updated_by_gate,omitempty"`
+}
+
+// ArchiveResponse is the answer of archive: the archive written and the session as it now is.
+type ArchiveResponse struct {
+	Archive   session.ArchiveInfo `json:"archive"`
+	Events    int                 `json:"events"`
+	Compacted int64               `json:"compacted"`
+	Session   Session             `json:"session"`
+}
+
+// ArchiveList is the body of GET /v1/archives, newest first.
+type ArchiveList struct {
+	Dir      string                `json:"dir"`
+	Archives []session.ArchiveInfo `json:"archives"`
+}
+
+// RestoreResponse is the answer of POST /v1/archives/restore.
+type RestoreResponse struct {
+	Archive  session.ArchiveInfo `json:"archive"`
+	Events   int                 `json:"events"`
+	Replaced bool                `json:"replaced"`
+	Session  Session             `json:"session"`
+}

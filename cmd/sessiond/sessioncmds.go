@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/session"
+)
+
+func init() {
+	commands["session"] = command{summary: "session lifecycle: assess, warm, archive, restore, status, heartbeat", run: runSession}
+}
+
+// sessionVerbs are the sub-verbs of "sessiond session".
+var sessionVerbs = map[string]struct {
+	summary string
+	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}{
+	"assess":    {"estimate a task's hours and risk from history, in phases of at most 3 h", runAssess},
+	"warm":      {"start the session's work window (default 5 h) and say when it closes", runWarm},
+	"archive":   {"write the session to RC-<stamp>.json on the server and mark it archived", runArchive},
+	"restore":   {"list archives, or restore one (by name, latest of a project, or a file)", runRestore},
+	"status":    {"hours since the last archive, window left, stale or not, and a recommendation", runStatus},
+	"heartbeat": {"record a heartbeat (a stale session becomes running again)", runHeartbeat},
+}
+
+func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := stderr
+		if len(args) > 0 {
+			w = stdout
+		}
+		fmt.Fprintln(w, "usage: sessiond session <verb> [flags] [SESSION]\n\nverbs:")
+		names := make([]string, 0, len(sessionVerbs))
+		for n := range sessionVerbs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "  %-10s %s\n", n, sessionVerbs[n].summary)
+		}
+		fmt.Fprintln(w, "\nRun 'sessiond session <verb> -h' for a verb's flags; --json prints JSON for programs.")
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	v, ok := sessionVerbs[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "sessiond session: unknown verb %q\nhint: run 'sessiond session help' to see the verbs\n", args[0])
+		return 2
+	}
+	return v.run(args[1:], stdin, stdout, stderr)
+}
+
+// parseWithID parses flags given before or after the session id and returns the id.
+func parseWithID(f clientFlags, args []string, stderr io.Writer, cmd string) (string, bool) {
+	if err := f.fs.Parse(args); err != nil {
+		return "", false
+	}
+	id, ok := oneArg(f.fs, stderr, cmd, "session")
+	if !ok {
+		return "", false
+	}
+	if err := f.fs.Parse(f.fs.Args()[1:]); err != nil {
+		return "", false
+	}
+	if f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sessiond %s: unexpected arguments %q\n", cmd, f.fs.Args())
+		return "", false
+	}
+	return id, true
+}
+
+func hours(h *float64) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f h", *h)
+}
+
+func runAssess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session assess", stderr)
+	task := f.fs.String("task", "", "the task description (list items '- step' become steps)")
+	taskFile := f.fs.String("task-file", "", "read the task description from this file (- for stdin)")
+	id, ok := parseWithID(f, args, stderr, "session assess")
+	if !ok {
+		return 2
+	}
+	if *taskFile != "" {
+		var b []byte
+		var err error
+		if *taskFile == "-" {
+			b, err = io.ReadAll(stdin)
+		} else {
+			b, err = os.ReadFile(*taskFile)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond session assess: read --task-file: %v\n", err)
+			return 2
+		}
+		*task = string(b)
+	}
+	a, err := f.client().Assess(context.Background(), id, session.AssessRequest{Task: *task})
+	if err != nil {
+		return fail(stderr, "session assess", err)
+	}
+	if *f.json {
+		printJSON(stdout, a)
+		return 0
+	}
+	fmt.Fprintf(stdout, "%s: %s\nbasis: %s (%d samples)\n", id, a.Message, a.Basis, a.Samples)
+	if a.Sufficient {
+		fmt.Fprintf(stdout, "estimate: %s optimistic, %s pessimistic; risk %s\n", hours(a.OptimisticHours), hours(a.PessimisticHours), a.Risk)
+	}
+	for _, p := range a.Phases {
+		fmt.Fprintf(stdout, "phase %d (%s, at most %.0f h), then %s:\n", p.N, hours(p.Hours), p.MaxHours, p.Checkpoint)
+		for _, s := range p.Steps {
+			fmt.Fprintf(stdout, "  - %s\n", s)
+		}
+	}
+	return 0
+}
+
+func runWarm(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session warm", stderr)
+	h := f.fs.Float64("hours", 0, "window length in hours (default: the server's --window, 5 h)")
+	restart := f.fs.Bool("restart", false, "open a new window even if one is open")
+	id, ok := parseWithID(f, args, stderr, "session warm")
+	if !ok {
+		return 2
+	}
+	w, err := f.client().Warm(context.Background(), id, api.WarmRequest{Hours: *h, Restart: *restart})
+	if err != nil {
+		return fail(stderr, "session warm", err)
+	}
+	if *f.json {
+		printJSON(stdout, w)
+		return 0
+	}
+	verb := "window already open"
+	if w.Started {
+		verb = "window started"
+	}
+	fmt.Fprintf(stdout, "%s: %s at %s, closes at %s (%s left)\n", id, verb, w.StartedAt, w.ClosesAt, hours(w.HoursLeft))
+	return 0
+}
+
+func runArchive(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session archive", stderr)
+	done := f.fs.String("done", "", "note: what is done")
+	inProgress := f.fs.String("in-progress", "", "note: what is in progress")
+	next := f.fs.String("next", "", "note: what comes next")
+	compact := f.fs.Bool("compact", false, "remove the session's events from the store once the archive is verified (the archive becomes the only copy)")
+	gate := f.fs.String("gate", "owner", "updated_by_gate: owner, handoff, user or mission")
+	id, ok := parseWithID(f, args, stderr, "session archive")
+	if !ok {
+		return 2
+	}
+	res, err := f.client().Archive(context.Background(), id, api.ArchiveRequest{
+		Note: session.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate})
+	if err != nil {
+		return fail(stderr, "session archive", err)
+	}
+	if *f.json {
+		printJSON(stdout, res)
+		return 0
+	}
+	fmt.Fprintf(stdout, "archived %s: %d events to %s (%s)\n", id, res.Events, res.Archive.Path, res.Archive.Checksum)
+	if *compact {
+		fmt.Fprintf(stdout, "compacted: %d events removed from the store; restore with: sessiond session restore %s\n", res.Compacted, res.Archive.Name)
+	}
+	return 0
+}
+
+func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session restore", stderr)
+	list := f.fs.Bool("list", false, "list archives (newest first) instead of restoring")
+	project := f.fs.String("project", "", "the project whose latest archive to restore or list ('-' for sessions without one)")
+	file := f.fs.String("file", "", "an archive file from another host: upload it to the server, then restore it")
+	if err := f.fs.Parse(args); err != nil {
+		return 2
+	}
+	c := f.client()
+	ctx := context.Background()
+	if *list {
+		l, err := c.Archives(ctx, *project)
+		if err != nil {
+			return fail(stderr, "session restore", err)
+		}
+		if *f.json {
+			printJSON(stdout, l)
+			return 0
+		}
+		for _, a := range l.Archives {
+			p := "-"
+			if a.Project != nil {
+				p = *a.Project
+			}
+			fmt.Fprintf(stdout, "%s  %s  session %s  project %s  %d bytes\n", a.Name, a.ArchivedAt, a.SessionID, p, a.Bytes)
+		}
+		if len(l.Archives) == 0 {
+			fmt.Fprintf(stdout, "no archives in %s\n", l.Dir)
+		}
+		return 0
+	}
+	req := session.RestoreRequest{Project: *project}
+	switch {
+	case *file != "":
+		data, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond session restore: read --file: %v\n", err)
+			return 2
+		}
+		info, err := c.UploadArchive(ctx, data)
+		if err != nil {
+			return fail(stderr, "session restore", err)
+		}
+		req = session.RestoreRequest{Name: info.Name}
+	case f.fs.NArg() == 1:
+		req.Name = f.fs.Arg(0)
+	case *project == "":
+		fmt.Fprintln(stderr, "sessiond session restore: say what to restore\nhint: sessiond session restore RC-….json, --project P (its latest), --file PATH, or --list")
+		return 2
+	}
+	res, err := c.Restore(ctx, req)
+	if err != nil {
+		return fail(stderr, "session restore", err)
+	}
+	if *f.json {
+		printJSON(stdout, res)
+		return 0
+	}
+	how := "restored"
+	if res.Replaced {
+		how = "restored over its compacted copy"
+	}
+	fmt.Fprintf(stdout, "%s %s from %s: %d events, status %s\n", how, res.Session.Record.SessionID, res.Archive.Name, res.Events, res.Session.Record.Status)
+	return 0
+}
+
+func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session status", stderr)
+	id, ok := parseWithID(f, args, stderr, "session status")
+	if !ok {
+		return 2
+	}
+	r, err := f.client().Status(context.Background(), id)
+	if err != nil {
+		return fail(stderr, "session status", err)
+	}
+	if *f.json {
+		printJSON(stdout, r)
+		return 0
+	}
+	stale := "no"
+	if r.Stale {
+		stale = "yes"
+	}
+	fmt.Fprintf(stdout, "%s  status %s  stale %s  since last archive %s  window left %s\nrecommendation: %s", id, r.Status, stale,
+		hours(r.HoursSinceLastArchive), hours(r.Window.HoursLeft), r.Recommendation)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(stdout, " (%s)", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprintln(stdout)
+	return 0
+}
+
+func runHeartbeat(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	f := newClientFlags("session heartbeat", stderr)
+	id, ok := parseWithID(f, args, stderr, "session heartbeat")
+	if !ok {
+		return 2
+	}
+	s, err := f.client().Heartbeat(context.Background(), id)
+	if err != nil {
+		return fail(stderr, "session heartbeat", err)
+	}
+	if *f.json {
+		printJSON(stdout, s)
+		return 0
+	}
+	fmt.Fprintf(stdout, "%s  status %s  last heartbeat %s\n", id, s.Record.Status, s.Record.LastHeartbeatAt.Get())
+	return 0
+}

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/session"
+)
+
+func (s *Server) lifecycleRoutes() {
+	s.mux.HandleFunc("POST /v1/sessions/{id}/heartbeat", s.handleHeartbeat)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/assess", s.handleAssess)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/warm", s.handleWarm)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", s.handleArchive)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/status", s.handleStatus)
+	s.mux.HandleFunc("GET /v1/archives", s.handleListArchives)
+	s.mux.HandleFunc("POST /v1/archives", s.handleSaveArchive)
+	s.mux.HandleFunc("POST /v1/archives/restore", s.handleRestore)
+	s.mux.HandleFunc("POST /v1/sweep", s.handleSweep)
+}
+
+// serverHint says which endpoint makes a status change PATCH refuses, if the server makes it.
+func serverHint(from, to string) string {
+	what, ok := serverLifecycle[from][to]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; %s → %s is made by the server (%s), see docs/lifecycle.md", from, to, what)
+}
+
+// startSweeper runs Sweep every SweepInterval until Close.
+func (s *Server) startSweeper() {
+	if s.opt.SweepInterval <= 0 {
+		return
+	}
+	s.sweeper.Add(1)
+	go func() {
+		defer s.sweeper.Done()
+		t := time.NewTicker(s.opt.SweepInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.shutdown:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.opt.SweepInterval+time.Minute)
+			start := time.Now()
+			res, err := s.svc.Sweep(ctx, session.SweepOptions{StaleAfter: s.opt.StaleAfter})
+			cancel()
+			switch {
+			case err != nil:
+				s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
+			case res.Expired > 0:
+				s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took", time.Since(start))
+			}
+		}
+	}()
+}
+
+// lifecycleError maps a lifecycle error to the API error.
+func lifecycleError(err error, id string) *api.Error {
+	var rej *session.RejectError
+	if errors.As(err, &rej) {
+		return &api.Error{Code: rej.Code, Message: rej.Message}
+	}
+	return storeError(err, id)
+}
+
+// decodeOptional decodes a JSON body that may be empty.
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) *api.Error {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return aerr
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	return decodeStrict(body, v)
+}
+
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sess, err := s.svc.Heartbeat(r.Context(), id)
+	if err != nil {
+		writeError(w, lifecycleError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.resource(r.Context(), sess))
+}
+
+func (s *Server) handleAssess(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req session.AssessRequest
+	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	a, err := s.svc.Assess(r.Context(), id, req)
+	if err != nil {
+		writeError(w, lifecycleError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req api.WarmRequest
+	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.Hours < 0 || req.Hours > 24*7 {
+		writeError(w, api.Errorf(api.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.opt.Window))
+		return
+	}
+	opt := session.WarmOptions{Window: s.opt.Window, Restart: req.Restart}
+	if req.Hours > 0 {
+		opt.Window = time.Duration(req.Hours * float64(time.Hour))
+	}
+	win, err := s.svc.Warm(r.Context(), id, opt)
+	if err != nil {
+		writeError(w, lifecycleError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, win)
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rep, err := s.svc.Status(r.Context(), id, s.opt.StaleAfter)
+	if err != nil {
+		writeError(w, lifecycleError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) archiveDir() (string, *api.Error) {
+	if s.opt.ArchiveDir == "" {
+		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory; start it with sessiond serve --archive-dir DIR")
+	}
+	return s.opt.ArchiveDir, nil
+}
+
+func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	dir, aerr := s.archiveDir()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req api.ArchiveRequest
+	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.UpdatedByGate != "" && req.UpdatedByGate != "owner" && req.UpdatedByGate != "handoff" && req.UpdatedByGate != "user" && req.UpdatedByGate != "mission" {
+		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %q must be one of owner, handoff, user, mission", req.UpdatedByGate))
+		return
+	}
+	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact})
+	if err != nil {
+		writeError(w, lifecycleError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
+}
+
+func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
+	dir, aerr := s.archiveDir()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	list, err := session.ListArchives(dir, r.URL.Query().Get("project"))
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ArchiveList{Dir: dir, Archives: list})
+}
+
+// handleSaveArchive stores an archive file sent as the body (copied from another host) after
+// verifying it; restore it then by name.
+func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
+	dir, aerr := s.archiveDir()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	body, err := readAll(r, w, 1<<30)
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeTooLarge, "archive upload: %v", err))
+		return
+	}
+	info, err := session.SaveArchive(dir, body)
+	if err != nil {
+		writeError(w, lifecycleError(err, ""))
+		return
+	}
+	writeJSON(w, http.StatusCreated, info)
+}
+
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	dir, aerr := s.archiveDir()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req session.RestoreRequest
+	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	res, err := s.svc.Restore(r.Context(), dir, req)
+	if err != nil {
+		writeError(w, lifecycleError(err, ""))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, Session: s.resource(r.Context(), res.Session)})
+}
+
+func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
+	res, err := s.svc.Sweep(r.Context(), session.SweepOptions{StaleAfter: s.opt.StaleAfter})
+	if err != nil {
+		writeError(w, storeError(err, ""))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// readAll reads a body of at most limit bytes.
+func readAll(r *http.Request, w http.ResponseWriter, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	return b, err
+}
