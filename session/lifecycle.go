@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
@@ -82,6 +83,8 @@ type SweepOptions struct {
 	StaleAfter time.Duration
 	// Batch is how many expired sessions are fetched per store query (default 500).
 	Batch int
+	// Workers is how many sessions are handled at once (default 8).
+	Workers int
 }
 
 // SweepResult counts what one sweep did.
@@ -114,6 +117,9 @@ func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, err
 	if opt.Batch <= 0 {
 		opt.Batch = 500
 	}
+	if opt.Workers <= 0 {
+		opt.Workers = 8
+	}
 	var res SweepResult
 	cutoff := s.now().Add(-opt.StaleAfter)
 	for {
@@ -121,25 +127,51 @@ func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, err
 		if err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
-		progress := 0
-		for _, e := range batch {
-			res.Expired++
-			failed, err := s.expire(ctx, e.SessionID, cutoff, opt.StaleAfter)
-			switch {
-			case errors.Is(err, errAlive):
-				res.Skipped++
-				progress++
-			case errors.Is(err, store.ErrSessionNotFound):
-				res.Skipped++
-			case err != nil:
-				return res, fmt.Errorf("sweep: session %q: %w", e.SessionID, err)
-			default:
-				res.Stale++
-				progress++
-				if failed {
-					res.RunsFailed++
+		// Sessions are handled by several workers: the store commits their changes together
+		// (group commit in SQLite, one connection each in PostgreSQL).
+		var (
+			mu       sync.Mutex
+			wg       sync.WaitGroup
+			firstErr error
+			progress int
+		)
+		next := make(chan store.ExpiredSession)
+		for range min(opt.Workers, len(batch)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for e := range next {
+					failed, err := s.expire(ctx, e.SessionID, cutoff, opt.StaleAfter)
+					mu.Lock()
+					res.Expired++
+					switch {
+					case errors.Is(err, errAlive):
+						res.Skipped++
+						progress++
+					case errors.Is(err, store.ErrSessionNotFound):
+						res.Skipped++
+					case err != nil:
+						if firstErr == nil {
+							firstErr = fmt.Errorf("sweep: session %q: %w", e.SessionID, err)
+						}
+					default:
+						res.Stale++
+						progress++
+						if failed {
+							res.RunsFailed++
+						}
+					}
+					mu.Unlock()
 				}
-			}
+			}()
+		}
+		for _, e := range batch {
+			next <- e
+		}
+		close(next)
+		wg.Wait()
+		if firstErr != nil {
+			return res, firstErr
 		}
 		if len(batch) < opt.Batch || progress == 0 {
 			return res, nil
