@@ -38,7 +38,6 @@ const (
 		FROM unnest($2::text[], $3::integer[], $4::boolean[], $5::text[]) AS u (run_id, ord, active, data)
 		ON CONFLICT (sk, run_id) DO UPDATE SET active = excluded.active, data = excluded.data`
 	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
-	qNotify  = `SELECT pg_notify($1, $2)`
 )
 
 // Append adds events to the session's log as documented on store.Store: atomically, durably
@@ -58,9 +57,10 @@ const (
 //
 // The batch is written with one multi-row INSERT; duplicates and clashing keys or eventIds are
 // found by one lookup while the lock is held, and the unique constraints on (session,
-// idempotency key) and (session, eventId) back that up. The run projection is updated, and a
-// NOTIFY sent (delivered to other instances only if the transaction commits), in the same
-// transaction.
+// idempotency key) and (session, eventId) back that up. The run projection and the session's
+// commit_xid are updated in the same transaction. Other instances are told after the commit
+// (see the package documentation: a NOTIFY inside the appending transaction would serialize
+// every commit of the database on PostgreSQL's notification lock).
 //
 // ctx: if ctx ends before the append holds its session's lock, nothing is written and Append
 // returns ctx's error. From then on the append runs to its commit whatever ctx does (bounded by
@@ -109,6 +109,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	}
 	if out.added > 0 {
 		s.deliver(sessionID, out.last)
+		s.notifier.add(sessionID, out.sk, out.last)
 	}
 	return out.results, nil
 }
@@ -118,6 +119,7 @@ type appendOutcome struct {
 	results []store.AppendResult
 	added   int   // events written
 	last    int64 // the log's last sequence after the append
+	sk      int64 // the session's internal key
 }
 
 // existingEvent is an event already in the log that the batch names by key or eventId.
@@ -379,7 +381,6 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	}
 	b.Queue(qSetLast, sk, newLast)
 	queueHeartbeat(b, sk, opts) // lifecycle.go: the append counts as a heartbeat
-	b.Queue(qNotify, s.channel, commitPayload(sid, sk, newLast))
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(wctx, b).Close(); err != nil {
 		// Not committed, or (the connection lost during COMMIT) not known: a new try is
@@ -387,7 +388,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		return out, nil, fmt.Errorf("write and commit: %w", err)
 	}
 	inTx = false
-	return appendOutcome{results: results, added: len(ins.seqs), last: newLast}, nil, nil
+	return appendOutcome{results: results, added: len(ins.seqs), last: newLast, sk: sk}, nil, nil
 }
 
 // activeRun returns the session's active run other than except, as the batch leaves it: the

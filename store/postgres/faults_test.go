@@ -20,9 +20,9 @@ import (
 // fastListener shortens the listener's timing for the test.
 func fastListener(t *testing.T) {
 	t.Helper()
-	me, mw, minB, maxB := markerEvery, markerWait, minBackoff, maxBackoff
-	markerEvery, markerWait, minBackoff, maxBackoff = 50*time.Millisecond, 2*time.Second, 10*time.Millisecond, 200*time.Millisecond
-	t.Cleanup(func() { markerEvery, markerWait, minBackoff, maxBackoff = me, mw, minB, maxB })
+	pe, minB, maxB := pollEvery, minBackoff, maxBackoff
+	pollEvery, minBackoff, maxBackoff = 50*time.Millisecond, 10*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { pollEvery, minBackoff, maxBackoff = pe, minB, maxB })
 }
 
 func createSession(t testing.TB, st store.Store, id string) {
@@ -297,6 +297,34 @@ hold:
 	t.Logf("listener killed %d times, %d reconnects, %d commits reported by catch-up", kills.Load(), b.lis.reconnects.Load(), b.lis.caughtUp.Load())
 	if kills.Load() == 0 || b.lis.reconnects.Load() == 0 {
 		t.Errorf("the listener connection was never lost (%d kills, %d reconnects): the test proved nothing", kills.Load(), b.lis.reconnects.Load())
+	}
+}
+
+// TestLostNotifications drops every NOTIFY of instance A (as if A crashed right after its
+// commits): B's subscribers still hear of every commit, through B's poll.
+func TestLostNotifications(t *testing.T) {
+	fastListener(t)
+	testHookDropNotify.Store(true)
+	defer testHookDropNotify.Store(false)
+	u := pgtest.Schema(t)
+	a, b := openURL(t, u), openURL(t, u)
+	const id, total = "S-lost", 60
+	createSession(t, a, id)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- follower(ctx, b, id, total) }()
+	for i := 0; i < total; i += 6 {
+		if _, err := a.Append(ctx, id, storetest.Batch(t, id, fmt.Sprintf("b%d", i), 6), store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if a.notifier.sent.Load() != 0 {
+		t.Errorf("A sent %d notifications; the hook should have dropped them", a.notifier.sent.Load())
 	}
 }
 

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -18,16 +16,13 @@ import (
 
 // Listener timing. Variables so that tests can shorten them before Open.
 var (
-	// markerEvery is how often the listener sends itself a marker (see the package
-	// documentation) when no marker is outstanding.
-	markerEvery = time.Second
-	// markerWait is how long a marker may take to come back before the listener's connection
-	// counts as dead and is replaced.
-	markerWait = 5 * time.Second
+	// pollEvery is how often the listener polls for commits it was not notified of.
+	pollEvery = time.Second
 	// Reconnection backoff: doubled after each failed attempt, with jitter.
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = 5 * time.Second
-	// connectTimeout bounds connecting and each statement of the listener.
+	// connectTimeout bounds connecting and each statement of the listener: a poll that takes
+	// longer counts as a dead connection.
 	connectTimeout = 10 * time.Second
 )
 
@@ -35,14 +30,16 @@ var (
 // disconnected with it).
 var testHookReconnect atomic.Pointer[func()]
 
-// qCatchUp finds the sessions whose last append committed after the snapshot $1 was taken, or
-// was in progress then: exactly the appends whose notifications the listener may have missed.
-// Transactions below the snapshot's xmin are all visible in it, so the index on commit_xid
-// limits the scan to recent appends.
-const qCatchUp = `SELECT id, last_seq FROM sessions
-	WHERE commit_xid >= pg_snapshot_xmin($1::pg_snapshot)
-	  AND NOT pg_visible_in_snapshot(commit_xid, $1::pg_snapshot)
-	ORDER BY commit_xid`
+// qPoll returns the statement's snapshot and the sessions whose last append is visible in it
+// but was not in the snapshot $1 (the previous poll's): every append that committed between
+// the two polls is among them (a session appears once, with its latest sequence). Transactions
+// below a snapshot's xmin are all visible in it, so the index on commit_xid limits the scan to
+// recent appends. The LEFT JOIN returns the snapshot even when no session moved.
+const qPoll = `SELECT pg_current_snapshot()::text, s.id, s.last_seq
+	FROM (SELECT 1) AS one
+	LEFT JOIN sessions AS s ON s.commit_xid >= pg_snapshot_xmin($1::pg_snapshot)
+		AND NOT pg_visible_in_snapshot(s.commit_xid, $1::pg_snapshot)
+	ORDER BY s.commit_xid`
 
 // listener owns one dedicated connection that LISTENs on the store's channel and reports the
 // commits it hears of to the store's subscribers; see the package documentation for how it
@@ -50,31 +47,29 @@ const qCatchUp = `SELECT id, last_seq FROM sessions
 type listener struct {
 	s      *Store
 	cfg    *pgx.ConnConfig
-	token  string // tells this listener's markers from other instances'
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// watermark is a snapshot (pg_snapshot as text) such that every append visible in it
-	// has been reported; "" before the first marker came back. Only run touches it.
+	// watermark is the snapshot (pg_snapshot as text) of the last poll: every append visible
+	// in it has been reported. Only run touches it.
 	watermark string
 
 	// Counters and the backend pid, for tests and monitoring.
 	pid         atomic.Uint32
 	reconnects  atomic.Int64 // connections replaced after a failure
 	established atomic.Int64 // connections that listened and caught up
-	caughtUp    atomic.Int64 // commits reported by catch-up queries
+	caughtUp    atomic.Int64 // commits found by polls
+	polls       atomic.Int64
 }
 
 func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
-	return &listener{s: s, cfg: cfg, token: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &listener{s: s, cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// start runs the listener and waits until it listens and has its first watermark; it fails if
-// the first connection fails.
+// start runs the listener and waits until it listens and has polled once; it fails if the
+// first connection fails.
 func (l *listener) start(ctx context.Context) error {
 	ready := make(chan error, 1)
 	go l.run(ready)
@@ -137,9 +132,9 @@ func (l *listener) run(ready chan<- error) {
 	}
 }
 
-// session runs one connection: LISTEN, catch up on what the previous connection may have
-// missed, then report notifications and keep the watermark fresh until the connection fails
-// (an error) or the listener stops (nil).
+// session runs one connection: LISTEN, poll (which reports what was missed while no connection
+// listened), then report notifications and poll every pollEvery until the connection fails (an
+// error) or the listener stops (nil).
 func (l *listener) session(confirmed func()) error {
 	cctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
 	conn, err := pgx.ConnectConfig(cctx, l.cfg)
@@ -159,55 +154,23 @@ func (l *listener) session(confirmed func()) error {
 	if err != nil {
 		return fmt.Errorf("listener: listen: %w", err)
 	}
-	// From here on every commit is notified to this connection; the appends that committed
-	// while no connection listened are the ones not visible in the watermark.
-	if l.watermark != "" {
-		if err := l.catchUp(conn); err != nil {
-			return err
-		}
-	}
-	l.established.Add(1)
-
-	var (
-		markerN    int
-		pending    bool // a marker is on its way
-		pendingSn  string
-		sentAt     time.Time
-		confirmAt  time.Time
-		sendMarker = func() error {
-			markerN++
-			ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
-			defer cancel()
-			err := conn.QueryRow(ctx, `SELECT pg_current_snapshot()::text, pg_notify($1, $2)`,
-				l.s.channel, "m "+l.token+" "+strconv.Itoa(markerN)).Scan(&pendingSn, nil)
-			if err != nil {
-				return fmt.Errorf("listener: send marker: %w", err)
-			}
-			pending, sentAt = true, time.Now()
-			return nil
-		}
-	)
-	if err := sendMarker(); err != nil {
+	// From here on every notification reaches this connection; the poll reports the appends
+	// that committed while no connection listened.
+	if err := l.poll(conn); err != nil {
 		return err
 	}
+	l.established.Add(1)
+	confirmed()
+	next := time.Now().Add(pollEvery)
 	for {
-		now := time.Now()
-		var due time.Time
-		if pending {
-			due = sentAt.Add(markerWait)
-		} else {
-			due = confirmAt.Add(markerEvery)
-		}
-		if !now.Before(due) {
-			if pending {
-				return fmt.Errorf("listener: marker %d not back after %v: connection presumed dead", markerN, markerWait)
-			}
-			if err := sendMarker(); err != nil {
+		if !time.Now().Before(next) {
+			if err := l.poll(conn); err != nil {
 				return err
 			}
+			next = time.Now().Add(pollEvery)
 			continue
 		}
-		wctx, cancel := context.WithDeadline(l.ctx, due)
+		wctx, cancel := context.WithDeadline(l.ctx, next)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
@@ -220,66 +183,74 @@ func (l *listener) session(confirmed func()) error {
 			return fmt.Errorf("listener: wait for notifications: %w", err)
 		}
 		kind, rest, _ := strings.Cut(n.Payload, " ")
-		switch kind {
-		case "m":
-			if pending && rest == l.token+" "+strconv.Itoa(markerN) {
-				// Every append visible in pendingSn committed before this marker, so its
-				// notification came before it.
-				l.watermark, pending, confirmAt = pendingSn, false, time.Now()
-				confirmed()
-			}
-		case "c", "k":
-			seqStr, who, ok := strings.Cut(rest, " ")
-			last, err := strconv.ParseInt(seqStr, 10, 64)
-			if !ok || err != nil {
-				continue // not ours
-			}
-			id := who
-			if kind == "k" {
-				sk, err := strconv.ParseInt(who, 10, 64)
-				if err != nil {
-					continue
-				}
-				ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
-				err = conn.QueryRow(ctx, `SELECT id FROM sessions WHERE sk = $1`, sk).Scan(&id)
-				cancel()
-				if err != nil {
-					return fmt.Errorf("listener: look up session %d: %w", sk, err)
-				}
-			}
-			l.s.deliver(id, last)
+		if kind != "c" && kind != "k" {
+			continue // not ours
 		}
+		seqStr, who, ok := strings.Cut(rest, " ")
+		last, err := strconv.ParseInt(seqStr, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		id := who
+		if kind == "k" {
+			sk, err := strconv.ParseInt(who, 10, 64)
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
+			err = conn.QueryRow(ctx, `SELECT id FROM sessions WHERE sk = $1`, sk).Scan(&id)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("listener: look up session %d: %w", sk, err)
+			}
+		}
+		l.s.deliver(id, last)
 	}
 }
 
-// catchUp reports the sessions whose appends may have been missed while no connection listened:
-// those committed after the watermark was taken.
-func (l *listener) catchUp(conn *pgx.Conn) error {
+// poll reports the sessions whose appends committed since the previous poll and moves the
+// watermark to this poll's snapshot. The first poll only takes the snapshot: nobody
+// subscribed before Open.
+func (l *listener) poll(conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
 	defer cancel()
-	rows, err := conn.Query(ctx, qCatchUp, l.watermark)
+	if l.watermark == "" {
+		if err := conn.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&l.watermark); err != nil {
+			return fmt.Errorf("listener: poll: %w", err)
+		}
+		return nil
+	}
+	rows, err := conn.Query(ctx, qPoll, l.watermark)
 	if err != nil {
-		return fmt.Errorf("listener: catch up: %w", err)
+		return fmt.Errorf("listener: poll: %w", err)
 	}
 	type commit struct {
 		id   string
 		last int64
 	}
-	var cs []commit
+	var (
+		cs   []commit
+		snap string
+	)
 	for rows.Next() {
-		var c commit
-		if err := rows.Scan(&c.id, &c.last); err != nil {
+		var id *string
+		var last *int64
+		if err := rows.Scan(&snap, &id, &last); err != nil {
 			rows.Close()
-			return fmt.Errorf("listener: catch up: %w", err)
+			return fmt.Errorf("listener: poll: %w", err)
 		}
-		cs = append(cs, c)
+		if id != nil && last != nil {
+			cs = append(cs, commit{*id, *last})
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("listener: catch up: %w", err)
+		return fmt.Errorf("listener: poll: %w", err)
 	}
 	for _, c := range cs {
 		l.s.deliver(c.id, c.last)
 	}
+	l.watermark = snap
+	l.polls.Add(1)
 	l.caughtUp.Add(int64(len(cs)))
 	return nil
 }

@@ -31,10 +31,11 @@ const maxNotifyPayload = 7999
 // with Close. All methods are safe for concurrent use, and any number of Stores, in any number
 // of processes, may share one database schema.
 type Store struct {
-	pool    *pgxpool.Pool
-	schema  string
-	channel string
-	lis     *listener
+	pool     *pgxpool.Pool
+	schema   string
+	channel  string
+	lis      *listener
+	notifier *notifier
 
 	mu       sync.RWMutex // guards closed
 	closed   bool
@@ -113,6 +114,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
 	}
+	s.notifier = newNotifier(s)
 	return s, nil
 }
 
@@ -223,8 +225,8 @@ func (d *deliveredSet) advance(id string, last int64, now time.Time) bool {
 	return true
 }
 
-// Close stops accepting work, waits for the operations in flight, stops the listener and closes
-// the connection pool. Calls after the first return nil.
+// Close stops accepting work, waits for the operations in flight, sends the notifications of
+// the last commits, stops the listener and closes the connection pool. Calls after the first return nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -234,6 +236,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.notifier.stop()
 	s.lis.stop()
 	s.pool.Close()
 	return nil
