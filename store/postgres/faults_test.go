@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
@@ -590,5 +593,42 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestOpenWithoutCreatePrivilege opens a migrated schema as a role that may only read and
+// write its tables (no CREATE), as docs/deploy.md promises.
+func TestOpenWithoutCreatePrivilege(t *testing.T) {
+	u, schema := pgtest.NewSchema(t)
+	st := openURL(t, u)
+	createSession(t, st, "S-priv")
+	st.Close()
+	admin := pgtest.Admin(t)
+	ctx := context.Background()
+	role := fmt.Sprintf("sessiond_test_role_%d", rand.Int63())
+	q := pgx.Identifier{schema}.Sanitize()
+	r := pgx.Identifier{role}.Sanitize()
+	for _, stmt := range []string{
+		"CREATE ROLE " + r + " LOGIN",
+		"GRANT USAGE ON SCHEMA " + q + " TO " + r,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + q + " TO " + r,
+		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + q + " TO " + r,
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	t.Cleanup(func() {
+		admin.Exec(context.Background(), "DROP OWNED BY "+r)
+		admin.Exec(context.Background(), "DROP ROLE "+r)
+	})
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.User = url.User(role)
+	st = openURL(t, pu.String())
+	if _, err := st.Append(ctx, "S-priv", storetest.Batch(t, "S-priv", "k", 2), store.AppendOptions{}); err != nil {
+		t.Fatalf("Append as a role without CREATE: %v", err)
 	}
 }

@@ -71,11 +71,19 @@ func migrate(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('sessiond/migrate/' || current_schema(), 0))`); err != nil {
 		return fmt.Errorf("migrate: take the migration lock: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	// Only create schema_migrations when it is missing: CREATE ... IF NOT EXISTS would need
+	// the CREATE privilege on every start, not only when there is something to migrate.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("migrate: look for schema_migrations: %w", err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE TABLE schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("migrate: create schema_migrations: %w", err)
+		}
 	}
 	var cur int
 	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
