@@ -107,12 +107,10 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	if err != nil {
 		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 	}
-	rows, err := s.rd.events.QueryContext(ctx, sk, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
-	}
-	defer rows.Close()
 	// Sequences are gap-free, so the page holds min(limit, last-after) events: size it once.
+	// The last sequence is read before the rows are opened: a second query while the rows
+	// hold a pooled connection would need another one, and readers doing that at once can
+	// take every connection of the pool and wait for each other forever.
 	size := min(limit, 64)
 	if limit > 64 {
 		var last int64
@@ -120,6 +118,11 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 			size = int(min(int64(limit), max(last-after, 0)))
 		}
 	}
+	rows, err := s.rd.events.QueryContext(ctx, sk, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
 	out := make([]store.StoredEvent, 0, size)
 	var et, run sql.RawBytes
 	var lastType, lastRun string

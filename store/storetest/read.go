@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -12,6 +13,44 @@ import (
 )
 
 func (s *suite) testRead(t *testing.T) {
+	t.Run("ManyConcurrentReaders", func(t *testing.T) {
+		// Far more readers than any driver keeps connections, each reading a page large
+		// enough to need the whole read path: they must all finish (no pool deadlock).
+		ctx, st, id := s.setup(t)
+		mustAppend(t, ctx, st, id, Batch(t, id, "k", 300), store.AppendOptions{})
+		const readers = 64
+		errs := make(chan error, readers)
+		for i := 0; i < readers; i++ {
+			go func() {
+				for j := 0; j < 5; j++ {
+					got, err := st.ReadEvents(ctx, id, -1, 1000)
+					if err == nil && len(got) != 300 {
+						err = fmt.Errorf("read %d events, want 300", len(got))
+					}
+					if err == nil {
+						_, err = st.LastSequence(ctx, id)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		timeout := time.After(30 * time.Second)
+		for i := 0; i < readers; i++ {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-timeout:
+				t.Fatalf("%d of %d concurrent readers did not finish in 30 s: the read path deadlocks", readers-i, readers)
+			}
+		}
+	})
+
 	t.Run("Ranges", func(t *testing.T) {
 		ctx, st, id := s.setup(t)
 		evs := Batch(t, id, "k", 10)
