@@ -188,13 +188,13 @@ func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.S
 		if cur.Record.SessionID != id {
 			return &txFinal{fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)}
 		}
-		row, err := encodeSession(cur)
+		row, err := store.EncodeSession(cur)
 		if err != nil {
 			return &txFinal{err}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
 			cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-			string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+			string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch), sk); err != nil {
 			return fmt.Errorf("update session: %w", err)
 		}
 		if err := storeLifecycle(ctx, tx, sk, lc); err != nil {
@@ -257,7 +257,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		return fmt.Errorf("import session %q: %w", id, err)
 	}
 	defer s.inflight.Done()
-	row, err := encodeSession(imp.Session)
+	row, err := store.EncodeSession(imp.Session)
 	if err != nil {
 		return fmt.Errorf("import session %q: %w", id, err)
 	}
@@ -297,8 +297,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		case errors.Is(err, pgx.ErrNoRows):
 			err := tx.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING sk`,
-				id, rec.Status, rec.AgentID, rec.Project.Get(), string(row.record), string(row.snapshot),
-				nullJSON(row.lineage), nullJSON(row.activeBranch), last).Scan(&sk)
+				id, rec.Status, rec.AgentID, rec.Project.Get(), string(row.Record), string(row.Snapshot),
+				nullJSON(row.Lineage), nullJSON(row.ActiveBranch), last).Scan(&sk)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &txFinal{fmt.Errorf("%w: another import or create took the id first", store.ErrSessionExists)}
 			}
@@ -320,8 +320,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return &txFinal{fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)}
 			}
 			if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
-				rec.Status, rec.AgentID, rec.Project.Get(), string(row.record), string(row.snapshot),
-				nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+				rec.Status, rec.AgentID, rec.Project.Get(), string(row.Record), string(row.Snapshot),
+				nullJSON(row.Lineage), nullJSON(row.ActiveBranch), sk); err != nil {
 				return fmt.Errorf("update session: %w", err)
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE sk = $1`, sk); err != nil {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -25,30 +23,6 @@ const (
 // readAttempts is how many times a read is tried when the connection fails under it.
 const readAttempts = 3
 
-type sessionRow struct {
-	record, snapshot, lineage, activeBranch []byte
-}
-
-func encodeSession(s *store.Session) (row sessionRow, err error) {
-	if row.record, err = json.Marshal(s.Record); err != nil {
-		return row, fmt.Errorf("encode record: %w", err)
-	}
-	if row.snapshot, err = json.Marshal(s.Snapshot); err != nil {
-		return row, fmt.Errorf("encode snapshot: %w", err)
-	}
-	if s.Lineage != nil {
-		if row.lineage, err = json.Marshal(s.Lineage); err != nil {
-			return row, fmt.Errorf("encode lineage: %w", err)
-		}
-	}
-	if s.ActiveBranch != nil {
-		if row.activeBranch, err = json.Marshal(s.ActiveBranch); err != nil {
-			return row, fmt.Errorf("encode active branch: %w", err)
-		}
-	}
-	return row, nil
-}
-
 // nullJSON passes nil as SQL NULL and anything else as JSON text.
 func nullJSON(b []byte) any {
 	if b == nil {
@@ -60,32 +34,18 @@ func nullJSON(b []byte) any {
 // scanSession decodes a row of sessionCols.
 func scanSession(row pgx.Row) (int64, *store.Session, error) {
 	var (
-		sk                                      int64
-		record, snapshot, lineage, activeBranch []byte
-		s                                       store.Session
+		sk   int64
+		c    store.SessionColumns
+		last int64
 	)
-	if err := row.Scan(&sk, &record, &snapshot, &lineage, &activeBranch, &s.LastSequence); err != nil {
+	if err := row.Scan(&sk, &c.Record, &c.Snapshot, &c.Lineage, &c.ActiveBranch, &last); err != nil {
 		return 0, nil, err
 	}
-	if err := json.Unmarshal(record, &s.Record); err != nil {
-		return 0, nil, fmt.Errorf("decode stored record: %w", err)
+	s, err := store.DecodeSession(c, last)
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := json.Unmarshal(snapshot, &s.Snapshot); err != nil {
-		return 0, nil, fmt.Errorf("decode stored snapshot: %w", err)
-	}
-	if lineage != nil {
-		s.Lineage = new(contract.Lineage)
-		if err := json.Unmarshal(lineage, s.Lineage); err != nil {
-			return 0, nil, fmt.Errorf("decode stored lineage: %w", err)
-		}
-	}
-	if activeBranch != nil {
-		s.ActiveBranch = new(contract.ActiveBranch)
-		if err := json.Unmarshal(activeBranch, s.ActiveBranch); err != nil {
-			return 0, nil, fmt.Errorf("decode stored active branch: %w", err)
-		}
-	}
-	return sk, &s, nil
+	return sk, s, nil
 }
 
 // CreateSession stores a new session, keyed by s.Record.SessionID, with an empty log. It
@@ -100,7 +60,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
 	defer s.inflight.Done()
-	row, err := encodeSession(sess)
+	row, err := store.EncodeSession(sess)
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
@@ -111,7 +71,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		ct, err := s.pool.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
 			id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
-			string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch))
+			string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch))
 		tag = ct.RowsAffected()
 		return err
 	})
@@ -242,14 +202,14 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 				fnErr = fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
 				return fnErr
 			}
-			row, err := encodeSession(cur)
+			row, err := store.EncodeSession(cur)
 			if err != nil {
 				fnErr = err
 				return err
 			}
 			if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,
 				cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-				string(row.record), string(row.snapshot), nullJSON(row.lineage), nullJSON(row.activeBranch), sk); err != nil {
+				string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch), sk); err != nil {
 				return fmt.Errorf("update session: %w", err)
 			}
 			out = cur

@@ -149,12 +149,12 @@ func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.S
 		if cur.Record.SessionID != id {
 			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
 		}
-		row, err := encodeSession(cur)
+		row, err := store.EncodeSession(cur)
 		if err != nil {
 			return err
 		}
 		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+			row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
 			return fatal("update session", err)
 		}
 		if err := w.storeLifecycle(sk, lc); err != nil {
@@ -216,7 +216,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		return err
 	}
 	id := imp.Session.Record.SessionID
-	row, err := encodeSession(imp.Session)
+	row, err := store.EncodeSession(imp.Session)
 	if err != nil {
 		return fmt.Errorf("import session %q: %w", id, err)
 	}
@@ -238,7 +238,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		case errors.Is(err, sql.ErrNoRows):
 			if err := w.conn.QueryRowContext(w.ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sk`, id, rec.Status, rec.AgentID, rec.Project.Get(),
-				row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), last).Scan(&sk); err != nil {
+				row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), last).Scan(&sk); err != nil {
 				return fatal("insert session", err)
 			}
 		case err != nil:
@@ -256,7 +256,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)
 			}
 			if _, err := w.st.updateSession.ExecContext(w.ctx, rec.Status, rec.AgentID, rec.Project.Get(),
-				row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+				row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
 				return fatal("update session", err)
 			}
 			if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM runs WHERE sk = ?`, sk); err != nil {

@@ -5,49 +5,15 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/sessiond/sessiond/store"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one embedded schema step; version is the number its file name starts with.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, n := range names {
-		base := strings.TrimPrefix(n, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", base)
-		}
-		b, err := migrationFS.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: versions must be 1, 2, 3, ... without gaps", m.name)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.Migrations(migrationFS, "migrations") }
 
 // migrate brings the schema to the newest embedded version, one transaction per migration, and
 // records the version in schema_version. It refuses a database newer than this binary.
@@ -69,22 +35,22 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	for _, m := range ms[cur:] {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return fmt.Errorf("migrate %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return fmt.Errorf("migrate %s: %w", m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migrate %s: record version: %w", m.name, err)
+			return fmt.Errorf("migrate %s: record version: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, m.version); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, m.Version); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migrate %s: record version: %w", m.name, err)
+			return fmt.Errorf("migrate %s: record version: %w", m.Name, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: commit: %w", m.name, err)
+			return fmt.Errorf("migrate %s: commit: %w", m.Name, err)
 		}
 	}
 	return nil

@@ -3,12 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -20,59 +18,21 @@ const (
 	maxListLimit     = 1000
 )
 
-type sessionRow struct {
-	record, snapshot, lineage, activeBranch []byte
-}
-
-func encodeSession(s *store.Session) (row sessionRow, err error) {
-	if row.record, err = json.Marshal(s.Record); err != nil {
-		return row, fmt.Errorf("encode record: %w", err)
-	}
-	if row.snapshot, err = json.Marshal(s.Snapshot); err != nil {
-		return row, fmt.Errorf("encode snapshot: %w", err)
-	}
-	if s.Lineage != nil {
-		if row.lineage, err = json.Marshal(s.Lineage); err != nil {
-			return row, fmt.Errorf("encode lineage: %w", err)
-		}
-	}
-	if s.ActiveBranch != nil {
-		if row.activeBranch, err = json.Marshal(s.ActiveBranch); err != nil {
-			return row, fmt.Errorf("encode active branch: %w", err)
-		}
-	}
-	return row, nil
-}
-
 // scanSession decodes a row of sessionCols.
 func scanSession(sc interface{ Scan(...any) error }) (int64, *store.Session, error) {
 	var (
-		sk                                      int64
-		record, snapshot, lineage, activeBranch []byte
-		s                                       store.Session
+		sk   int64
+		c    store.SessionColumns
+		last int64
 	)
-	if err := sc.Scan(&sk, &record, &snapshot, &lineage, &activeBranch, &s.LastSequence); err != nil {
+	if err := sc.Scan(&sk, &c.Record, &c.Snapshot, &c.Lineage, &c.ActiveBranch, &last); err != nil {
 		return 0, nil, err
 	}
-	if err := json.Unmarshal(record, &s.Record); err != nil {
-		return 0, nil, fmt.Errorf("decode stored record: %w", err)
+	s, err := store.DecodeSession(c, last)
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := json.Unmarshal(snapshot, &s.Snapshot); err != nil {
-		return 0, nil, fmt.Errorf("decode stored snapshot: %w", err)
-	}
-	if lineage != nil {
-		s.Lineage = new(contract.Lineage)
-		if err := json.Unmarshal(lineage, s.Lineage); err != nil {
-			return 0, nil, fmt.Errorf("decode stored lineage: %w", err)
-		}
-	}
-	if activeBranch != nil {
-		s.ActiveBranch = new(contract.ActiveBranch)
-		if err := json.Unmarshal(activeBranch, s.ActiveBranch); err != nil {
-			return 0, nil, fmt.Errorf("decode stored active branch: %w", err)
-		}
-	}
-	return sk, &s, nil
+	return sk, s, nil
 }
 
 func nullBytes(b []byte) any {
@@ -89,13 +49,13 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		return errors.New("create session: the record has no session_id")
 	}
 	id := sess.Record.SessionID
-	row, err := encodeSession(sess)
+	row, err := store.EncodeSession(sess)
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
 	r := &request{ctx: ctx, op: func(w *writer) error {
 		res, err := w.st.insertSession.ExecContext(w.ctx, id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
-			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch))
+			row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch))
 		if err != nil {
 			return fatal("insert session", err)
 		}
@@ -219,12 +179,12 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 		if cur.Record.SessionID != id {
 			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
 		}
-		row, err := encodeSession(cur)
+		row, err := store.EncodeSession(cur)
 		if err != nil {
 			return err
 		}
 		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-			row.record, row.snapshot, nullBytes(row.lineage), nullBytes(row.activeBranch), sk); err != nil {
+			row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
 			return fatal("update session", err)
 		}
 		out = cur
