@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,10 +40,7 @@ type Store struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	subMu   sync.Mutex
-	subs    map[int]func(store.Commit)
-	subNext int
-	subList atomic.Pointer[[]func(store.Commit)] // subs in registration order
+	subs store.Subscribers
 
 	// deliverMu serialises calls of the subscribers and guards delivered.
 	deliverMu sync.Mutex
@@ -105,8 +101,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
 	}
-	s := &Store{pool: pool, schema: *schema, channel: channelFor(*schema), subs: map[int]func(store.Commit){}}
-	s.subList.Store(&[]func(store.Commit){})
+	s := &Store{pool: pool, schema: *schema, channel: channelFor(*schema)}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
 	s.lis = newListener(s, lcfg)
@@ -149,34 +144,7 @@ func (s *Store) Capabilities() store.Capabilities {
 // Append returns; one made elsewhere within milliseconds, or after the listener reconnects
 // when its connection was lost. fn must not block and must not call Subscribe or the cancel
 // func; calls of fn never overlap. The returned func unregisters fn; it is safe to call twice.
-func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) {
-	s.subMu.Lock()
-	id := s.subNext
-	s.subNext++
-	s.subs[id] = fn
-	s.rebuildSubs()
-	s.subMu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.subMu.Lock()
-			delete(s.subs, id)
-			s.rebuildSubs()
-			s.subMu.Unlock()
-		})
-	}
-}
-
-// rebuildSubs publishes the subscribers in registration order; the caller holds subMu.
-func (s *Store) rebuildSubs() {
-	list := make([]func(store.Commit), 0, len(s.subs))
-	for id := 0; id < s.subNext; id++ {
-		if fn, ok := s.subs[id]; ok {
-			list = append(list, fn)
-		}
-	}
-	s.subList.Store(&list)
-}
+func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
 
 // deliver reports that session id's log reaches last to every subscriber, unless a commit at or
 // beyond last was already reported: whichever of the appending goroutine and the listener comes
@@ -189,7 +157,7 @@ func (s *Store) deliver(id string, last int64) {
 		return
 	}
 	c := store.Commit{SessionID: id, LastSequence: last}
-	for _, fn := range *s.subList.Load() {
+	for _, fn := range s.subs.List() {
 		fn(c)
 	}
 }

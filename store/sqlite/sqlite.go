@@ -63,10 +63,7 @@ type Store struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	subMu   sync.Mutex
-	subs    map[int]func(store.Commit)
-	subNext int
-	subList []func(store.Commit) // copy of subs in registration order, replaced on change
+	subs store.Subscribers
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
 }
@@ -92,7 +89,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, subs: map[int]func(store.Commit){}}
+	s := &Store{dir: dir, lock: lock}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		lock.release()
@@ -209,47 +206,7 @@ func (s *Store) Capabilities() store.Capabilities {
 // Subscribe registers fn to be called by the writer after every commit that added events, once
 // per append, in commit order. fn runs on the writer goroutine: it must not block and must not
 // call the store's write methods. The returned func unregisters fn; it is safe to call twice.
-func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) {
-	s.subMu.Lock()
-	id := s.subNext
-	s.subNext++
-	s.subs[id] = fn
-	s.rebuildSubs()
-	s.subMu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.subMu.Lock()
-			delete(s.subs, id)
-			s.rebuildSubs()
-			s.subMu.Unlock()
-		})
-	}
-}
-
-func (s *Store) rebuildSubs() {
-	ids := make([]int, 0, len(s.subs))
-	for id := range s.subs {
-		ids = append(ids, id)
-	}
-	// registration order: ids are increasing
-	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
-		}
-	}
-	list := make([]func(store.Commit), len(ids))
-	for i, id := range ids {
-		list[i] = s.subs[id]
-	}
-	s.subList = list
-}
-
-func (s *Store) subscribers() []func(store.Commit) {
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
-	return s.subList
-}
+func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
 
 // Close stops accepting work, waits for appends already submitted to be committed and
 // answered, stops the writer, closes the database and releases the directory lock. Calls after

@@ -192,7 +192,7 @@ func (w *writer) commitGroup(group []*request) {
 		w.commits, w.events = 0, 0
 		w.s.kickCheckpointer()
 	}
-	subs := w.s.subscribers()
+	subs := w.s.subs.List()
 	for _, r := range taken {
 		if r.commit != nil {
 			for _, fn := range subs {
