@@ -76,6 +76,7 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 	if c.CommandType == "fork" || c.CommandType == "edit-and-rerun" {
 		return s.executeFork(ctx, sid, c, l)
 	}
+	status := StatusIdle // the session's status as last seen, for a final failure
 	for attempt := 0; attempt < 10; attempt++ {
 		st, err := s.load(ctx, sid, l.fold)
 		if errors.Is(err, store.ErrSessionNotFound) {
@@ -89,6 +90,7 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		if res, err := s.resultFromLog(ctx, st, c); err != nil || res != nil {
 			return res, err
 		}
+		status = st.status()
 		events, runID, termination, rej := s.decide(ctx, st, c)
 		if rej != nil {
 			return s.rejected(c, st.status(), rej), nil
@@ -116,8 +118,10 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		res := s.accepted(ctx, c, sid, runID, termination, appended)
 		return s.store(ctx, sid, c, res)
 	}
-	return s.rejected(c, StatusIdle, &errResult{code: "COMMAND_EXECUTION_FAILED", retryable: true,
-		msg: "the session kept changing while the command was applied; send it again"}), nil
+	res := s.rejected(c, status, &errResult{code: "COMMAND_EXECUTION_FAILED", retryable: true,
+		msg: "the session kept changing while the command was applied; send it again"})
+	res.Outcome = "failed" // it was accepted by the policy but could not be applied
+	return res, nil
 }
 
 // storedResult returns the stored result for the key as a duplicate, or nil.
