@@ -71,7 +71,7 @@ func parseWithID(f clientFlags, args []string, stderr io.Writer, cmd string) (st
 		return "", false
 	}
 	if f.fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sessiond %s: unexpected arguments %q\n", cmd, f.fs.Args())
+		fmt.Fprintf(stderr, "sessiond %s: unexpected arguments %q\nhint: everything but SESSION goes in flags (e.g. --task \"...\"); run 'sessiond %s -h'\n", cmd, f.fs.Args(), cmd)
 		return "", false
 	}
 	return id, true
