@@ -16,8 +16,10 @@ run: ## run the server on the embedded default (SQLite in ./sessiond-data)
 test: ## run every test (the README's test command)
 	$(GO) test ./...
 
-bench: ## run the benchmarks recorded in docs/benchmarks.md
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./contract/ ./store/sqlite/ ./server/
+bench: ## run the benchmarks recorded in docs/benchmarks.md (PostgreSQL's too when SESSIOND_TEST_POSTGRES is set)
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./contract/ ./store/sqlite/ ./session/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 5 ./server/
+	$(GO) test -run '^$$' -bench . -count 5 ./store/postgres/
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'run gofmt -w on the files above'; exit 1)
