@@ -19,11 +19,15 @@ func init() {
 	commands["lineage"] = command{summary: "show a session's ancestors and forks", run: runLineage}
 }
 
-// inheritanceFlags adds the inheritance flags; every resource is inherited by default.
-func inheritanceFlags(fs *flag.FlagSet) func() contract.Inheritance {
+// inheritanceFlags adds the inheritance flag; every resource is inherited by default. The
+// returned func fails on a name it does not know.
+func inheritanceFlags(fs *flag.FlagSet) func() (contract.Inheritance, error) {
 	exclude := fs.String("exclude", "", "comma-separated resources not to inherit: messages, attachments, summaries, toolResults, codeChanges (or all)")
-	return func() contract.Inheritance {
+	return func() (contract.Inheritance, error) {
 		in := contract.Inheritance{Messages: "through-source-message", Attachments: "inherit", Summaries: "inherit", ToolResults: "inherit", CodeChanges: "inherit"}
+		if *exclude == "" {
+			return in, nil
+		}
 		for _, x := range strings.Split(*exclude, ",") {
 			switch strings.TrimSpace(x) {
 			case "all":
@@ -38,9 +42,11 @@ func inheritanceFlags(fs *flag.FlagSet) func() contract.Inheritance {
 				in.ToolResults = "exclude"
 			case "codeChanges":
 				in.CodeChanges = "exclude"
+			default:
+				return in, fmt.Errorf("--exclude %q: unknown resource; use messages, attachments, summaries, toolResults, codeChanges or all", x)
 			}
 		}
-		return in
+		return in, nil
 	}
 }
 
@@ -71,14 +77,19 @@ func branch(name string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sid, msg, run := a[0], a[1], a[2]
+	inh, err := inheritance()
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond %s: %v\n", name, err)
+		return 2
+	}
 	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, IdempotencyKey: *key,
 		IssuedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), CommandType: "fork",
-		Payload: &contract.ForkCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run, Inheritance: inheritance()}}
+		Payload: &contract.ForkCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run, Inheritance: inh}}
 	if name == "rerun" {
 		text, _ := json.Marshal(strings.Join(a[3:], " "))
 		c.CommandType = "edit-and-rerun"
 		c.Payload = &contract.EditAndRerunCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run,
-			ReplacementParts: []contract.RawJSON{text}, Inheritance: inheritance()}
+			ReplacementParts: []contract.RawJSON{text}, Inheritance: inh}
 	}
 	if c.IdempotencyKey == "" {
 		c.IdempotencyKey = randomKey()
