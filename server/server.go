@@ -34,8 +34,9 @@ type Options struct {
 	// MaxLag is how far (in events) a live subscriber may fall behind the head of its session
 	// before it is cut off with a final error message (default 10000).
 	MaxLag int64
-	// RingSize is how many recent events per watched session are kept in memory for live
-	// subscribers (default 4096).
+	// RingSize is how many recent events per watched session (one with a live subscriber)
+	// are kept in memory, encoded, for live subscribers (default 1024: about 0.5 MiB for
+	// 500-byte events). A subscriber further behind reads from the store.
 	RingSize int
 	// Logger receives request and lifecycle logs (default: discard).
 	Logger *slog.Logger
@@ -71,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.MaxLag = 10000
 	}
 	if o.RingSize <= 0 {
-		o.RingSize = 4096
+		o.RingSize = 1024
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
