@@ -101,8 +101,24 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 				return nil, fmt.Errorf("command %s: event %d it builds is invalid: %w", c.CommandID, i, err)
 			}
 		}
+		// The append is conditional on the log ending at st.last, so the events' sequences are
+		// known now: the result is built first and committed with them, in one transaction.
 		last := st.last
-		appended, err := s.st.Append(ctx, sid, encoded, store.AppendOptions{ExpectedSequence: &last})
+		planned := make([]store.AppendResult, len(encoded))
+		after := st.status()
+		for i, e := range encoded {
+			planned[i] = store.AppendResult{EventID: e.EventID, Sequence: last + 1 + int64(i)}
+			if e.RunStatus != nil {
+				after = e.RunStatus.Status // a run status event makes its run the current one
+			}
+		}
+		res := s.accepted(c, sid, runID, termination, planned, after)
+		stored, err := contract.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("command %s: encode result: %w", c.CommandID, err)
+		}
+		_, err = s.st.Append(ctx, sid, encoded, store.AppendOptions{ExpectedSequence: &last,
+			CommandResult: &store.CommandResultWrite{Key: c.IdempotencyKey, Result: stored}})
 		var seqErr *store.SequenceConflictError
 		var confErr *store.ConflictError
 		if errors.As(err, &seqErr) || errors.As(err, &confErr) {
@@ -115,8 +131,7 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		if err != nil {
 			return nil, fmt.Errorf("command %s: append: %w", c.CommandID, err)
 		}
-		res := s.accepted(ctx, c, sid, runID, termination, appended)
-		return s.store(ctx, sid, c, res)
+		return res, nil
 	}
 	res := s.rejected(c, status, &errResult{code: "COMMAND_EXECUTION_FAILED", retryable: true,
 		msg: "the session kept changing while the command was applied; send it again"})
@@ -186,8 +201,9 @@ func (s *Service) resultFromLog(ctx context.Context, st *state, c *contract.Comm
 	if len(appended) == 0 {
 		return nil, nil
 	}
-	res := s.accepted(ctx, c, st.sess.Record.SessionID, runID, termination, appended)
-	res, err := s.store(ctx, st.sess.Record.SessionID, c, res)
+	sid := st.sess.Record.SessionID
+	res := s.accepted(c, sid, runID, termination, appended, s.currentStatus(ctx, sid))
+	res, err := s.store(ctx, sid, c, res)
 	if err != nil {
 		return nil, err
 	}
@@ -199,22 +215,29 @@ func (s *Service) timestamp() string {
 	return s.now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-func (s *Service) accepted(ctx context.Context, c *contract.Command, sid, runID, termination string, appended []store.AppendResult) *contract.CommandResult {
+// accepted builds the result of an accepted command that appended these events and left the
+// session's current run in status.
+func (s *Service) accepted(c *contract.Command, sid, runID, termination string, appended []store.AppendResult, status string) *contract.CommandResult {
 	res := &contract.CommandResult{Contract: "AgentSessionCommandResult", CommandID: c.CommandID, SessionID: sid,
-		RunID: runID, IdempotencyKey: c.IdempotencyKey, Outcome: "accepted", SessionStatus: StatusIdle,
+		RunID: runID, IdempotencyKey: c.IdempotencyKey, Outcome: "accepted", SessionStatus: status,
 		ResultEventIDs: []string{}, OccurredAt: s.timestamp()}
 	for _, a := range appended {
 		res.ResultEventIDs = append(res.ResultEventIDs, a.EventID)
 		seq := a.Sequence
 		res.AcceptedSequence = &seq
 	}
-	if runs, err := s.st.Runs(ctx, sid); err == nil && len(runs) > 0 {
-		res.SessionStatus = runs[len(runs)-1].Status
-	}
 	if termination == "requested" && res.SessionStatus == "stopping" {
 		res.Termination = termination
 	}
 	return res
+}
+
+// currentStatus is the status of the session's current run, StatusIdle before the first.
+func (s *Service) currentStatus(ctx context.Context, sid string) string {
+	if runs, err := s.st.Runs(ctx, sid); err == nil && len(runs) > 0 {
+		return runs[len(runs)-1].Status
+	}
+	return StatusIdle
 }
 
 func (s *Service) rejected(c *contract.Command, status string, e *errResult) *contract.CommandResult {

@@ -162,6 +162,18 @@ type AppendOptions struct {
 	// updated_at the heartbeat time, updated_by_gate "owner"). The server sets it for appends
 	// from the runtime; events the server appends itself leave it zero.
 	Heartbeat time.Time
+	// CommandResult, when set, is stored as the result of the command under its idempotency
+	// key in the same transaction, if the append adds at least one event and no result is
+	// stored under that key yet: a command's effect and its result commit together, with one
+	// sync. The caller builds the result before the append; with ExpectedSequence set it
+	// knows the sequences the events will get.
+	CommandResult *CommandResultWrite
+}
+
+// CommandResultWrite is a command result to store with an append.
+type CommandResultWrite struct {
+	Key    string
+	Result []byte
 }
 
 // AppendResult is the outcome of one event of a batch, in batch order.

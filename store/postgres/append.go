@@ -381,6 +381,9 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	}
 	b.Queue(qSetLast, sk, newLast)
 	queueHeartbeat(b, sk, opts) // lifecycle.go: the append counts as a heartbeat
+	if cr := opts.CommandResult; cr != nil {
+		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, sk, cr.Key, cr.Result)
+	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(wctx, b).Close(); err != nil {
 		// Not committed, or (the connection lost during COMMIT) not known: a new try is

@@ -371,6 +371,11 @@ func (w *writer) appendEvents(r *request) error {
 	if err := w.heartbeat(ss.sk, r.opts); err != nil {
 		return err
 	}
+	if cr := r.opts.CommandResult; cr != nil {
+		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO command_results (sk, idem_key, result) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, ss.sk, cr.Key, cr.Result); err != nil {
+			return fatal("store command result", err)
+		}
+	}
 	r.sess, r.newLast = ss, next-1
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: next - 1, Events: added}
 	return nil

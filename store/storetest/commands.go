@@ -8,6 +8,7 @@ import (
 )
 
 func (s *suite) testCommandResults(t *testing.T) {
+	t.Run("WithAppend", s.testCommandResultWithAppend)
 	ctx, st, id := s.setup(t)
 	first, second := []byte(`{"outcome":"accepted"}`), []byte(`{"outcome":"rejected"}`)
 	got, existed, err := st.PutCommandResult(ctx, id, "cmd-1", first)
@@ -41,5 +42,36 @@ func (s *suite) testCommandResults(t *testing.T) {
 		if got, err := st.CommandResult(ctx, id, "cmd-1"); err != nil || string(got) != string(first) {
 			t.Errorf("CommandResult after reopen = %s, %v; want the first result", got, err)
 		}
+	}
+}
+
+// testCommandResultWithAppend: a result given with an append is stored in its transaction,
+// only when the append writes; a refused append stores nothing.
+func (s *suite) testCommandResultWithAppend(t *testing.T) {
+	ctx, st, id := s.setup(t)
+	res := []byte(`{"outcome":"accepted"}`)
+	stale := int64(5)
+	_, err := st.Append(ctx, id, Batch(t, id, "a", 1), store.AppendOptions{ExpectedSequence: &stale,
+		CommandResult: &store.CommandResultWrite{Key: "cmd-refused", Result: res}})
+	var conflict *store.SequenceConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("Append with a stale expectation: %v, want a sequence conflict", err)
+	}
+	if _, err := st.CommandResult(ctx, id, "cmd-refused"); !errors.Is(err, store.ErrCommandNotFound) {
+		t.Errorf("a refused append stored its command result: %v", err)
+	}
+	evs := Batch(t, id, "b", 2)
+	if _, err := st.Append(ctx, id, evs, store.AppendOptions{CommandResult: &store.CommandResultWrite{Key: "cmd-1", Result: res}}); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if got, err := st.CommandResult(ctx, id, "cmd-1"); err != nil || string(got) != string(res) {
+		t.Errorf("CommandResult after the append = %s, %v; want the result", got, err)
+	}
+	// A repeat writes no event: it stores no result either.
+	if _, err := st.Append(ctx, id, evs, store.AppendOptions{CommandResult: &store.CommandResultWrite{Key: "cmd-2", Result: res}}); err != nil {
+		t.Fatalf("repeated Append: %v", err)
+	}
+	if _, err := st.CommandResult(ctx, id, "cmd-2"); !errors.Is(err, store.ErrCommandNotFound) {
+		t.Errorf("an append of duplicates stored a command result: %v", err)
 	}
 }
