@@ -57,13 +57,17 @@ func (s *Service) lock(id string) *sessionLock {
 	return l
 }
 
-// unlock releases the session; the projection stays cached while the session is in use and is
-// dropped when nobody holds it (it is rebuilt from the log on the next use).
+// maxCachedProjections bounds how many sessions keep their live projection in memory.
+const maxCachedProjections = 256
+
+// unlock releases the session. Its projection stays cached for the next use while at most
+// maxCachedProjections sessions are cached; past that, an idle session's projection is dropped
+// (it is rebuilt from the log on its next use).
 func (s *Service) unlock(id string, l *sessionLock) {
 	l.mu.Unlock()
 	s.mu.Lock()
 	l.refs--
-	if l.refs == 0 && len(s.locks) > 1024 {
+	if l.refs == 0 && len(s.locks) > maxCachedProjections {
 		delete(s.locks, id)
 	}
 	s.mu.Unlock()
