@@ -26,6 +26,7 @@ type Service struct {
 
 	mu    sync.Mutex
 	locks map[string]*sessionLock
+	clock uint64 // counts unlocks, to find the least recently used projection
 }
 
 // sessionLock serialises the commands of one session inside this process and holds the
@@ -33,7 +34,8 @@ type Service struct {
 type sessionLock struct {
 	mu   sync.Mutex
 	fold *Fold
-	refs int
+	refs int    // holders and waiters; guarded by Service.mu
+	used uint64 // Service.clock at the last unlock; guarded by Service.mu
 }
 
 // New returns a service over st. now may be nil (time.Now).
@@ -60,17 +62,28 @@ func (s *Service) lock(id string) *sessionLock {
 // maxCachedProjections bounds how many sessions keep their live projection in memory.
 const maxCachedProjections = 256
 
-// unlock releases the session. Its projection stays cached for the next use while at most
-// maxCachedProjections sessions are cached; past that, an idle session's projection is dropped
-// (it is rebuilt from the log on its next use).
+// unlock releases the session. Its projection stays cached for the next use; past
+// maxCachedProjections cached sessions, the least recently used idle one is dropped (it is
+// rebuilt from the log on its next use).
 func (s *Service) unlock(id string, l *sessionLock) {
 	l.mu.Unlock()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	l.refs--
-	if l.refs == 0 && len(s.locks) > maxCachedProjections {
-		delete(s.locks, id)
+	s.clock++
+	l.used = s.clock
+	if len(s.locks) <= maxCachedProjections {
+		return
 	}
-	s.mu.Unlock()
+	var oldest string
+	for k, c := range s.locks {
+		if c.refs == 0 && (oldest == "" || c.used < s.locks[oldest].used) {
+			oldest = k
+		}
+	}
+	if oldest != "" {
+		delete(s.locks, oldest)
+	}
 }
 
 // catchUp applies every event after the fold's position.
