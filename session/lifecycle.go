@@ -148,6 +148,9 @@ func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, err
 					case errors.Is(err, errAlive):
 						res.Skipped++
 						progress++
+						if failed {
+							res.RunsFailed++ // failed before a heartbeat kept the session alive
+						}
 					case errors.Is(err, store.ErrSessionNotFound):
 						res.Skipped++
 					case err != nil:
@@ -185,7 +188,16 @@ func expired(r *contract.SessionRecord, cutoff time.Time) bool {
 	return ok && (r.Status == "running" || r.Status == "paused") && hb.Before(cutoff)
 }
 
-// expire handles one expired session; failed says whether it failed an active run.
+// expire handles one expired session; failed says whether it failed an active run (also when
+// the session then turned out alive: errAlive).
+//
+// It fails the active run first and marks the session stale second, so that a crash in
+// between leaves a failed run on a session the next sweep still finds (never a stale session
+// whose dead run shows as running). The append is conditional on the log, so a runtime that
+// appended since keeps its run; a bare heartbeat in between does not stop it. Like an expired
+// lease, the session was silent past the TTL when the sweeper decided: the heartbeat then keeps
+// the session running (the stale mark is skipped) while the run stays failed, and the runtime
+// sees the retryable HEARTBEAT_LOST error on its stream and retries.
 func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl time.Duration) (failed bool, err error) {
 	l := s.lock(id)
 	defer s.unlock(id, l)
