@@ -221,6 +221,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			buf = nil // back on the ring: do not keep the replay buffer
 		}
 		if len(blocks) > 0 {
+			// A long replay never waits, so look for shutdown and a gone client here too.
+			select {
+			case <-s.shutdown:
+				sw.finalMessage("SHUTTING_DOWN", fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+				return
+			case <-sw.gone:
+				return
+			default:
+			}
 			cursor = next
 			if !sw.flush(blocks) {
 				return
@@ -279,6 +288,9 @@ type sseWriter struct {
 	timeout time.Duration
 	setAt   time.Time // when the write deadline was last moved
 	done    func()
+	// broken is set when a write failed: a chunk may have gone out in part, so no more bytes
+	// (not even the body's terminator, which would complete the cut chunk) may follow.
+	broken bool
 }
 
 var crlf = []byte("\r\n")
@@ -353,13 +365,19 @@ func (sw *sseWriter) setDeadline() {
 // flush writes b and flushes it within the write timeout; false means the subscriber is gone
 // or too slow to take a write, and the stream ends.
 func (sw *sseWriter) flush(b []byte) bool {
+	if sw.broken {
+		return false
+	}
 	sw.setDeadline()
 	if sw.conn != nil {
 		hdr := strconv.AppendInt(sw.hdr[:0], int64(len(b)), 16)
 		hdr = append(hdr, "\r\n"...)
 		bufs := net.Buffers{hdr, b, crlf}
-		_, err := bufs.WriteTo(sw.conn)
-		return err == nil
+		if _, err := bufs.WriteTo(sw.conn); err != nil {
+			sw.broken = true
+			return false
+		}
+		return true
 	}
 	if _, err := sw.w.Write(b); err != nil {
 		return false
@@ -372,9 +390,11 @@ func (sw *sseWriter) end() {
 	if sw.conn == nil {
 		return
 	}
-	sw.setAt = time.Time{}
-	sw.setDeadline()
-	io.WriteString(sw.conn, "0\r\n\r\n")
+	if !sw.broken {
+		sw.setAt = time.Time{}
+		sw.setDeadline()
+		io.WriteString(sw.conn, "0\r\n\r\n")
+	}
 	sw.conn.Close()
 	sw.done()
 }

@@ -283,3 +283,42 @@ func TestStreamEndsOnShutdown(t *testing.T) {
 		t.Errorf("request after Close: %d", resp.status)
 	}
 }
+
+// TestShutdownDuringReplay: a stream still replaying a long history ends promptly with
+// SHUTTING_DOWN when the server closes, without first sending the whole history.
+func TestShutdownDuringReplay(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.createSession(t, "S-long")
+	const total = 40000
+	for i := 0; i < total; i += 1000 {
+		b.appendN(t, "S-long", i, 1000)
+	}
+	s := openStream(t, b, "/v1/sessions/S-long/events/stream", nil)
+	if _, err := s.nextEvent(); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { b.srv.Close(); close(closed) }()
+	n := 1
+	for {
+		e, err := s.nextEvent()
+		if err != nil {
+			t.Fatalf("stream ended without a final message after %d events: %v", n, err)
+		}
+		if e.event == "error" {
+			if !strings.Contains(e.data, "SHUTTING_DOWN") {
+				t.Fatalf("final message %s", e.data)
+			}
+			break
+		}
+		n++
+	}
+	if n >= total {
+		t.Errorf("the whole history (%d events) was sent before the stream ended", n)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
