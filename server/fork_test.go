@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/api"
@@ -288,5 +289,37 @@ func TestLineageOfForksOfForks(t *testing.T) {
 	json.Unmarshal([]byte(b.do(t, "GET", "/v1/sessions/"+chain[1], "", "").body), &s)
 	if s.Lineage == nil || s.ActiveBranch == nil || !strings.HasPrefix(s.ActiveBranch.BranchID, "B-") {
 		t.Errorf("session resource lacks lineage or branch: %+v", s)
+	}
+}
+
+// TestConcurrentContinuationsOneThread: the same continuation sent 8 times at once creates one
+// thread; every answer names it, one as new and the others as duplicates.
+func TestConcurrentContinuationsOneThread(t *testing.T) {
+	b := setup(t, server.Options{})
+	forkSource(t, b, "S-src")
+	body := `{"idempotencyKey":"cont-race","sourceMessageId":"a1","sourceRunId":"r1","inheritance":` + inheritAll + `}`
+	var wg sync.WaitGroup
+	results := make([]response, 8)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = b.do(t, "POST", "/v1/sessions/S-src/continuations", "", body)
+		}(i)
+	}
+	wg.Wait()
+	created, threads := 0, map[string]bool{}
+	for _, r := range results {
+		var cr contract.ContinuationResult
+		if err := json.Unmarshal([]byte(r.body), &cr); err != nil || r.status >= 300 {
+			t.Fatalf("continuation: %d %s", r.status, r.body)
+		}
+		threads[cr.ThreadID] = true
+		if !cr.Duplicate {
+			created++
+		}
+	}
+	if created != 1 || len(threads) != 1 {
+		t.Errorf("%d created, %d threads; want one thread created once", created, len(threads))
 	}
 }

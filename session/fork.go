@@ -463,8 +463,16 @@ func (s *Service) Continue(ctx context.Context, id string, req *contract.Continu
 	if err != nil {
 		return nil, err
 	}
+	// Under the session's lock, like a command: two requests with the same key in this process
+	// take turns, and the second finds the thread the first created.
+	l := s.lock(id)
+	defer s.unlock(id, l)
+	if err := s.catchUp(ctx, id, l.fold); err != nil {
+		return nil, fmt.Errorf("continuation: %w", err)
+	}
 	spec := &forkSpec{origin: "continuation", fromSession: id, key: req.IdempotencyKey, sourceThread: id,
-		sourceMessage: req.SourceMessageID, sourceRun: req.SourceRunID, inheritance: req.Inheritance, snapshot: sess.Snapshot}
+		sourceMessage: req.SourceMessageID, sourceRun: req.SourceRunID, inheritance: req.Inheritance, snapshot: sess.Snapshot,
+		sourceFold: l.fold}
 	fr, rej, err := s.fork(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("continuation: %w", err)
