@@ -237,7 +237,9 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if err != nil {
 			return fmt.Errorf("load lifecycle: %w", err)
 		}
-		lc.CompactedThrough = &through
+		if lc.CompactedThrough == nil || *lc.CompactedThrough < through {
+			lc.CompactedThrough = &through // never backwards: earlier events are gone already
+		}
 		return storeLifecycle(ctx, tx, sk, lc)
 	})
 	if err != nil {

@@ -198,7 +198,9 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if err != nil {
 			return fatal("load lifecycle", err)
 		}
-		lc.CompactedThrough = &through
+		if lc.CompactedThrough == nil || *lc.CompactedThrough < through {
+			lc.CompactedThrough = &through // never backwards: earlier events are gone already
+		}
 		return w.storeLifecycle(ss.sk, lc)
 	}}
 	if err := s.submit(ctx, r); err != nil {
