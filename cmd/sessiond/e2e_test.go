@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,29 +29,11 @@ func sessiond(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// startServer runs "sessiond serve" on a free loopback port and returns its URL.
-func startServer(t *testing.T, data string) (string, *exec.Cmd, *bytes.Buffer) {
+// startServer runs "sessiond serve" with its data in dir on a free loopback port and returns
+// its URL (see startServe).
+func startServer(t *testing.T, data string) (string, *exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := sessiond(context.Background(), "serve", "--addr", "127.0.0.1:0", "--data", data)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("server did not start: %v\n%s", err, stderr.String())
-	}
-	var url string
-	if _, err := fmt.Sscanf(line, "sessiond listening on %s", &url); err != nil {
-		t.Fatalf("unexpected first line %q", line)
-	}
-	return url, cmd, &stderr
+	return startServe(t, "--data", data)
 }
 
 func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
@@ -123,7 +103,7 @@ func TestServeAndClientEndToEnd(t *testing.T) {
 
 	// tail follows the live stream until interrupted.
 	tail := sessiond(context.Background(), "tail", "--server", url, "--json", "S-e2e")
-	var tailOut lockedBuffer
+	var tailOut syncBuffer
 	tail.Stdout = &tailOut
 	if err := tail.Start(); err != nil {
 		t.Fatal(err)
@@ -172,22 +152,4 @@ func TestClientWithoutServer(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "sessiond help") {
 		t.Fatalf("unknown command: %d %q", code, errOut)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine (os/exec's copier) and a reader.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

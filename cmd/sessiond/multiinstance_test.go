@@ -49,6 +49,7 @@ func startServe(t *testing.T, args ...string) (string, *exec.Cmd, *syncBuffer) {
 	return u, cmd, stderr
 }
 
+// syncBuffer is a bytes.Buffer safe for a writer goroutine (os/exec's copier) and a reader.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
