@@ -92,30 +92,6 @@ func follower(ctx context.Context, st store.Store, id string, total int64) error
 	}
 }
 
-// tailer reads the log page by page (polling) until it has seen total events.
-func tailer(ctx context.Context, st store.Store, id string, total int64, page int) error {
-	next := int64(0)
-	for next < total {
-		evs, err := st.ReadEvents(ctx, id, next-1, page)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.Sequence != next {
-				return fmt.Errorf("read sequence %d, want %d", e.Sequence, next)
-			}
-			next++
-		}
-		if len(evs) == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("stopped at %d of %d: %w", next, total, err)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	return nil
-}
-
 // TestTwoInstancesGapFree appends to one session concurrently through two Stores on one schema
 // while pollers and followers on both read it: nobody may ever see sequence N+1 before N.
 func TestTwoInstancesGapFree(t *testing.T) {
@@ -149,7 +125,7 @@ func TestTwoInstancesGapFree(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if err := tailer(ctx, st, id, total, 1+r*3); err != nil {
+			if err := storetest.Tail(ctx, st, id, total, 1+r*3); err != nil {
 				errs <- fmt.Errorf("poller %d: %w", r, err)
 			}
 		}()

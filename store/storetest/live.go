@@ -201,7 +201,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func(r int) {
 				defer wg.Done()
-				if err := tail(ctx, st, id, total, 1+r*3); err != nil {
+				if err := Tail(ctx, st, id, total, 1+r*3); err != nil {
 					errs <- fmt.Errorf("reader %d: %w", r, err)
 				}
 			}(r)
@@ -223,9 +223,9 @@ func (s *suite) testConcurrency(t *testing.T) {
 	})
 }
 
-// tail reads the log page by page until it has seen total events, failing on any skipped or
-// repeated sequence.
-func tail(ctx context.Context, st store.Store, id string, total int64, page int) error {
+// Tail reads the log of session id page by page (polling) until it has seen total events,
+// failing on any skipped or repeated sequence; drivers' own concurrency tests use it too.
+func Tail(ctx context.Context, st store.Store, id string, total int64, page int) error {
 	next := int64(0)
 	for next < total {
 		evs, err := st.ReadEvents(ctx, id, next-1, page)
