@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,7 +301,7 @@ func decodeStrict(data []byte, v any) *api.Error {
 		errors.As(err, &se)
 		return validationError("request body", []contract.Problem{{Path: se.Path, Rule: se.Rule, Layer: contract.LayerJSON, Message: se.Msg}})
 	}
-	dec := json.NewDecoder(bytesReader(data))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return api.Errorf(api.CodeContractViolation, "request body: %s", jsonErrorText(err))

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +14,6 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // readBody reads the whole request body within the size limit.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api.Error) {
@@ -291,6 +287,3 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, run)
 }
-
-// rawList is a JSON array of already-encoded values.
-type rawList []json.RawMessage

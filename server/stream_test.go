@@ -237,9 +237,7 @@ func TestStreamCutsOffSlowSubscriber(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; i < 20; i++ {
-			select {
-			case <-time.After(20 * time.Millisecond):
-			}
+			time.Sleep(20 * time.Millisecond)
 			b.appendN(t, "S-slow", i*1000, 1000)
 		}
 	}()

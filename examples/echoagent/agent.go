@@ -145,9 +145,6 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup, runID, source str
 	}()
 }
 
-// errStopped ends a run's work when a stop was requested.
-var errStopped = errors.New("stopped")
-
 // work is one run: reply, ask for approval, call the tool, stream progress, finish.
 func (a *Agent) work(ctx context.Context, r *run, text string, announce bool) error {
 	began := time.Now()
