@@ -528,16 +528,51 @@ type Capabilities struct {
 // Has reports whether the named capability (one of [CapabilityNames]) is on, applying the
 // defaults. An unknown name reports false.
 func (c Capabilities) Has(name string) bool {
-	ptrs := map[string]*bool{
-		"text": c.Text, "reasoning": c.Reasoning, "plan": c.Plan, "tasks": c.Tasks,
-		"tools": c.Tools, "mcp": c.MCP, "shell": c.Shell, "fileChange": c.FileChange,
-		"skills": c.Skills, "approval": c.Approval, "artifacts": c.Artifacts, "usage": c.Usage,
-		"resume": c.Resume, "diff": c.Diff, "workspaceFiles": c.WorkspaceFiles,
-		"terminal": c.Terminal, "testResults": c.TestResults, "threadForking": c.ThreadForking,
-		"editAndRerun": c.EditAndRerun, "steering": c.Steering, "summary": c.Summary,
-	}
-	p, ok := ptrs[name]
-	if !ok {
+	var p *bool
+	switch name {
+	case "text":
+		p = c.Text
+	case "reasoning":
+		p = c.Reasoning
+	case "plan":
+		p = c.Plan
+	case "tasks":
+		p = c.Tasks
+	case "tools":
+		p = c.Tools
+	case "mcp":
+		p = c.MCP
+	case "shell":
+		p = c.Shell
+	case "fileChange":
+		p = c.FileChange
+	case "skills":
+		p = c.Skills
+	case "approval":
+		p = c.Approval
+	case "artifacts":
+		p = c.Artifacts
+	case "usage":
+		p = c.Usage
+	case "resume":
+		p = c.Resume
+	case "diff":
+		p = c.Diff
+	case "workspaceFiles":
+		p = c.WorkspaceFiles
+	case "terminal":
+		p = c.Terminal
+	case "testResults":
+		p = c.TestResults
+	case "threadForking":
+		p = c.ThreadForking
+	case "editAndRerun":
+		p = c.EditAndRerun
+	case "steering":
+		p = c.Steering
+	case "summary":
+		p = c.Summary
+	default:
 		return false
 	}
 	if p == nil {

@@ -85,9 +85,14 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusCreated
 		}
 		out.Results[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
+		if !a.Duplicate && a.Sequence > out.LastSequence {
+			out.LastSequence = a.Sequence // the log's end when this append committed
+		}
 	}
-	if last, err := s.st.LastSequence(r.Context(), id); err == nil {
-		out.LastSequence = last
+	if status == http.StatusOK { // only duplicates: the log's end is wherever it is now
+		if last, err := s.st.LastSequence(r.Context(), id); err == nil {
+			out.LastSequence = last
+		}
 	}
 	writeJSON(w, status, out)
 }
