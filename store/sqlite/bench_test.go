@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,10 @@ import (
 // Benchmarks run with fsync on every commit (synchronous=FULL), as the store always does.
 // Each reports events/s; ns/op is per event. Events are built and validated before the timer
 // starts: these measure the store, not the contract parser. Event shape: a terminal event of
-// about 330 bytes with an idempotency key "<writer uuid>-<n>" and an eventId that is a random
-// UUIDv4 or, where the benchmark has both variants, a time-ordered UUIDv7.
+// about 330 bytes. Where a benchmark has both variants (idKinds), "uuid4" events have a random
+// UUIDv4 as eventId and as idempotency key, the worst case for the indexes, and "uuid7" events
+// a time-ordered UUIDv7 eventId and the key "<writer uuid>-<n>"; elsewhere the eventId is a
+// UUIDv4 and the key "<writer uuid>-<n>".
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -41,10 +44,15 @@ const benchChunk = "go test ./... ok  github.com/example/project/internal/foo 0.
 // benchEvents returns n validated events for session id, keyed "<prefix>-<i>", with eventIds
 // from newID.
 func benchEvents(b *testing.B, id, prefix string, n int, newID func() string) []*contract.EncodedEvent {
+	return benchEventsOf(b, id, n, idKind{id: newID, key: orderedKey}, prefix)
+}
+
+// benchEventsOf returns n validated events for session id with the ids and keys of kind k.
+func benchEventsOf(b *testing.B, id string, n int, k idKind, prefix string) []*contract.EncodedEvent {
 	b.Helper()
 	out := make([]*contract.EncodedEvent, n)
 	for i := range out {
-		out[i] = storetest.EventWithID(b, id, newID(), fmt.Sprintf("%s-%d", prefix, i), benchChunk)
+		out[i] = storetest.EventWithID(b, id, k.id(), k.key(prefix, i), benchChunk)
 	}
 	return out
 }
@@ -71,11 +79,11 @@ func report(b *testing.B, events int, d time.Duration) {
 // session. Target: at least 50,000 events/s.
 func BenchmarkAppendBatch64x8Sessions(b *testing.B) {
 	for _, k := range idKinds {
-		b.Run(k.name, func(b *testing.B) { benchBatch64x8(b, k.gen) })
+		b.Run(k.name, func(b *testing.B) { benchBatch64x8(b, k) })
 	}
 }
 
-func benchBatch64x8(b *testing.B, newID func() string) {
+func benchBatch64x8(b *testing.B, k idKind) {
 	const sessions, batch = 8, 64
 	ids := make([]string, sessions)
 	for i := range ids {
@@ -86,7 +94,7 @@ func benchBatch64x8(b *testing.B, newID func() string) {
 	per := (b.N + sessions - 1) / sessions
 	evs := make([][]*contract.EncodedEvent, sessions)
 	for i, id := range ids {
-		evs[i] = benchEvents(b, id, uuid.NewString(), per, newID)
+		evs[i] = benchEventsOf(b, id, per, k, uuid.NewString())
 	}
 	b.ResetTimer()
 	d := appendPerSession(b, st, ids, evs, batch)
@@ -223,7 +231,7 @@ func BenchmarkAppendSessionSize(b *testing.B) {
 					dir = bigDirs[k.name]
 					if dir == "" {
 						var err error
-						if dir, err = bulkLoad(b, bigEvents, k.gen); err != nil {
+						if dir, err = bulkLoad(b, bigEvents, k); err != nil {
 							bigMu.Unlock()
 							b.Fatal(err)
 						}
@@ -237,11 +245,15 @@ func BenchmarkAppendSessionSize(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				evs := benchEvents(b, bigSession, uuid.NewString(), b.N, k.gen)
+				evs := benchEventsOf(b, bigSession, b.N, k, uuid.NewString())
 				b.ResetTimer()
+				w0 := bytesWritten()
 				d := appendShared(b, st, bigSession, evs, 64, 4)
 				b.StopTimer()
 				report(b, len(evs), d)
+				if w0 >= 0 {
+					b.ReportMetric(float64(bytesWritten()-w0)/float64(len(evs)), "written-B/event")
+				}
 				b.ReportMetric(float64(before+1), "events-before")
 			})
 		}
@@ -252,7 +264,7 @@ func BenchmarkAppendSessionSize(b *testing.B) {
 // one transaction: the same rows Append writes (canonical JSON with the event's sequence,
 // random UUID eventIds), only without the per-append overhead, so that building it takes
 // seconds rather than minutes.
-func bulkLoad(tb testing.TB, n int, newID func() string) (string, error) {
+func bulkLoad(tb testing.TB, n int, k idKind) (string, error) {
 	dir, err := os.MkdirTemp("", "sessiond-bench-big-")
 	if err != nil {
 		return "", err
@@ -293,14 +305,18 @@ func bulkLoad(tb testing.TB, n int, newID func() string) (string, error) {
 	if err := tx.QueryRow(`SELECT sk FROM sessions WHERE id = ?`, bigSession).Scan(&sk); err != nil {
 		return dir, err
 	}
-	ins, err := tx.Prepare(`INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, 'terminal', '', ?)`)
+	bits, err := readGenerationBits(ctx, tx)
+	if err != nil {
+		return dir, err
+	}
+	ins, err := tx.Prepare(`INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, 'terminal', '', ?)`)
 	if err != nil {
 		return dir, err
 	}
 	prefix := uuid.NewString()
 	for i := 0; i < n; i++ {
-		id, key := newID(), fmt.Sprintf("%s-%d", prefix, i)
-		if _, err := ins.Exec(sk, i, id, key, []byte(tmpl(id, key, int64(i)))); err != nil {
+		id, key := k.id(), k.key(prefix, i)
+		if _, err := ins.Exec(sk, i, i>>bits, id, key, []byte(tmpl(id, key, int64(i)))); err != nil {
 			return dir, err
 		}
 	}
@@ -396,15 +412,21 @@ func BenchmarkFdatasync(b *testing.B) {
 	}
 }
 
-// idKinds are the two kinds of eventId the append benchmarks use: random UUIDv4, the worst case
-// for a B-tree index (each new id lands on its own index page), and time-ordered UUIDv7 (or
-// ULID-like ids), which land at the end of the index.
-var idKinds = []struct {
+// idKind is a way of choosing event ids and idempotency keys.
+type idKind struct {
 	name string
-	gen  func() string
-}{
-	{"uuid4", uuid.NewString},
-	{"uuid7", func() string { return uuid.Must(uuid.NewV7()).String() }},
+	id   func() string                     // a new eventId
+	key  func(prefix string, i int) string // the key of the i-th event of a writer
+}
+
+func orderedKey(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+
+// idKinds are the two kinds of ids and keys the append benchmarks use: random UUIDv4 ids and
+// keys, the worst case for a B-tree index (each new one lands on its own index page), and
+// time-ordered UUIDv7 ids (or ULID-like ones) with keys counting up, which land at the end.
+var idKinds = []idKind{
+	{"uuid4", uuid.NewString, func(string, int) string { return uuid.NewString() }},
+	{"uuid7", func() string { return uuid.Must(uuid.NewV7()).String() }, orderedKey},
 }
 
 // BenchmarkAppendLatency appends one event at a time from a single writer: ns/op is the latency
@@ -424,4 +446,21 @@ func BenchmarkAppendLatency(b *testing.B) {
 	d := time.Since(start)
 	b.StopTimer()
 	report(b, len(evs), d)
+}
+
+// bytesWritten returns how many bytes this process has handed to write(2) and its kin so far
+// (WAL, checkpoints, everything), or -1 where /proc/self/io is not available.
+func bytesWritten() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }

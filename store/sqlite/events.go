@@ -264,7 +264,19 @@ type readStmts struct {
 
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
 
-func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+// eventByGen is the query that finds the event with a given col (?2) in a session (?1): one
+// index lookup per generation of the log, newest first (generation.go).
+func eventByGen(col string, bits uint) string {
+	return fmt.Sprintf(`WITH RECURSIVE g(n) AS (
+    SELECT (SELECT last_seq FROM sessions WHERE sk = ?1) >> %d
+    UNION ALL SELECT n - 1 FROM g WHERE n > 0
+)
+SELECT e.seq, e.event_id, e.idem_key, e.event_type, e.run_id, e.data
+FROM g CROSS JOIN events AS e ON e.sk = ?1 AND e.gen = g.n AND e.%s = ?2
+LIMIT 1`, bits, col)
+}
+
+func (st *readStmts) prepare(ctx context.Context, db *sql.DB, bits uint) error {
 	for _, p := range []struct {
 		s **sql.Stmt
 		q string
@@ -273,8 +285,8 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
 		{&st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
 		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
-		{&st.eventByID, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND event_id = ?`},
-		{&st.eventByKey, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND idem_key = ?`},
+		{&st.eventByID, eventByGen("event_id", bits)},
+		{&st.eventByKey, eventByGen("idem_key", bits)},
 		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},
 		{&st.run, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
 	} {

@@ -232,7 +232,10 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	last := imp.Session.LastSequence
 	r := &request{ctx: ctx, op: func(w *writer) error {
 		// The writer's cache may hold the session's old state: drop it whatever happens.
-		delete(w.cache, id)
+		if ss := w.cache[id]; ss != nil {
+			w.dropFilters(ss)
+			delete(w.cache, id)
+		}
 		var sk, curLast int64
 		var status string
 		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, last_seq FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
@@ -265,9 +268,13 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete runs", err)
 			}
 		}
+		// Filters of an earlier life of the session describe other events.
+		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM event_filters WHERE sk = ?`, sk); err != nil {
+			return fatal("delete generation filters", err)
+		}
 		for _, e := range imp.Events {
-			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				sk, e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
+			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
 				return fatal("insert event", err)
 			}
 		}

@@ -127,12 +127,10 @@ func dsn(path string, role int) string {
 		q.Add("_pragma", "query_only(1)")
 		q.Add("_pragma", "cache_size(-16384)") // 16 MiB per reader
 	case roleWriter:
-		// 1 KiB pages (set when the database is created): a commit that inserts keys at
-		// random places of a large index (random event ids) writes one page per key to the
-		// WAL, so smaller pages mean less to write and sync. Measured on this machine: random-id
-		// batches 52.7k vs 49.2k events/s, log reads 468k vs 409k events/s, time-ordered ids
-		// unchanged; events larger than a page take more overflow pages.
-		q.Add("_pragma", "page_size(1024)")
+		// Pages are SQLite's default 4 KiB. (The driver runs _pragma values sorted by name,
+		// so a page_size here would come after journal_mode has fixed the size already.)
+		// Measured with 1 and 2 KiB pages: appends and log reads were slower (reads 236k vs
+		// 505k events/s with 1 KiB), and random ids gained nothing; see docs/benchmarks.md.
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(FULL)")     // sync the WAL on every commit
 		q.Add("_pragma", "cache_size(-65536)")    // 64 MiB: keeps hot index pages of large logs
@@ -178,7 +176,11 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxIdleTime(0)
 	s.rdb.SetConnMaxLifetime(0)
-	if err := s.rd.prepare(ctx, s.rdb); err != nil {
+	bits, err := readGenerationBits(ctx, s.wdb)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.rd.prepare(ctx, s.rdb, bits); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	if s.cdb, err = sql.Open("sqlite", dsn(path, roleCheckpointer)); err != nil {

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,25 +26,62 @@ func openAt(t testing.TB, dir string) *Store {
 	return st
 }
 
+// TestConformance runs the storage conformance suite on the driver, with the default generation
+// size and with generations of 16 events, so that every scenario of the suite also runs across
+// many generations of the log (generation.go).
 func TestConformance(t *testing.T) {
-	dirs := map[store.Store]string{}
-	storetest.Exercise(t, storetest.Harness{
-		Open: func(t *testing.T) store.Store {
-			dir := t.TempDir()
-			st := openAt(t, dir)
-			dirs[st] = dir
-			return st
-		},
-		Reopen: func(t *testing.T, old store.Store) store.Store {
-			dir := dirs[old]
-			if err := old.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-			st := openAt(t, dir)
-			dirs[st] = dir
-			return st
-		},
-	})
+	for _, tc := range []struct {
+		name string
+		bits uint
+	}{{"default", 0}, {"generations-of-16", 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dirs := map[store.Store]string{}
+			storetest.Exercise(t, storetest.Harness{
+				Open: func(t *testing.T) store.Store {
+					dir := t.TempDir()
+					if tc.bits != 0 {
+						setGenerationBits(t, dir, tc.bits)
+					}
+					st := openAt(t, dir)
+					dirs[st] = dir
+					return st
+				},
+				Reopen: func(t *testing.T, old store.Store) store.Store {
+					dir := dirs[old]
+					if err := old.Close(); err != nil {
+						t.Fatalf("Close: %v", err)
+					}
+					st := openAt(t, dir)
+					dirs[st] = dir
+					return st
+				},
+			})
+		})
+	}
+}
+
+// setGenerationBits creates a store in dir whose generations hold 2^bits events.
+func setGenerationBits(t testing.TB, dir string, bits uint) {
+	t.Helper()
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("generation size of a store with %d events (%v)", n, err)
+	}
+	if _, err := db.Exec(`UPDATE settings SET value = ? WHERE name = 'generation_bits'`, bits); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLockedDirectory(t *testing.T) {

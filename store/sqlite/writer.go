@@ -43,10 +43,13 @@ type request struct {
 }
 
 // sessState is the writer's cached view of a session: its key and the last sequence of its log
-// as of the writer's current transaction.
+// as of the writer's current transaction, and the filters of its sealed generations.
 type sessState struct {
 	sk   int64
 	last int64
+
+	filters []*bloom // filters[g]: generation g's keys and ids, nil until needed (generation.go)
+	used    uint64   // the writer's group count when the session was last appended to
 }
 
 // fatalError marks a database failure that leaves the group's transaction in doubt: the whole
@@ -68,6 +71,10 @@ type writer struct {
 	st    writeStmts
 	cache map[string]*sessState
 	ctx   context.Context
+	bits  uint // generation size: 2^bits sequences (generation.go)
+
+	groups      uint64 // groups committed or attempted so far
+	filterBytes int    // memory held by the filters of the cached sessions
 
 	// work since the checkpointer was last asked to run
 	commits, events int
@@ -79,6 +86,10 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		return nil, fmt.Errorf("open store: writer connection: %w", err)
 	}
 	w := &writer{s: s, conn: conn, cache: map[string]*sessState{}, ctx: context.Background()}
+	if w.bits, err = readGenerationBits(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	if err := w.st.prepare(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -142,6 +153,7 @@ func (w *writer) commitGroup(group []*request) {
 	if len(taken) == 0 {
 		return
 	}
+	w.groups++
 	if err := w.exec(`BEGIN IMMEDIATE`); err != nil {
 		w.failAll(taken, fatal("begin transaction", err))
 		return
@@ -214,6 +226,7 @@ func (w *writer) abort(group []*request, err error) {
 
 func (w *writer) failAll(group []*request, err error) {
 	clear(w.cache)
+	w.filterBytes = 0
 	for _, r := range group {
 		r.results, r.commit = nil, nil
 		if r.err == nil {
@@ -258,6 +271,8 @@ func (w *writer) appendEvents(r *request) error {
 	if ss == nil {
 		return fmt.Errorf("append to session %q: %w", r.sessionID, store.ErrSessionNotFound)
 	}
+	ss.used = w.groups
+	sealed := w.sealed(ss)
 	events := r.events
 	results := make([]store.AppendResult, len(events))
 	datas := make([][]byte, len(events)) // the stored bytes each event was matched with
@@ -280,7 +295,7 @@ func (w *writer) appendEvents(r *request) error {
 				datas[i] = datas[j]
 				continue
 			}
-			seq, data, found, err := w.byKey(ss.sk, ev.IdempotencyKey)
+			seq, data, found, err := w.findKey(ss, ev.IdempotencyKey, sealed, 0, w.gen(ss.last))
 			if err != nil {
 				return err
 			}
@@ -319,7 +334,19 @@ func (w *writer) appendEvents(r *request) error {
 		if len(data) > store.MaxEventBytes {
 			return &store.LimitError{What: "event", Index: i, Limit: store.MaxEventBytes, Got: len(data)}
 		}
-		res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, next, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
+		// The unique indexes cover the event's own generation; the earlier ones are looked
+		// up first (generation.go), then the insert finds what the current one holds.
+		g := w.gen(next)
+		var dup bool
+		if g > 0 {
+			if dup, err = w.checkStored(r, ss, i, ev, sealed, 0, g-1, results, datas); err != nil {
+				return err
+			}
+			if dup {
+				continue
+			}
+		}
+		res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, next, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
 		if err != nil {
 			return fatal("insert event", err)
 		}
@@ -328,25 +355,13 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("insert event", err)
 		}
 		if n == 0 {
-			// A uniqueness constraint held: the key or the eventId is already in the log.
-			seq, stored, found, err := w.byKey(ss.sk, ev.IdempotencyKey)
-			if err != nil {
+			// A uniqueness constraint held: the key or the eventId is already in this
+			// generation.
+			if dup, err = w.checkStored(r, ss, i, ev, sealed, g, g, results, datas); err != nil {
 				return err
 			}
-			if found {
-				if !ev.SameContent(stored) {
-					return &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
-				}
-				results[i] = store.AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
-				datas[i] = stored
+			if dup {
 				continue
-			}
-			seq, found, err = w.byID(ss.sk, ev.EventID)
-			if err != nil {
-				return err
-			}
-			if found {
-				return &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
 			}
 			return fatal("insert event", fmt.Errorf("sequence %d of session %q is already taken; the writer's view of the log is out of step", next, r.sessionID))
 		}
@@ -412,26 +427,30 @@ func (w *writer) applyRunStatus(sk int64, sessionID string, i int, f *contract.R
 	return nil
 }
 
-func (w *writer) byKey(sk int64, key string) (seq int64, data []byte, found bool, err error) {
-	err = w.st.eventByKey.QueryRowContext(w.ctx, sk, key).Scan(&seq, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, false, nil
-	}
+// checkStored looks event i of r up in generations lo to hi of the log: a stored event with
+// its idempotency key makes it a duplicate (results[i] and datas[i] are set and dup is true)
+// or, with other content, a conflict; a stored event with its eventId is a conflict.
+func (w *writer) checkStored(r *request, ss *sessState, i int, ev *contract.EncodedEvent, sealed, lo, hi int64, results []store.AppendResult, datas [][]byte) (dup bool, err error) {
+	seq, stored, found, err := w.findKey(ss, ev.IdempotencyKey, sealed, lo, hi)
 	if err != nil {
-		return 0, nil, false, fatal("look up idempotency key", err)
+		return false, err
 	}
-	return seq, data, true, nil
-}
-
-func (w *writer) byID(sk int64, id string) (seq int64, found bool, err error) {
-	err = w.st.eventByID.QueryRowContext(w.ctx, sk, id).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+	if found {
+		if !ev.SameContent(stored) {
+			return false, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
+		}
+		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
+		datas[i] = stored
+		return true, nil
 	}
+	seq, found, err = w.findID(ss, ev.EventID, sealed, lo, hi)
 	if err != nil {
-		return 0, false, fatal("look up event id", err)
+		return false, err
 	}
-	return seq, true, nil
+	if found {
+		return false, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
+	}
+	return false, nil
 }
 
 // loadRun loads the run stmt selects, as the current transaction sees it; nil when there is none.
@@ -453,9 +472,9 @@ func (w *writer) loadRun(stmt *sql.Stmt, args ...any) (*contract.Run, error) {
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventByKey, eventByID, runByID, activeRun, upsertRun, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat                                       *sql.Stmt
-	all                                                                                       []*sql.Stmt
+	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRun, upsertRun, setLastSeq *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat                                                                                 *sql.Stmt
+	all                                                                                                                                 []*sql.Stmt
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -464,9 +483,13 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, last_seq FROM sessions WHERE id = ?`},
-		{&st.insertEvent, `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&st.eventByKey, `SELECT seq, data FROM events WHERE sk = ? AND idem_key = ?`},
-		{&st.eventByID, `SELECT seq FROM events WHERE sk = ? AND event_id = ?`},
+		{&st.insertEvent, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+		{&st.eventByKey, `SELECT seq, data FROM events WHERE sk = ? AND gen = ? AND idem_key = ?`},
+		{&st.eventByID, `SELECT seq FROM events WHERE sk = ? AND gen = ? AND event_id = ?`},
+		{&st.genKeys, `SELECT idem_key FROM events WHERE sk = ? AND gen = ?`},
+		{&st.genIDs, `SELECT event_id FROM events WHERE sk = ? AND gen = ?`},
+		{&st.loadFilter, `SELECT bits FROM event_filters WHERE sk = ? AND gen = ?`},
+		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
 		{&st.runByID, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.activeRun, `SELECT data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord LIMIT 1`},
 		{&st.upsertRun, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4) ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data`},
