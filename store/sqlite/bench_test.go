@@ -24,10 +24,10 @@ import (
 // Benchmarks run with fsync on every commit (synchronous=FULL), as the store always does.
 // Each reports events/s; ns/op is per event. Events are built and validated before the timer
 // starts: these measure the store, not the contract parser. Event shape: a terminal event of
-// about 330 bytes. Where a benchmark has both variants (idKinds), "uuid4" events have a random
-// UUIDv4 as eventId and as idempotency key, the worst case for the indexes, and "uuid7" events
-// a time-ordered UUIDv7 eventId and the key "<writer uuid>-<n>"; elsewhere the eventId is a
-// UUIDv4 and the key "<writer uuid>-<n>".
+// about 330 bytes. Where a benchmark has variants (idKinds), "random" events have a UUIDv4 as
+// eventId and as idempotency key, the worst case for the indexes, "random-ids" events a UUIDv4
+// eventId and the key "<writer uuid>-<n>", "ordered" events a time-ordered UUIDv7 eventId and
+// the key "<writer uuid>-<n>"; elsewhere the eventId is a UUIDv4 and the key "<writer uuid>-<n>".
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -421,12 +421,14 @@ type idKind struct {
 
 func orderedKey(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
 
-// idKinds are the two kinds of ids and keys the append benchmarks use: random UUIDv4 ids and
-// keys, the worst case for a B-tree index (each new one lands on its own index page), and
-// time-ordered UUIDv7 ids (or ULID-like ones) with keys counting up, which land at the end.
+// idKinds are the kinds of ids and keys the append benchmarks use: "random", UUIDv4 ids and
+// keys, the worst case for a B-tree index (each new one lands on its own index page);
+// "random-ids", UUIDv4 ids with keys counting up; and "ordered", time-ordered UUIDv7 ids (or
+// ULID-like ones) with keys counting up, which land at the end of the indexes.
 var idKinds = []idKind{
-	{"uuid4", uuid.NewString, func(string, int) string { return uuid.NewString() }},
-	{"uuid7", func() string { return uuid.Must(uuid.NewV7()).String() }, orderedKey},
+	{"random", uuid.NewString, func(string, int) string { return uuid.NewString() }},
+	{"random-ids", uuid.NewString, orderedKey},
+	{"ordered", func() string { return uuid.Must(uuid.NewV7()).String() }, orderedKey},
 }
 
 // BenchmarkAppendLatency appends one event at a time from a single writer: ns/op is the latency
@@ -463,4 +465,52 @@ func bytesWritten() int64 {
 		}
 	}
 	return -1
+}
+
+// BenchmarkSealGeneration is what sealing a full generation (65,536 events, random ids and
+// keys) costs the writer, once per generation of a session: "list" turns the hashes the
+// writer kept while the generation filled into its filter and stores it (the usual case);
+// "scan" builds it from the indexes instead (a generation begun before a restart). ns/op is
+// one generation.
+func BenchmarkSealGeneration(b *testing.B) {
+	dir, err := bulkLoad(b, 1<<16, idKinds[0])
+	defer os.RemoveAll(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := benchOpen(b, dir)
+	defer st.Close()
+	ctx := context.Background()
+	run := func(b *testing.B, op func(w *writer, ss *sessState) error) {
+		r := &request{ctx: ctx, op: func(w *writer) error {
+			ss, err := w.session(bigSession)
+			if err != nil {
+				return err
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := op(w, ss); err != nil {
+					return err
+				}
+			}
+			b.StopTimer()
+			return nil
+		}}
+		if err := st.submit(ctx, r); err != nil || r.err != nil {
+			b.Fatal(err, r.err)
+		}
+	}
+	b.Run("scan", func(b *testing.B) {
+		run(b, func(w *writer, ss *sessState) error { _, err := w.scanFilter(ss, 0); return err })
+	})
+	b.Run("list", func(b *testing.B) {
+		var hashes []insertedEvent
+		for i := range 1 << 16 {
+			hashes = append(hashes, insertedEvent{seq: int64(i), key: keyHash('k', uuid.NewString()), id: keyHash('i', uuid.NewString())})
+		}
+		run(b, func(w *writer, ss *sessState) error {
+			w.dropFilters(ss)
+			return w.noteInserted(ss, hashes)
+		})
+	})
 }

@@ -159,11 +159,7 @@ func (w *writer) filter(ss *sessState, g int64) (*bloom, error) {
 	if err != nil {
 		return nil, err
 	}
-	for int64(len(ss.filters)) <= g {
-		ss.filters = append(ss.filters, nil)
-	}
-	ss.filters[g] = f
-	w.filterBytes += f.bytes()
+	w.cacheFilter(ss, g, f)
 	if w.filterBytes > maxFilterBytes {
 		w.evictFilters(ss)
 	}
@@ -183,6 +179,11 @@ func (w *writer) loadFilter(ss *sessState, g int64) (*bloom, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fatal("load generation filter", err)
 	}
+	return w.scanFilter(ss, g)
+}
+
+// scanFilter builds the filter of ss's generation g from the indexes and stores it.
+func (w *writer) scanFilter(ss *sessState, g int64) (*bloom, error) {
 	f := newBloom(2 << w.bits)
 	for _, p := range []struct {
 		kind byte
@@ -236,6 +237,74 @@ func (w *writer) dropFilters(ss *sessState) {
 		}
 	}
 	ss.filters = nil
+	w.filterBytes -= 8 * cap(ss.open)
+	ss.open, ss.openLive = nil, false
+}
+
+// insertedEvent is an event an append inserted: its sequence and the hashes of its key and id.
+type insertedEvent struct {
+	seq     int64
+	key, id uint64
+}
+
+// noteInserted records the events of an append whose savepoint was released (and only then:
+// what a rolled-back append inserted never reaches the lists) in ss's open generation list.
+// The list starts with a generation's first event; with its last event the list is complete
+// and becomes the generation's filter, stored and cached, so sealing a generation costs no
+// scan. A generation whose first event was written before a restart has no list and gets its
+// filter from a scan when first needed.
+func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
+	for _, e := range evs {
+		g := w.gen(e.seq)
+		if e.seq == g<<w.bits {
+			w.filterBytes -= 8 * cap(ss.open)
+			ss.open, ss.openGen, ss.openLive = make([]uint64, 0, 1024), g, true
+			w.filterBytes += 8 * cap(ss.open)
+		}
+		if !ss.openLive || ss.openGen != g {
+			continue
+		}
+		before := cap(ss.open)
+		ss.open = append(ss.open, e.key, e.id)
+		w.filterBytes += 8 * (cap(ss.open) - before)
+		if e.seq == (g+1)<<w.bits-1 {
+			if err := w.sealOpen(ss); err != nil {
+				return err
+			}
+		}
+	}
+	if w.filterBytes > maxFilterBytes {
+		w.evictFilters(ss)
+	}
+	return nil
+}
+
+// sealOpen turns ss's complete open list into the filter of its generation.
+func (w *writer) sealOpen(ss *sessState) error {
+	g := ss.openGen
+	f := newBloom(2 << w.bits)
+	for _, h := range ss.open {
+		f.add(h)
+	}
+	if _, err := w.st.storeFilter.ExecContext(w.ctx, ss.sk, g, f.encode()); err != nil {
+		return fatal("store generation filter", err)
+	}
+	w.filterBytes -= 8 * cap(ss.open)
+	ss.open, ss.openLive = nil, false
+	w.cacheFilter(ss, g, f)
+	return nil
+}
+
+// cacheFilter keeps f as the filter of ss's generation g.
+func (w *writer) cacheFilter(ss *sessState, g int64, f *bloom) {
+	for int64(len(ss.filters)) <= g {
+		ss.filters = append(ss.filters, nil)
+	}
+	if old := ss.filters[g]; old != nil {
+		w.filterBytes -= old.bytes()
+	}
+	ss.filters[g] = f
+	w.filterBytes += f.bytes()
 }
 
 // findKey looks the idempotency key up in generations hi down to lo of ss (newest first:

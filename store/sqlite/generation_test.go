@@ -266,3 +266,39 @@ func TestGenerationsMigration(t *testing.T) {
 		t.Errorf("append after migration: %+v, %v", res, err)
 	}
 }
+
+// TestGenerationsRolledBackBatch: a batch that crossed into a new generation and was then
+// refused leaves nothing behind in the filters: the events later written in its place are
+// found.
+func TestGenerationsRolledBackBatch(t *testing.T) {
+	b := setupGenerations(t) // sequences 0-21; generation 5 holds 20 and 21
+	refused := []*contract.EncodedEvent{
+		storetest.EventWithID(t, b.sess, "ev-r0", "key-r0", "r"), // 22
+		storetest.EventWithID(t, b.sess, "ev-r1", "key-r1", "r"), // 23, generation 5 full
+		storetest.EventWithID(t, b.sess, "ev-r2", "key-r2", "r"), // 24, generation 6
+		storetest.EventWithID(t, b.sess, "ev-0", "key-0", "other content"),
+	}
+	var ce *store.ConflictError
+	if _, err := b.st.Append(b.ctx, b.sess, refused, store.AppendOptions{}); !errors.As(err, &ce) {
+		t.Fatalf("append of a batch ending with a conflict: %v", err)
+	}
+	var later []*contract.EncodedEvent
+	for i := range 8 { // 22 to 29: generations 5 (sealed), 6 (sealed) and 7
+		ev := storetest.EventWithID(t, b.sess, fmt.Sprintf("ev-l%d", i), fmt.Sprintf("key-l%d", i), "l")
+		res, err := b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{ev}, store.AppendOptions{})
+		if err != nil || res[0].Sequence != int64(22+i) {
+			t.Fatalf("append %d: %+v, %v", i, res, err)
+		}
+		later = append(later, ev)
+	}
+	for i, ev := range later {
+		res, err := b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{ev}, store.AppendOptions{})
+		if err != nil || !res[0].Duplicate || res[0].Sequence != int64(22+i) {
+			t.Errorf("repeat of sequence %d: %+v, %v", 22+i, res, err)
+		}
+		reused := storetest.EventWithID(t, b.sess, ev.EventID, "fresh-"+ev.IdempotencyKey, "x")
+		if _, err := b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{reused}, store.AppendOptions{}); !errors.As(err, &ce) || ce.Reason != store.ConflictEventID {
+			t.Errorf("eventId of sequence %d under a new key: %v", 22+i, err)
+		}
+	}
+}

@@ -38,8 +38,9 @@ type request struct {
 
 	// the session's new last sequence, applied to the writer's cache once the request's
 	// savepoint is released
-	sess    *sessState
-	newLast int64
+	sess     *sessState
+	newLast  int64
+	inserted []insertedEvent // the events r inserted, for the open generation's hashes
 }
 
 // sessState is the writer's cached view of a session: its key and the last sequence of its log
@@ -50,6 +51,12 @@ type sessState struct {
 
 	filters []*bloom // filters[g]: generation g's keys and ids, nil until needed (generation.go)
 	used    uint64   // the writer's group count when the session was last appended to
+
+	// The key and id hashes of the events of generation openGen, complete when openLive
+	// (the list started with the generation's first event; generation.go).
+	open     []uint64
+	openGen  int64
+	openLive bool
 }
 
 // fatalError marks a database failure that leaves the group's transaction in doubt: the whole
@@ -188,6 +195,10 @@ func (w *writer) commitGroup(group []*request) {
 		}
 		if r.err == nil && r.sess != nil {
 			r.sess.last = r.newLast
+			if err := w.noteInserted(r.sess, r.inserted); err != nil {
+				w.abort(taken, err)
+				return
+			}
 		}
 	}
 	if err := w.exec(`COMMIT`); err != nil {
@@ -346,6 +357,7 @@ func (w *writer) appendEvents(r *request) error {
 				continue
 			}
 		}
+		hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
 		res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, next, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
 		if err != nil {
 			return fatal("insert event", err)
@@ -367,6 +379,7 @@ func (w *writer) appendEvents(r *request) error {
 		}
 		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: next}
 		datas[i] = data
+		r.inserted = append(r.inserted, insertedEvent{seq: next, key: hk, id: hi})
 		added = append(added, store.StoredEvent{Sequence: next, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: data})
 		next++
 
