@@ -115,9 +115,15 @@ func (b *bloom) add(h uint64) {
 	}
 }
 
-// has reports whether h may have been added: false means it certainly was not.
-func (b *bloom) has(h uint64) bool {
-	blk, y := b.locate(h)
+// has2 is has of two hashes, with both blocks located before either is read, so that the two
+// memory loads overlap.
+func (b *bloom) has2(h1, h2 uint64) (bool, bool) {
+	blk1, y1 := b.locate(h1)
+	blk2, y2 := b.locate(h2)
+	return blockHas(blk1, y1), blockHas(blk2, y2)
+}
+
+func blockHas(blk *[8]uint64, y uint64) bool {
 	for range filterProbes {
 		p := y & 511
 		if blk[p>>6]&(1<<(p&63)) == 0 {
@@ -126,6 +132,12 @@ func (b *bloom) has(h uint64) bool {
 		y >>= 9
 	}
 	return true
+}
+
+// has reports whether h may have been added: false means it certainly was not.
+func (b *bloom) has(h uint64) bool {
+	blk, y := b.locate(h)
+	return blockHas(blk, y)
 }
 
 // readGenerationBits reads the database's generation size.
@@ -321,39 +333,59 @@ func (w *writer) findKey(ss *sessState, key string, sealed, lo, hi int64) (seq i
 				continue
 			}
 		}
-		err := w.st.eventByKey.QueryRowContext(w.ctx, ss.sk, g, key).Scan(&seq, &data)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
+		if seq, data, found, err = w.probeKey(ss, g, key); found || err != nil {
+			return seq, data, found, err
 		}
-		if err != nil {
-			return 0, nil, false, fatal("look up idempotency key", err)
-		}
-		return seq, data, true, nil
 	}
 	return 0, nil, false, nil
 }
 
-// findID looks the event id up as findKey does the key.
-func (w *writer) findID(ss *sessState, id string, sealed, lo, hi int64) (seq int64, found bool, err error) {
-	h := keyHash('i', id)
+// findStored looks up an event's key (hash hk) and id (hash hi) in generations hi down to lo
+// of ss, through the filters in generations before sealed, in one pass over the filters. The
+// key is what decides first: the id is looked for only when no generation holds the key.
+func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, sealed, lo, hi int64) (keySeq int64, keyData []byte, keyFound bool, idSeq int64, idFound bool, err error) {
+	var idGens [4]int64 // the generations that may hold the id; almost always none
+	maybeID := idGens[:0]
 	for g := hi; g >= lo; g-- {
+		kHit, iHit := true, true
 		if g < sealed {
 			f, err := w.filter(ss, g)
 			if err != nil {
-				return 0, false, err
+				return 0, nil, false, 0, false, err
 			}
-			if !f.has(h) {
-				continue
-			}
+			kHit, iHit = f.has2(hk, hid)
 		}
-		err := w.st.eventByID.QueryRowContext(w.ctx, ss.sk, g, id).Scan(&seq)
+		if iHit {
+			maybeID = append(maybeID, g)
+		}
+		if !kHit {
+			continue
+		}
+		if keySeq, keyData, keyFound, err = w.probeKey(ss, g, key); keyFound || err != nil {
+			return keySeq, keyData, keyFound, 0, false, err
+		}
+	}
+	for _, g := range maybeID {
+		err := w.st.eventByID.QueryRowContext(w.ctx, ss.sk, g, id).Scan(&idSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return 0, false, fatal("look up event id", err)
+			return 0, nil, false, 0, false, fatal("look up event id", err)
 		}
-		return seq, true, nil
+		return 0, nil, false, idSeq, true, nil
 	}
-	return 0, false, nil
+	return 0, nil, false, 0, false, nil
+}
+
+// probeKey looks the key up in generation g's index.
+func (w *writer) probeKey(ss *sessState, g int64, key string) (seq int64, data []byte, found bool, err error) {
+	err = w.st.eventByKey.QueryRowContext(w.ctx, ss.sk, g, key).Scan(&seq, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, fatal("look up idempotency key", err)
+	}
+	return seq, data, true, nil
 }

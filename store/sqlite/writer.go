@@ -348,16 +348,16 @@ func (w *writer) appendEvents(r *request) error {
 		// The unique indexes cover the event's own generation; the earlier ones are looked
 		// up first (generation.go), then the insert finds what the current one holds.
 		g := w.gen(next)
+		hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
 		var dup bool
 		if g > 0 {
-			if dup, err = w.checkStored(r, ss, i, ev, sealed, 0, g-1, results, datas); err != nil {
+			if dup, err = w.checkStored(ss, i, ev, hk, hi, sealed, 0, g-1, results, datas); err != nil {
 				return err
 			}
 			if dup {
 				continue
 			}
 		}
-		hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
 		res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, next, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
 		if err != nil {
 			return fatal("insert event", err)
@@ -369,7 +369,7 @@ func (w *writer) appendEvents(r *request) error {
 		if n == 0 {
 			// A uniqueness constraint held: the key or the eventId is already in this
 			// generation.
-			if dup, err = w.checkStored(r, ss, i, ev, sealed, g, g, results, datas); err != nil {
+			if dup, err = w.checkStored(ss, i, ev, hk, hi, sealed, g, g, results, datas); err != nil {
 				return err
 			}
 			if dup {
@@ -440,28 +440,23 @@ func (w *writer) applyRunStatus(sk int64, sessionID string, i int, f *contract.R
 	return nil
 }
 
-// checkStored looks event i of r up in generations lo to hi of the log: a stored event with
-// its idempotency key makes it a duplicate (results[i] and datas[i] are set and dup is true)
-// or, with other content, a conflict; a stored event with its eventId is a conflict.
-func (w *writer) checkStored(r *request, ss *sessState, i int, ev *contract.EncodedEvent, sealed, lo, hi int64, results []store.AppendResult, datas [][]byte) (dup bool, err error) {
-	seq, stored, found, err := w.findKey(ss, ev.IdempotencyKey, sealed, lo, hi)
-	if err != nil {
+// checkStored looks event i of r (its key and id hashing to hk and hid) up in generations lo
+// to hi of the log: a stored event with its idempotency key makes it a duplicate (results[i]
+// and datas[i] are set and dup is true) or, with other content, a conflict; a stored event
+// with its eventId is a conflict.
+func (w *writer) checkStored(ss *sessState, i int, ev *contract.EncodedEvent, hk, hid uint64, sealed, lo, hi int64, results []store.AppendResult, datas [][]byte) (dup bool, err error) {
+	seq, stored, keyFound, idSeq, idFound, err := w.findStored(ss, ev.IdempotencyKey, ev.EventID, hk, hid, sealed, lo, hi)
+	switch {
+	case err != nil:
 		return false, err
-	}
-	if found {
-		if !ev.SameContent(stored) {
-			return false, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
-		}
+	case keyFound && !ev.SameContent(stored):
+		return false, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
+	case keyFound:
 		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
 		datas[i] = stored
 		return true, nil
-	}
-	seq, found, err = w.findID(ss, ev.EventID, sealed, lo, hi)
-	if err != nil {
-		return false, err
-	}
-	if found {
-		return false, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
+	case idFound:
+		return false, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: idSeq}
 	}
 	return false, nil
 }
