@@ -66,5 +66,8 @@ func (s *Store) CommandResult(ctx context.Context, sessionID, key string) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("command result: %w", err)
 	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("command result: %w", err)
+	}
 	return out, nil
 }

@@ -144,6 +144,9 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
 	return out, nil
 }
 
@@ -158,6 +161,9 @@ func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, erro
 	err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, store.ErrSessionNotFound)
+	}
+	if err == nil {
+		err = s.visible(ctx)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, err)
@@ -191,8 +197,11 @@ func (s *Store) eventBy(ctx context.Context, stmt *sql.Stmt, what, sessionID, va
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, store.ErrEventNotFound)
 	}
+	if err == nil {
+		err = s.visible(ctx)
+	}
 	if err != nil {
-		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
 	}
 	return e, nil
 }
@@ -227,6 +236,9 @@ func (s *Store) Runs(ctx context.Context, sessionID string) ([]contract.Run, err
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
 	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("runs of session %q: %w", sessionID, err)
+	}
 	return out, nil
 }
 
@@ -252,6 +264,9 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("run %q of session %q: decode stored run: %w", runID, sessionID, err)
+	}
+	if err := s.visible(ctx); err != nil {
+		return contract.Run{}, fmt.Errorf("run %q of session %q: %w", runID, sessionID, err)
 	}
 	return r, nil
 }

@@ -71,6 +71,9 @@ func (s *Store) ExpiredSessions(ctx context.Context, cutoff time.Time, limit int
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("expired sessions: %w", err)
 	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("expired sessions: %w", err)
+	}
 	return out, nil
 }
 
@@ -117,8 +120,11 @@ func (s *Store) Lifecycle(ctx context.Context, id string) (store.Lifecycle, erro
 		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
 	}
 	lc, err := loadLifecycle(ctx, s.rdb, sk)
+	if err == nil {
+		err = s.visible(ctx)
+	}
 	if err != nil {
-		return lc, fmt.Errorf("lifecycle of session %q: %w", id, err)
+		return store.Lifecycle{}, fmt.Errorf("lifecycle of session %q: %w", id, err)
 	}
 	return lc, nil
 }

@@ -88,6 +88,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get session %q: %w", id, store.ErrSessionNotFound)
 	}
+	if err == nil {
+		err = s.visible(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get session %q: %w", id, err)
 	}
@@ -146,6 +149,9 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 		out = append(out, sess)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	if err := s.visible(ctx); err != nil {
 		return nil, "", fmt.Errorf("list sessions: %w", err)
 	}
 	next := ""

@@ -1,12 +1,15 @@
 // Package sqlite is the embedded storage driver of sessiond: one SQLite database file in a data
 // directory, opened with the pure Go modernc.org/sqlite, so the binary needs no C toolchain.
 //
-// Durability: the database runs in WAL mode with synchronous=FULL, so every commit is synced to
-// disk before Append returns. Throughput comes from group commit: a single writer goroutine
-// owns the only write connection, takes every append queued while the previous commit was
-// syncing, runs them in one transaction (a SAVEPOINT each, so that a failing append undoes only
-// itself) and commits them with one sync. Reads use a separate pool of read-only connections,
-// which WAL lets run alongside the writer.
+// Durability: the database runs in WAL mode and every commit is synced to disk before Append
+// returns. Throughput comes from group commit and pipelining: a single writer goroutine owns
+// the only write connection, takes every append queued meanwhile, runs them in one transaction
+// (a SAVEPOINT each, so that a failing append undoes only itself) and commits; a syncer
+// goroutine syncs the WAL and answers the group while the writer runs the next one, and reads
+// wait for the sync of any commit they could see (durable.go). Reads use a separate pool of
+// read-only connections, which WAL lets run alongside the writer. Event ids and idempotency
+// keys are indexed per generation of a log, so that a long log appends as fast as a new one
+// (generation.go).
 //
 // One process at a time: Open takes an exclusive lock on dir/LOCK and fails, naming the
 // holder's pid, when another process (or another Store in this one) has the directory open.
@@ -59,6 +62,10 @@ type Store struct {
 	reqs       chan *request
 	writerDone chan struct{}
 
+	dur      durability     // the sync pipeline (durable.go)
+	syncq    chan committed // the writer's commits, to be synced
+	syncDone chan struct{}
+
 	mu       sync.RWMutex // guards closed and the sending side of reqs
 	closed   bool
 	inflight sync.WaitGroup
@@ -97,6 +104,8 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	}
 	s.reqs = make(chan *request, maxGroupRequests)
 	s.writerDone = make(chan struct{})
+	s.syncq = make(chan committed, 4)
+	s.syncDone = make(chan struct{})
 	w, err := newWriter(ctx, s)
 	if err != nil {
 		s.closeDBs()
@@ -107,6 +116,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	s.ckptStop = make(chan struct{})
 	s.ckptDone = make(chan struct{})
 	go w.run()
+	go s.syncer()
 	go s.checkpointer()
 	return s, nil
 }
@@ -132,7 +142,7 @@ func dsn(path string, role int) string {
 		// Measured with 1 and 2 KiB pages: appends and log reads were slower (reads 236k vs
 		// 505k events/s with 1 KiB), and random ids gained nothing; see docs/benchmarks.md.
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(FULL)")     // sync the WAL on every commit
+		q.Add("_pragma", "synchronous(NORMAL)")   // commits are synced by the syncer (durable.go)
 		q.Add("_pragma", "cache_size(-65536)")    // 64 MiB: keeps hot index pages of large logs
 		q.Add("_pragma", "wal_autocheckpoint(0)") // the checkpointer does it, off the commit path
 		q.Add("_pragma", "temp_store(MEMORY)")    // savepoint sub-journals stay in memory
@@ -163,6 +173,13 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("open store %s: journal mode is %q, want wal (is the directory on a file system without shared memory?)", path, mode)
 	}
 	if err := migrate(ctx, s.wdb); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.dur.init(path)
+	if err := syncFile(path); err != nil {
+		return fmt.Errorf("open store %s: sync database: %w", path, err)
+	}
+	if err := s.dur.syncWAL(); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	if s.rdb, err = sql.Open("sqlite", dsn(path, roleReader)); err != nil {
@@ -211,9 +228,9 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{Driver: "sqlite", CommitCarriesEvents: true}
 }
 
-// Subscribe registers fn to be called by the writer after every commit that added events, once
-// per append, in commit order. fn runs on the writer goroutine: it must not block and must not
-// call the store's write methods. The returned func unregisters fn; it is safe to call twice.
+// Subscribe registers fn to be called after every commit that added events, once the commit is
+// synced, once per append, in commit order, before the append's caller is answered. fn runs on
+// the syncer goroutine: it must not block and must not call the store's methods. The returned func unregisters fn; it is safe to call twice.
 func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
 
 // Close stops accepting work, waits for appends already submitted to be committed and
@@ -230,9 +247,11 @@ func (s *Store) Close() error {
 	s.inflight.Wait()
 	close(s.reqs)
 	<-s.writerDone
+	<-s.syncDone
 	close(s.ckptStop)
 	<-s.ckptDone
 	err := s.closeDBs()
+	s.dur.close()
 	if lerr := s.lock.release(); lerr != nil && err == nil {
 		err = lerr
 	}
@@ -248,6 +267,9 @@ func (s *Store) enter() error {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return store.ErrClosed
+	}
+	if err := s.dur.err(); err != nil {
+		return fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
 	}
 	s.inflight.Add(1)
 	return nil

@@ -107,6 +107,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 // run serves requests until the request channel is closed.
 func (w *writer) run() {
 	defer close(w.s.writerDone)
+	defer close(w.s.syncq)
 	defer w.conn.Close()
 	defer w.st.close()
 	group := make([]*request, 0, maxGroupRequests)
@@ -140,9 +141,10 @@ func (w *writer) run() {
 	}
 }
 
-// commitGroup runs the requests of group in one transaction, a savepoint each, commits once and
-// answers them. Subscribers hear of each append that added events, in order, before its caller
-// is answered.
+// commitGroup runs the requests of group in one transaction, a savepoint each, and commits
+// once; the syncer answers them once the commit is synced (durable.go). Subscribers hear of
+// each append that added events, in order, before its caller is answered. A request that
+// fails before the commit is answered here.
 func (w *writer) commitGroup(group []*request) {
 	taken := group[:0]
 	for _, r := range group {
@@ -201,8 +203,10 @@ func (w *writer) commitGroup(group []*request) {
 			}
 		}
 	}
+	n := w.s.dur.committing.Add(1)
 	if err := w.exec(`COMMIT`); err != nil {
 		w.abort(taken, fatal("commit", err))
+		w.s.syncq <- committed{n: n}
 		return
 	}
 	w.commits++
@@ -215,17 +219,8 @@ func (w *writer) commitGroup(group []*request) {
 		w.commits, w.events = 0, 0
 		w.s.kickCheckpointer()
 	}
-	subs := w.s.subs.List()
-	for _, r := range taken {
-		if r.commit != nil {
-			for _, fn := range subs {
-				fn(*r.commit)
-			}
-		}
-	}
-	for _, r := range taken {
-		close(r.done)
-	}
+	// The syncer answers the callers once the commit is durable (durable.go).
+	w.s.syncq <- committed{n: n, group: append([]*request(nil), taken...)}
 }
 
 // abort rolls the group's transaction back and fails every request of it. The cache is

@@ -1,0 +1,204 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Durability without stalling the writer.
+//
+// The writer's connection commits with synchronous=NORMAL: COMMIT writes the transaction's
+// frames to the WAL but does not sync it. The syncer goroutine syncs the WAL (fdatasync on its
+// own descriptor of the file: a sync covers every write to the file before it, whoever made
+// it) and only then answers the group's callers and tells the subscribers. Meanwhile the writer
+// runs the next group: the sync of one group overlaps the work of the next, where before the
+// writer sat idle through every sync. Several groups committed during one sync share the next.
+//
+// Durable before visible: other connections can read a commit as soon as COMMIT returns,
+// before it is synced. So commits are numbered before COMMIT runs (committing), the syncer
+// publishes the number of the last synced one (durable), and every read waits, after reading,
+// until durable has reached the committing number it sees then: any commit its snapshot held
+// was numbered before that. A read waits at most for one sync, and not at all when no commit is
+// in flight.
+//
+// A failed sync leaves the store unusable (what SQLite shows may not be on disk, and the page
+// cache may have dropped the pages that failed): every call after it fails with the error,
+// and reopening the store recovers from what the disk holds.
+
+// committed is a commit handed from the writer to the syncer.
+type committed struct {
+	n     uint64     // the commit's number
+	group []*request // the requests to answer once it is synced; nil when COMMIT failed
+}
+
+// durability is the Store's half of the pipeline.
+type durability struct {
+	committing atomic.Uint64 // commits numbered so far (the writer numbers them before COMMIT)
+	durable    atomic.Uint64 // commits synced (or failed) so far, in order
+
+	mu      sync.Mutex
+	advance chan struct{} // closed (and replaced) whenever durable moves
+
+	failed atomic.Pointer[error] // the sync failure that made the store unusable
+
+	walPath string
+	wal     *os.File // the syncer's descriptor of the WAL, opened on first use
+	walIno  uint64
+
+	beforeSync atomic.Pointer[func() error] // tests: runs before each sync; an error fails it
+}
+
+func (d *durability) init(dbPath string) {
+	d.walPath = dbPath + "-wal"
+	d.advance = make(chan struct{})
+}
+
+// err returns the sync failure that made the store unusable, or nil.
+func (d *durability) err() error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// visible waits until every commit a read that has just finished could have seen is durable.
+func (s *Store) visible(ctx context.Context) error {
+	d := &s.dur
+	target := d.committing.Load()
+	for {
+		if err := d.err(); err != nil {
+			return err
+		}
+		if d.durable.Load() >= target {
+			return nil
+		}
+		d.mu.Lock()
+		ch := d.advance
+		d.mu.Unlock()
+		if d.durable.Load() >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setDurable publishes that commits up to n are settled.
+func (d *durability) setDurable(n uint64) {
+	d.mu.Lock()
+	d.durable.Store(n)
+	close(d.advance)
+	d.advance = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// syncWAL makes every write to the WAL so far durable. It opens the WAL on first use and again
+// should the file have been replaced (SQLite removes it only when the last connection closes,
+// so this is a safeguard). With no WAL file there is nothing unsynced: SQLite removes it only
+// after checkpointing it into the synced database file.
+func (d *durability) syncWAL() error {
+	if hook := d.beforeSync.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			return fmt.Errorf("sync WAL: %w", err)
+		}
+	}
+	fi, err := os.Stat(d.walPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync WAL: %w", err)
+	}
+	if ino := fileID(fi); d.wal == nil || ino != d.walIno {
+		if d.wal != nil {
+			d.wal.Close()
+		}
+		if d.wal, err = os.OpenFile(d.walPath, os.O_RDWR, 0); err != nil {
+			d.wal = nil
+			return fmt.Errorf("sync WAL: %w", err)
+		}
+		d.walIno = ino
+	}
+	if err := datasync(d.wal); err != nil {
+		return fmt.Errorf("sync WAL %s: %w", d.walPath, err)
+	}
+	return nil
+}
+
+func (d *durability) close() {
+	if d.wal != nil {
+		d.wal.Close()
+		d.wal = nil
+	}
+}
+
+// syncer syncs what the writer committed, in commit order, and then tells the subscribers and
+// answers the callers. It stops when the writer closes syncq.
+func (s *Store) syncer() {
+	defer close(s.syncDone)
+	d := &s.dur
+	var batch []committed
+	for c := range s.syncq {
+		batch = append(batch[:0], c)
+	drain:
+		for {
+			select {
+			case c, ok := <-s.syncq:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, c)
+			default:
+				break drain
+			}
+		}
+		err := d.err()
+		if err == nil {
+			if err = d.syncWAL(); err != nil {
+				d.failed.CompareAndSwap(nil, &err)
+			}
+		}
+		subs := s.subs.List()
+		for _, c := range batch {
+			for _, r := range c.group {
+				if err != nil {
+					r.results, r.commit = nil, nil
+					if r.err == nil {
+						r.err = fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
+					}
+					continue
+				}
+				if r.commit != nil {
+					for _, fn := range subs {
+						fn(*r.commit)
+					}
+				}
+			}
+			for _, r := range c.group {
+				close(r.done)
+			}
+			d.setDurable(c.n)
+		}
+		clear(batch)
+	}
+}
+
+// syncFile syncs the file at path (the database file after Open has migrated it, so that its
+// header, WAL mode included, is on disk before anything depends on it).
+func syncFile(path string) error {
+	f, err := os.OpenFile(filepath.Clean(path), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/storetest"
+)
+
+// holdSyncs makes the store's syncs wait until the returned release is called (once for all).
+func holdSyncs(t *testing.T, st *Store) (release func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	hook := func() error { <-gate; return nil }
+	st.dur.beforeSync.Store(&hook)
+	var released bool
+	release = func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestDurableBeforeVisible: while a commit's sync has not finished, its append is not
+// answered, its subscribers are not told, and no read shows it; all three happen once the sync
+// is done.
+func TestDurableBeforeVisible(t *testing.T) {
+	ctx := context.Background()
+	st := openAt(t, t.TempDir())
+	const id = "S-dur"
+	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan store.Commit, 1)
+	defer st.Subscribe(func(c store.Commit) { told <- c })()
+	release := holdSyncs(t, st)
+
+	appended := make(chan error, 1)
+	go func() {
+		_, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-1", "key-1", "x")}, store.AppendOptions{})
+		appended <- err
+	}()
+	// Wait until the commit is in SQLite (numbered), then read from other connections.
+	for st.dur.committing.Load() < 2 { // 1 is CreateSession's commit
+		time.Sleep(time.Millisecond)
+	}
+	type read struct {
+		what string
+		n    int
+		err  error
+	}
+	reads := make(chan read, 3)
+	go func() {
+		evs, err := st.ReadEvents(ctx, id, -1, 0)
+		reads <- read{"ReadEvents", len(evs), err}
+	}()
+	go func() {
+		last, err := st.LastSequence(ctx, id)
+		reads <- read{"LastSequence", int(last) + 1, err}
+	}()
+	go func() {
+		_, err := st.EventByID(ctx, id, "ev-1")
+		n := 0
+		if err == nil {
+			n = 1
+		}
+		reads <- read{"EventByID", n, nil}
+	}()
+	select {
+	case err := <-appended:
+		t.Fatalf("Append answered (%v) before its commit was synced", err)
+	case c := <-told:
+		t.Fatalf("subscriber told of %+v before the commit was synced", c)
+	case r := <-reads:
+		t.Fatalf("%s returned (%d events, %v) before the commit was synced", r.what, r.n, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if c := <-told; c.LastSequence != 0 {
+		t.Errorf("subscriber told of last sequence %d, want 0", c.LastSequence)
+	}
+	for range 3 {
+		r := <-reads
+		if r.err != nil || r.n != 1 {
+			t.Errorf("%s after the sync: %d events, %v; want the one event", r.what, r.n, r.err)
+		}
+	}
+}
+
+// TestFailedSync: an append whose sync fails is answered with the error, and the store refuses
+// everything after it, until it is reopened.
+func TestFailedSync(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "S-fail"
+	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	hook := func() error { return errors.New("injected I/O error") }
+	st.dur.beforeSync.Store(&hook)
+	_, err = st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-1", "key-1", "x")}, store.AppendOptions{})
+	if err == nil || !strings.Contains(err.Error(), "injected I/O error") || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("append with a failing sync: %v; want the sync error and what to do", err)
+	}
+	if _, err := st.LastSequence(ctx, id); err == nil {
+		t.Error("LastSequence after a failed sync succeeded")
+	}
+	if _, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-2", "key-2", "x")}, store.AppendOptions{}); err == nil {
+		t.Error("Append after a failed sync succeeded")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openAt(t, dir)
+	res, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-1", "key-1", "x")}, store.AppendOptions{})
+	if err != nil || res[0].Sequence != 0 {
+		t.Fatalf("retry after reopening: %+v, %v", res, err)
+	}
+}
