@@ -139,8 +139,8 @@ func dsn(path string, role int) string {
 	case roleWriter:
 		// Pages are SQLite's default 4 KiB. (The driver runs _pragma values sorted by name,
 		// so a page_size here would come after journal_mode has fixed the size already.)
-		// Measured with 1 and 2 KiB pages: appends and log reads were slower (reads 236k vs
-		// 505k events/s with 1 KiB), and random ids gained nothing; see docs/benchmarks.md.
+		// Measured with 1 and 2 KiB pages: log reads and most appends were slower (reads
+		// 234k vs 505k events/s with 1 KiB); see docs/benchmarks.md.
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")   // commits are synced by the syncer (durable.go)
 		q.Add("_pragma", "cache_size(-65536)")    // 64 MiB: keeps hot index pages of large logs
