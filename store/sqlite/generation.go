@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Generations of a log.
@@ -172,9 +174,7 @@ func (w *writer) filter(ss *sessState, g int64) (*bloom, error) {
 		return nil, err
 	}
 	w.cacheFilter(ss, g, f)
-	if w.filterBytes > maxFilterBytes {
-		w.evictFilters(ss)
-	}
+	w.maybeEvict(ss)
 	return f, nil
 }
 
@@ -225,21 +225,29 @@ func (w *writer) scanFilter(ss *sessState, g int64) (*bloom, error) {
 	return f, nil
 }
 
-// evictFilters drops the filters of the sessions used least recently, keeping keep's, until the
-// filters fit the budget again (or only keep's are left).
-func (w *writer) evictFilters(keep *sessState) {
-	for w.filterBytes > maxFilterBytes {
-		var victim *sessState
-		for _, ss := range w.cache {
-			if ss != keep && len(ss.filters) > 0 && (victim == nil || ss.used < victim.used) {
-				victim = ss
-			}
-		}
-		if victim == nil {
-			return
-		}
-		w.dropFilters(victim)
+// maybeEvict keeps the filters and open lists within maxFilterBytes: past it, those of the
+// sessions appended to least recently (keep's aside) are dropped until three quarters of the
+// budget is left. Should keep alone hold more, the next attempt waits until another sixteenth
+// of the budget has been taken, so that appends to one huge session do not scan the cache each
+// time.
+func (w *writer) maybeEvict(keep *sessState) {
+	if w.filterBytes <= maxFilterBytes || w.filterBytes <= w.evictedTo+maxFilterBytes/16 {
+		return
 	}
+	var victims []*sessState
+	for _, ss := range w.cache {
+		if ss != keep && (len(ss.filters) > 0 || cap(ss.open) > 0) {
+			victims = append(victims, ss)
+		}
+	}
+	slices.SortFunc(victims, func(a, b *sessState) int { return cmp.Compare(a.used, b.used) })
+	for _, ss := range victims {
+		if w.filterBytes <= maxFilterBytes*3/4 {
+			break
+		}
+		w.dropFilters(ss)
+	}
+	w.evictedTo = w.filterBytes
 }
 
 func (w *writer) dropFilters(ss *sessState) {
@@ -270,7 +278,7 @@ func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
 		g := w.gen(e.seq)
 		if e.seq == g<<w.bits {
 			w.filterBytes -= 8 * cap(ss.open)
-			ss.open, ss.openGen, ss.openLive = make([]uint64, 0, 1024), g, true
+			ss.open, ss.openGen, ss.openLive = make([]uint64, 0, 16), g, true
 			w.filterBytes += 8 * cap(ss.open)
 		}
 		if !ss.openLive || ss.openGen != g {
@@ -285,9 +293,7 @@ func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
 			}
 		}
 	}
-	if w.filterBytes > maxFilterBytes {
-		w.evictFilters(ss)
-	}
+	w.maybeEvict(ss)
 	return nil
 }
 

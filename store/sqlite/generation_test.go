@@ -302,3 +302,46 @@ func TestGenerationsRolledBackBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerationsMemoryBound: the open generation lists of many sessions count against the
+// filter budget and are dropped past it, and every key is still found.
+func TestGenerationsMemoryBound(t *testing.T) {
+	old := maxFilterBytes
+	maxFilterBytes = 2048
+	t.Cleanup(func() { maxFilterBytes = old })
+	ctx := context.Background()
+	dir := t.TempDir()
+	setGenerationBits(t, dir, 2)
+	st := openAt(t, dir)
+	const sessions, per = 40, 3 // an open list each (128 bytes), no sealed generation
+	evs := map[string][]*contract.EncodedEvent{}
+	for s := range sessions {
+		id := fmt.Sprintf("S-%02d", s)
+		if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			t.Fatal(err)
+		}
+		for i := range per {
+			ev := storetest.EventWithID(t, id, fmt.Sprintf("ev-%d", i), fmt.Sprintf("key-%d", i), "m")
+			if _, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			evs[id] = append(evs[id], ev)
+		}
+	}
+	var held int
+	r := &request{ctx: ctx, op: func(w *writer) error { held = w.filterBytes; return nil }}
+	if err := st.submit(ctx, r); err != nil || r.err != nil {
+		t.Fatal(err, r.err)
+	}
+	if held > maxFilterBytes+128 {
+		t.Errorf("filters and lists hold %d bytes, budget %d", held, maxFilterBytes)
+	}
+	for id, list := range evs {
+		for i, ev := range list {
+			res, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{})
+			if err != nil || !res[0].Duplicate || res[0].Sequence != int64(i) {
+				t.Errorf("%s: repeat of sequence %d: %+v, %v", id, i, res, err)
+			}
+		}
+	}
+}

@@ -81,7 +81,8 @@ type writer struct {
 	bits  uint // generation size: 2^bits sequences (generation.go)
 
 	groups      uint64 // groups committed or attempted so far
-	filterBytes int    // memory held by the filters of the cached sessions
+	filterBytes int    // memory held by the filters and open lists of the cached sessions
+	evictedTo   int    // filterBytes after the last eviction (generation.go)
 
 	// work since the checkpointer was last asked to run
 	commits, events int
@@ -232,7 +233,7 @@ func (w *writer) abort(group []*request, err error) {
 
 func (w *writer) failAll(group []*request, err error) {
 	clear(w.cache)
-	w.filterBytes = 0
+	w.filterBytes, w.evictedTo = 0, 0
 	for _, r := range group {
 		r.results, r.commit = nil, nil
 		if r.err == nil {
