@@ -30,6 +30,11 @@ func (s *Store) checkpointer() {
 		case <-s.ckptKick:
 		case <-t.C:
 		}
+		if s.dur.err() != nil {
+			// After a failed sync the WAL may hold pages the kernel dropped: copying it
+			// into the database file could spread the damage. Reopening recovers.
+			continue
+		}
 		if err := s.checkpoint(context.Background()); err != nil {
 			log.Printf("sessiond store %s: checkpoint: %v (will retry)", s.dir, err)
 		}

@@ -59,14 +59,11 @@ func (s *Store) CommandResult(ctx context.Context, sessionID, key string) ([]byt
 		return nil, fmt.Errorf("command result: %w", err)
 	}
 	var out []byte
-	err = s.rdb.QueryRowContext(ctx, `SELECT result FROM command_results WHERE sk = ? AND idem_key = ?`, sk, key).Scan(&out)
+	err = s.settle(ctx, s.rdb.QueryRowContext(ctx, `SELECT result FROM command_results WHERE sk = ? AND idem_key = ?`, sk, key).Scan(&out))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrCommandNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("command result: %w", err)
-	}
-	if err := s.visible(ctx); err != nil {
 		return nil, fmt.Errorf("command result: %w", err)
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,6 +91,19 @@ func (s *Store) visible(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// settle makes a read's answer wait for the commits it could have seen (see visible). err is
+// the read's error: a result, and a "no rows" too (an absence can be the work of a commit not
+// yet synced, a compaction say), waits; a database error is returned as it is.
+func (s *Store) settle(ctx context.Context, err error) error {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if verr := s.visible(ctx); verr != nil {
+		return verr
+	}
+	return err
 }
 
 // setDurable publishes that commits up to n are settled.

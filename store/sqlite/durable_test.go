@@ -132,3 +132,48 @@ func TestFailedSync(t *testing.T) {
 		t.Fatalf("retry after reopening: %+v, %v", res, err)
 	}
 }
+
+// TestAbsenceWaitsForSync: an answer that something is not there waits for the sync of the
+// commit that removed it, as a found one does (a compaction lost to a power cut would bring
+// the event back). Found by review.
+func TestAbsenceWaitsForSync(t *testing.T) {
+	ctx := context.Background()
+	st := openAt(t, t.TempDir())
+	const id = "S-nf"
+	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-1", "key-1", "x")}, store.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EventByID(ctx, id, "ev-1"); err != nil { // caches the session's key
+		t.Fatal(err)
+	}
+	release := holdSyncs(t, st)
+	before := st.dur.committing.Load()
+	compacted := make(chan error, 1)
+	go func() { _, err := st.CompactEvents(ctx, id, 0); compacted <- err }()
+	for st.dur.committing.Load() == before {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let COMMIT return
+	got := make(chan error, 2)
+	go func() { _, err := st.EventByID(ctx, id, "ev-1"); got <- err }()
+	go func() { _, err := st.EventByIdempotencyKey(ctx, id, "key-1"); got <- err }()
+	select {
+	case err := <-compacted:
+		t.Fatalf("CompactEvents answered before its sync: %v", err)
+	case err := <-got:
+		t.Fatalf("a lookup answered %v while the compaction that deleted the event was not synced", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-got; !errors.Is(err, store.ErrEventNotFound) {
+			t.Errorf("lookup after the sync: %v, want ErrEventNotFound", err)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func (s *Store) sessionKey(ctx context.Context, id string) (int64, error) {
 		return v.(int64), nil
 	}
 	var sk int64
-	err := s.rd.sessionKey.QueryRowContext(ctx, id).Scan(&sk)
+	err := s.settle(ctx, s.rd.sessionKey.QueryRowContext(ctx, id).Scan(&sk))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, store.ErrSessionNotFound
 	}
@@ -158,12 +158,9 @@ func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, erro
 	}
 	defer s.inflight.Done()
 	var last int64
-	err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last)
+	err := s.settle(ctx, s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, store.ErrSessionNotFound)
-	}
-	if err == nil {
-		err = s.visible(ctx)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, err)
@@ -193,12 +190,9 @@ func (s *Store) eventBy(ctx context.Context, stmt *sql.Stmt, what, sessionID, va
 	if err != nil {
 		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
 	}
-	err = stmt.QueryRowContext(ctx, sk, val).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data)
+	err = s.settle(ctx, stmt.QueryRowContext(ctx, sk, val).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data))
 	if errors.Is(err, sql.ErrNoRows) {
-		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, store.ErrEventNotFound)
-	}
-	if err == nil {
-		err = s.visible(ctx)
+		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, store.ErrEventNotFound)
 	}
 	if err != nil {
 		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
@@ -255,7 +249,7 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 		return r, fmt.Errorf("run %q of session %q: %w", runID, sessionID, err)
 	}
 	var data []byte
-	err = s.rd.run.QueryRowContext(ctx, sk, runID).Scan(&data)
+	err = s.settle(ctx, s.rd.run.QueryRowContext(ctx, sk, runID).Scan(&data))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("run %q of session %q: %w", runID, sessionID, store.ErrRunNotFound)
 	}
@@ -264,9 +258,6 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("run %q of session %q: decode stored run: %w", runID, sessionID, err)
-	}
-	if err := s.visible(ctx); err != nil {
-		return contract.Run{}, fmt.Errorf("run %q of session %q: %w", runID, sessionID, err)
 	}
 	return r, nil
 }

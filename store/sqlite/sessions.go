@@ -85,11 +85,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 	}
 	defer s.inflight.Done()
 	_, sess, err := scanSession(s.rd.session.QueryRowContext(ctx, id))
+	err = s.settle(ctx, err)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get session %q: %w", id, store.ErrSessionNotFound)
-	}
-	if err == nil {
-		err = s.visible(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session %q: %w", id, err)

@@ -163,6 +163,11 @@ func (w *writer) commitGroup(group []*request) {
 	if len(taken) == 0 {
 		return
 	}
+	if err := w.s.dur.err(); err != nil {
+		// Nothing more is written after a failed sync (durable.go).
+		w.failAll(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
+		return
+	}
 	w.groups++
 	if err := w.exec(`BEGIN IMMEDIATE`); err != nil {
 		w.failAll(taken, fatal("begin transaction", err))
