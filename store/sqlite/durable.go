@@ -25,8 +25,9 @@ import (
 // before it is synced. So commits are numbered before COMMIT runs (committing), the syncer
 // publishes the number of the last synced one (durable), and every read waits, after reading,
 // until durable has reached the committing number it sees then: any commit its snapshot held
-// was numbered before that. A read waits at most for one sync, and not at all when no commit is
-// in flight.
+// was numbered before that. A read waits for the syncs in flight (usually one), and not at all
+// when no commit is in flight. Reads that find nothing wait too (settle): an absence can be the
+// work of an unsynced commit.
 //
 // A failed sync leaves the store unusable (what SQLite shows may not be on disk, and the page
 // cache may have dropped the pages that failed): every call after it fails with the error,
