@@ -17,6 +17,22 @@ type SessionColumns struct {
 	Record, Snapshot, Lineage, ActiveBranch []byte
 }
 
+// ApplySessionUpdate runs fn on cur, the stored session id, the way every driver's
+// UpdateSession and UpdateLifecycle do: a change to LastSequence is undone, a change of the
+// session id is refused, and the result is encoded for the driver's columns. On an error (fn's,
+// the refusal, an encoding failure) nothing may be stored.
+func ApplySessionUpdate(id string, cur *Session, fn func(*Session) error) (SessionColumns, error) {
+	last := cur.LastSequence
+	if err := fn(cur); err != nil {
+		return SessionColumns{}, err
+	}
+	cur.LastSequence = last
+	if cur.Record.SessionID != id {
+		return SessionColumns{}, fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
+	}
+	return EncodeSession(cur)
+}
+
 // EncodeSession encodes the stored parts of a session for a driver's columns.
 func EncodeSession(s *Session) (SessionColumns, error) {
 	var (

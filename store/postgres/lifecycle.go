@@ -180,15 +180,7 @@ func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.S
 		if err != nil {
 			return fmt.Errorf("load lifecycle: %w", err)
 		}
-		last := cur.LastSequence
-		if err := fn(cur, &lc); err != nil {
-			return &txFinal{err}
-		}
-		cur.LastSequence = last
-		if cur.Record.SessionID != id {
-			return &txFinal{fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)}
-		}
-		row, err := store.EncodeSession(cur)
+		row, err := store.ApplySessionUpdate(id, cur, func(cur *store.Session) error { return fn(cur, &lc) })
 		if err != nil {
 			return &txFinal{err}
 		}

@@ -192,17 +192,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 			if err != nil {
 				return fmt.Errorf("load session: %w", err)
 			}
-			last := cur.LastSequence
-			if err := fn(cur); err != nil {
-				fnErr = err
-				return err
-			}
-			cur.LastSequence = last
-			if cur.Record.SessionID != id {
-				fnErr = fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
-				return fnErr
-			}
-			row, err := store.EncodeSession(cur)
+			row, err := store.ApplySessionUpdate(id, cur, fn)
 			if err != nil {
 				fnErr = err
 				return err

@@ -136,32 +136,18 @@ func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.S
 	var out *store.Session
 	var outLC store.Lifecycle
 	r := &request{ctx: ctx, op: func(w *writer) error {
-		sk, cur, err := scanSession(w.st.sessionRow.QueryRowContext(w.ctx, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrSessionNotFound
-		}
-		if err != nil {
-			return fatal("load session", err)
-		}
-		lc, err := loadLifecycle(w.ctx, w.conn, sk)
-		if err != nil {
-			return fatal("load lifecycle", err)
-		}
-		last := cur.LastSequence
-		if err := fn(cur, &lc); err != nil {
-			return err
-		}
-		cur.LastSequence = last
-		if cur.Record.SessionID != id {
-			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
-		}
-		row, err := store.EncodeSession(cur)
+		var lc store.Lifecycle
+		var sk int64
+		cur, err := w.updateSession(id, func(key int64, cur *store.Session) error {
+			sk = key
+			var err error
+			if lc, err = loadLifecycle(w.ctx, w.conn, sk); err != nil {
+				return fatal("load lifecycle", err)
+			}
+			return fn(cur, &lc)
+		})
 		if err != nil {
 			return err
-		}
-		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-			row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
-			return fatal("update session", err)
 		}
 		if err := w.storeLifecycle(sk, lc); err != nil {
 			return err

@@ -160,6 +160,27 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 	return out, next, nil
 }
 
+// updateSession loads the session id inside the writer's transaction, applies fn to it (with
+// the session's key) as store.ApplySessionUpdate does, and stores the result.
+func (w *writer) updateSession(id string, fn func(sk int64, cur *store.Session) error) (*store.Session, error) {
+	sk, cur, err := scanSession(w.st.sessionRow.QueryRowContext(w.ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, fatal("load session", err)
+	}
+	row, err := store.ApplySessionUpdate(id, cur, func(cur *store.Session) error { return fn(sk, cur) })
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
+		row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
+		return nil, fatal("update session", err)
+	}
+	return cur, nil
+}
+
 // UpdateSession applies fn to the current session inside the writer's transaction and stores
 // Record, Snapshot, Lineage and ActiveBranch as fn leaves them; changes to LastSequence are
 // ignored and the session id may not change. fn runs on the writer goroutine, holding up other
@@ -168,31 +189,9 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (*store.Session, error) {
 	var out *store.Session
 	r := &request{ctx: ctx, op: func(w *writer) error {
-		sk, cur, err := scanSession(w.st.sessionRow.QueryRowContext(w.ctx, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrSessionNotFound
-		}
-		if err != nil {
-			return fatal("load session", err)
-		}
-		last := cur.LastSequence
-		if err := fn(cur); err != nil {
-			return err
-		}
-		cur.LastSequence = last
-		if cur.Record.SessionID != id {
-			return fmt.Errorf("the session id cannot change (fn set it to %q)", cur.Record.SessionID)
-		}
-		row, err := store.EncodeSession(cur)
-		if err != nil {
-			return err
-		}
-		if _, err := w.st.updateSession.ExecContext(w.ctx, cur.Record.Status, cur.Record.AgentID, cur.Record.Project.Get(),
-			row.Record, row.Snapshot, nullBytes(row.Lineage), nullBytes(row.ActiveBranch), sk); err != nil {
-			return fatal("update session", err)
-		}
-		out = cur
-		return nil
+		var err error
+		out, err = w.updateSession(id, func(_ int64, cur *store.Session) error { return fn(cur) })
+		return err
 	}}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, fmt.Errorf("update session %q: %w", id, err)
