@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 )
@@ -210,7 +209,7 @@ func (s *Store) syncer() {
 // syncFile syncs the file at path (the database file after Open has migrated it, so that its
 // header, WAL mode included, is on disk before anything depends on it).
 func syncFile(path string) error {
-	f, err := os.OpenFile(filepath.Clean(path), os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@
 // goroutine syncs the WAL and answers the group while the writer runs the next one, and reads
 // wait for the sync of any commit they could see (durable.go). Reads use a separate pool of
 // read-only connections, which WAL lets run alongside the writer. Event ids and idempotency
-// keys are indexed per generation of a log, so that a long log appends as fast as a new one
-// (generation.go).
+// keys are indexed per generation of a log, so that a long log appends nearly as fast as a
+// new one (generation.go).
 //
 // One process at a time: Open takes an exclusive lock on dir/LOCK and fails, naming the
 // holder's pid, when another process (or another Store in this one) has the directory open.
@@ -175,6 +175,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := migrate(ctx, s.wdb); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
+	// Sync both files before anything is read: the migrations committed without a sync, and
+	// the WAL may hold commits of a process that died before syncing them (never acknowledged,
+	// but readers must not see them before they are durable). Two syncs per Open.
 	s.dur.init(path)
 	if err := syncFile(path); err != nil {
 		return fmt.Errorf("open store %s: sync database: %w", path, err)

@@ -3,8 +3,8 @@
 -- A generation is a run of 2^bits consecutive sequences (gen = seq >> bits; bits is the
 -- generation_bits setting, 16 unless a test chose otherwise before the first event). The
 -- unique indexes are on (sk, gen, key): an append inserts into the small subtree of the
--- current generation, whatever the size of the log, so random ids and keys (UUIDv4) cost the
--- same in a log of a million events as in a new one. Uniqueness across generations is the
+-- current generation, whatever the size of the log, so random ids and keys (UUIDv4) cost
+-- nearly as little in a log of a million events as in a new one. Uniqueness across generations is the
 -- writer's job: it checks older generations through Bloom filters, and looks a key up in the
 -- index only when a filter says it may be there (see generation.go).
 
