@@ -117,8 +117,8 @@ func (b *bloom) add(h uint64) {
 	}
 }
 
-// has2 is has of two hashes, with both blocks located before either is read, so that the two
-// memory loads overlap.
+// has2 reports whether each of two hashes may have been added (false: it certainly was not).
+// Both blocks are located before either is read, so that the two memory loads overlap.
 func (b *bloom) has2(h1, h2 uint64) (bool, bool) {
 	blk1, y1 := b.locate(h1)
 	blk2, y2 := b.locate(h2)
@@ -134,12 +134,6 @@ func blockHas(blk *[8]uint64, y uint64) bool {
 		y >>= 9
 	}
 	return true
-}
-
-// has reports whether h may have been added: false means it certainly was not.
-func (b *bloom) has(h uint64) bool {
-	blk, y := b.locate(h)
-	return blockHas(blk, y)
 }
 
 // readGenerationBits reads the database's generation size.
@@ -325,30 +319,17 @@ func (w *writer) cacheFilter(ss *sessState, g int64, f *bloom) {
 	w.filterBytes += f.bytes()
 }
 
-// findKey looks the idempotency key up in generations hi down to lo of ss (newest first:
-// retries are usually of recent events), through the filters in generations before sealed.
+// findKey looks the idempotency key up in generations hi down to lo of ss, as findStored does.
 func (w *writer) findKey(ss *sessState, key string, sealed, lo, hi int64) (seq int64, data []byte, found bool, err error) {
-	h := keyHash('k', key)
-	for g := hi; g >= lo; g-- {
-		if g < sealed {
-			f, err := w.filter(ss, g)
-			if err != nil {
-				return 0, nil, false, err
-			}
-			if !f.has(h) {
-				continue
-			}
-		}
-		if seq, data, found, err = w.probeKey(ss, g, key); found || err != nil {
-			return seq, data, found, err
-		}
-	}
-	return 0, nil, false, nil
+	seq, data, found, _, _, err = w.findStored(ss, key, "", keyHash('k', key), 0, sealed, lo, hi)
+	return seq, data, found, err
 }
 
-// findStored looks up an event's key (hash hk) and id (hash hi) in generations hi down to lo
-// of ss, through the filters in generations before sealed, in one pass over the filters. The
-// key is what decides first: the id is looked for only when no generation holds the key.
+// findStored looks up an event's key (hash hk) and id (hash hid; none when id is "", which is
+// never an event id) in generations hi down to lo of ss (newest first: retries are usually of
+// recent events), through the filters in generations before sealed, in one pass over the
+// filters. The key is what decides first: the id is looked for only when no generation holds
+// the key.
 func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, sealed, lo, hi int64) (keySeq int64, keyData []byte, keyFound bool, idSeq int64, idFound bool, err error) {
 	var idGens [4]int64 // the generations that may hold the id; almost always none
 	maybeID := idGens[:0]
@@ -361,7 +342,7 @@ func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, seale
 			}
 			kHit, iHit = f.has2(hk, hid)
 		}
-		if iHit {
+		if iHit && id != "" {
 			maybeID = append(maybeID, g)
 		}
 		if !kHit {
