@@ -62,6 +62,7 @@ type Store struct {
 	reqs       chan *request
 	writerDone chan struct{}
 
+	bits     uint           // generation size: 2^bits sequences (generation.go)
 	dur      durability     // the sync pipeline (durable.go)
 	syncq    chan committed // the writer's commits, to be synced
 	syncDone chan struct{}
@@ -196,11 +197,10 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxIdleTime(0)
 	s.rdb.SetConnMaxLifetime(0)
-	bits, err := readGenerationBits(ctx, s.wdb)
-	if err != nil {
+	if s.bits, err = readGenerationBits(ctx, s.wdb); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := s.rd.prepare(ctx, s.rdb, bits); err != nil {
+	if err := s.rd.prepare(ctx, s.rdb, s.bits); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	if s.cdb, err = sql.Open("sqlite", dsn(path, roleCheckpointer)); err != nil {

@@ -93,11 +93,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: writer connection: %w", err)
 	}
-	w := &writer{s: s, conn: conn, cache: map[string]*sessState{}, ctx: context.Background()}
-	if w.bits, err = readGenerationBits(ctx, conn); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("open store: %w", err)
-	}
+	w := &writer{s: s, conn: conn, cache: map[string]*sessState{}, ctx: context.Background(), bits: s.bits}
 	if err := w.st.prepare(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store: %w", err)
