@@ -65,20 +65,8 @@ func follower(ctx context.Context, st store.Store, id string, total int64) error
 	next := int64(0)
 	upTo := last
 	for {
-		for next <= upTo {
-			evs, err := st.ReadEvents(ctx, id, next-1, 0)
-			if err != nil {
-				return err
-			}
-			if len(evs) == 0 {
-				return fmt.Errorf("a commit said the log reaches %d but reading after %d finds nothing", upTo, next-1)
-			}
-			for _, e := range evs {
-				if e.Sequence != next {
-					return fmt.Errorf("read sequence %d, want %d", e.Sequence, next)
-				}
-				next++
-			}
+		if next, err = storetest.CatchUp(ctx, st, id, next, upTo); err != nil {
+			return err
 		}
 		if next >= total {
 			return nil

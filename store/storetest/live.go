@@ -248,6 +248,28 @@ func Tail(ctx context.Context, st store.Store, id string, total int64, page int)
 	return nil
 }
 
+// CatchUp reads the session's log from sequence next through upTo with ReadEvents and returns
+// the sequence after the last one read. It fails on a skipped or repeated sequence, and when
+// the log ends before upTo (something, a commit or LastSequence, said it reaches upTo).
+func CatchUp(ctx context.Context, st store.Store, id string, next, upTo int64) (int64, error) {
+	for next <= upTo {
+		evs, err := st.ReadEvents(ctx, id, next-1, 0)
+		if err != nil {
+			return next, err
+		}
+		if len(evs) == 0 {
+			return next, fmt.Errorf("the log was said to reach %d but reading after %d finds nothing", upTo, next-1)
+		}
+		for _, e := range evs {
+			if e.Sequence != next {
+				return next, fmt.Errorf("read sequence %d, want %d", e.Sequence, next)
+			}
+			next++
+		}
+	}
+	return next, nil
+}
+
 // follow subscribes, then reads history, then consumes live commits, resuming by sequence at the
 // seam; it fails on any skipped or repeated sequence.
 func follow(ctx context.Context, st store.Store, id string, total int64) error {
@@ -259,23 +281,9 @@ func follow(ctx context.Context, st store.Store, id string, total int64) error {
 	})
 	defer cancel()
 	next := int64(0)
-	catchUp := func(upTo int64) error {
-		for next <= upTo {
-			evs, err := st.ReadEvents(ctx, id, next-1, 0)
-			if err != nil {
-				return err
-			}
-			if len(evs) == 0 {
-				return fmt.Errorf("commit says the log reaches %d but reading after %d finds nothing", upTo, next-1)
-			}
-			for _, e := range evs {
-				if e.Sequence != next {
-					return fmt.Errorf("read sequence %d, want %d", e.Sequence, next)
-				}
-				next++
-			}
-		}
-		return nil
+	catchUp := func(upTo int64) (err error) {
+		next, err = CatchUp(ctx, st, id, next, upTo)
+		return err
 	}
 	last, err := st.LastSequence(ctx, id)
 	if err != nil {
