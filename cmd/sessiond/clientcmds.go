@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -22,31 +21,31 @@ import (
 
 func init() {
 	commands["create"] = command{summary: "create a session", run: runCreate}
-	commands["get"] = command{summary: "show a session", run: runGet}
+	commands["get"] = command{summary: "show a session", args: "<session-id>", run: runGet}
 	commands["list"] = command{summary: "list sessions", run: runList}
-	commands["append"] = command{summary: "append NDJSON events from a file or stdin, all or nothing", run: runAppend}
-	commands["read"] = command{summary: "print a session's events", run: runRead}
-	commands["tail"] = command{summary: "follow a session's live stream, resuming after disconnects", run: runTail}
+	commands["append"] = command{summary: "append NDJSON events from a file or stdin, all or nothing", args: "<session-id> [file|-]",
+		about: "Reads one event per line from file, or from stdin when file is - or absent.", run: runAppend}
+	commands["read"] = command{summary: "print a session's events", args: "<session-id>", run: runRead}
+	commands["tail"] = command{summary: "follow a session's live stream, resuming after disconnects", args: "<session-id>", run: runTail}
 }
 
-// clientFlags are the flags every client subcommand shares.
+// clientFlags are the command line of a client subcommand, with the flags they all share.
 type clientFlags struct {
-	fs     *flag.FlagSet
+	*commandLine
 	server *string
 	json   *bool
 }
 
-func newClientFlags(name string, stderr io.Writer) clientFlags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newClientFlags(name string, stdout, stderr io.Writer) clientFlags {
+	cl := newCommandLine(name, stdout, stderr)
 	def := os.Getenv("SESSIOND_SERVER")
 	if def == "" {
 		def = client.DefaultServer
 	}
 	return clientFlags{
-		fs:     fs,
-		server: fs.String("server", def, "server URL (env SESSIOND_SERVER)"),
-		json:   fs.Bool("json", false, "print JSON for programs instead of text for people"),
+		commandLine: cl,
+		server:      cl.fs.String("server", def, "server URL (env SESSIOND_SERVER)"),
+		json:        cl.fs.Bool("json", false, "print JSON for programs instead of text for people"),
 	}
 }
 
@@ -94,7 +93,7 @@ func presetCapabilities(mode string, extra ...string) contract.Capabilities {
 }
 
 func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("create", stderr)
+	f := newClientFlags("create", stdout, stderr)
 	id := f.fs.String("id", "", "session id (S-...); generated when empty")
 	agent := f.fs.String("agent", "", "agent id (required)")
 	role := f.fs.String("role", "implementer", "role: "+strings.Join(contract.SessionRoles, ", "))
@@ -103,12 +102,11 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	snapMode := f.fs.String("snapshot-mode", "work", "snapshot mode, which also picks the capability preset: chat or work")
 	model := f.fs.String("model", "unknown-model", "model id of the snapshot")
 	extra := f.fs.String("cap", "", "comma-separated capabilities to add to the preset, e.g. threadForking,steering")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := f.parse(args); !ok {
+		return code
 	}
 	if *agent == "" {
-		fmt.Fprintln(stderr, "sessiond create: --agent is required\nhint: sessiond create --agent my-agent")
-		return 2
+		return f.usageError("--agent is required\nhint: sessiond create --agent my-agent")
 	}
 	var caps []string
 	if *extra != "" {
@@ -140,23 +138,13 @@ func runCreate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func oneArg(fs *flag.FlagSet, stderr io.Writer, cmd, what string) (string, bool) {
-	if fs.NArg() < 1 {
-		fmt.Fprintf(stderr, "sessiond %s: missing %s\nhint: sessiond %s [flags] %s\n", cmd, what, cmd, strings.ToUpper(what))
-		return "", false
-	}
-	return fs.Arg(0), true
-}
-
 func runGet(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("get", stderr)
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	id, ok := oneArg(f.fs, stderr, "get", "session")
+	f := newClientFlags("get", stdout, stderr)
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	s, err := f.client().GetSession(context.Background(), id)
 	if err != nil {
 		return fail(stderr, "get", err)
@@ -179,12 +167,12 @@ func printSession(w io.Writer, s *api.Session) {
 }
 
 func runList(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("list", stderr)
+	f := newClientFlags("list", stdout, stderr)
 	status := f.fs.String("status", "", "only sessions with this status")
 	agent := f.fs.String("agent", "", "only sessions of this agent")
 	project := f.fs.String("project", "", "only sessions of this project")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := f.parse(args); !ok {
+		return code
 	}
 	q := url.Values{}
 	for k, v := range map[string]string{"status": *status, "agent": *agent, "project": *project} {
@@ -213,17 +201,16 @@ func runList(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("append", stderr)
+	f := newClientFlags("append", stdout, stderr)
 	expected := f.fs.Int64("expected-sequence", -2, "append only if the log ends at this sequence (-1: empty)")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	id, ok := oneArg(f.fs, stderr, "append", "session")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	in := stdin
-	if name := f.fs.Arg(1); name != "" && name != "-" {
+	if len(pos) == 2 && pos[1] != "-" {
+		name := pos[1]
 		file, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "sessiond append: %v\n", err)
@@ -262,16 +249,14 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("read", stderr)
+	f := newClientFlags("read", stdout, stderr)
 	after := f.fs.Int64("after", -1, "print events after this sequence")
 	limit := f.fs.Int("limit", 0, "print at most this many events (0: all)")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	id, ok := oneArg(f.fs, stderr, "read", "session")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	c := f.client()
 	printed := 0
 	for {
@@ -299,16 +284,14 @@ func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runTail(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("tail", stderr)
+	f := newClientFlags("tail", stdout, stderr)
 	after := f.fs.Int64("after", -1, "start after this sequence (-1: from the start)")
 	onlyNew := f.fs.Bool("new", false, "only events appended from now on")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	id, ok := oneArg(f.fs, stderr, "tail", "session")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := f.client().Stream(ctx, id, client.StreamOptions{After: *after, Tail: *onlyNew,

@@ -14,9 +14,11 @@ import (
 )
 
 func init() {
-	commands["fork"] = command{summary: "branch a new thread from a message of a session", run: runFork}
-	commands["rerun"] = command{summary: "edit a message and run again in a new thread", run: runRerun}
-	commands["lineage"] = command{summary: "show a session's ancestors and forks", run: runLineage}
+	commands["fork"] = command{summary: "branch a new thread from a message of a session", args: "<session-id> <message-id> <run-id>",
+		about: "The new thread inherits the session through the message, which belongs to the run.", run: runFork}
+	commands["rerun"] = command{summary: "edit a message and run again in a new thread", args: "<session-id> <message-id> <run-id> <text>...",
+		about: "The new thread's copy of the message says the text, and a new run is queued there.\nText that starts with - goes after --.", run: runRerun}
+	commands["lineage"] = command{summary: "show a session's ancestors and forks", args: "<session-id>", run: runLineage}
 }
 
 // inheritanceFlags adds the inheritance flag; every resource is inherited by default. The
@@ -61,28 +63,18 @@ func runRerun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // branch sends a fork or edit-and-rerun command to SESSION, branching from MESSAGE of RUN in the
 // same session.
 func branch(name string, args []string, stdout, stderr io.Writer) int {
-	f := newClientFlags(name, stderr)
-	key := f.fs.String("key", "", "idempotency key (random when empty)")
+	f := newCommandFlags(name, stdout, stderr)
 	inheritance := inheritanceFlags(f.fs)
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	a := f.fs.Args()
-	if len(a) < 3 || (name == "rerun" && len(a) < 4) {
-		if name == "rerun" {
-			fmt.Fprintln(stderr, "usage: sessiond rerun [flags] SESSION MESSAGE RUN NEW TEXT...\n(a new thread where MESSAGE says NEW TEXT, and a new run queued there)")
-		} else {
-			fmt.Fprintln(stderr, "usage: sessiond fork [flags] SESSION MESSAGE RUN\n(a new thread that inherits SESSION through MESSAGE, which belongs to RUN)")
-		}
-		return 2
+	a, code, ok := f.parse(args)
+	if !ok {
+		return code
 	}
 	sid, msg, run := a[0], a[1], a[2]
 	inh, err := inheritance()
 	if err != nil {
-		fmt.Fprintf(stderr, "sessiond %s: %v\n", name, err)
-		return 2
+		return f.usageError(err.Error())
 	}
-	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, IdempotencyKey: *key,
+	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, IdempotencyKey: *f.key,
 		IssuedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), CommandType: "fork",
 		Payload: &contract.ForkCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run, Inheritance: inh}}
 	if name == "rerun" {
@@ -91,44 +83,30 @@ func branch(name string, args []string, stdout, stderr io.Writer) int {
 		c.Payload = &contract.EditAndRerunCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run,
 			ReplacementParts: []contract.RawJSON{text}, Inheritance: inh}
 	}
-	if c.IdempotencyKey == "" {
-		c.IdempotencyKey = randomKey()
-	}
-	c.CommandID = "cli-" + c.IdempotencyKey
 	cl := f.client()
-	ctx := context.Background()
+	ctx, cancel := f.withTimeout(context.Background(), 0)
+	defer cancel()
 	s, err := cl.GetSession(ctx, sid)
 	if err != nil {
 		return fail(stderr, name, err)
 	}
 	c.ExpectedSequence = s.LastSequence
-	res, err := cl.Command(ctx, c, 0)
-	if err != nil {
-		return fail(stderr, name, err)
+	res, code := f.send(ctx, cl, c, 0, args)
+	if code != 0 || *f.json {
+		return code
 	}
-	if *f.json {
-		printJSON(stdout, res)
-	} else if res.Error != nil {
-		fmt.Fprintf(stderr, "sessiond %s: %s: %s\n", name, res.Error.Code, res.Error.Message)
-	} else {
-		b := res.Operation.ActiveBranch
-		fmt.Fprintf(stdout, "%s: new thread %s (branch %s, run %s), %d events inherited\n", res.Outcome, b.ThreadID, b.BranchID, b.RunID, len(res.ResultEventIDs))
-	}
-	if res.Error != nil {
-		return 1
-	}
+	b := res.Operation.ActiveBranch
+	fmt.Fprintf(stdout, "%s: new thread %s (branch %s, run %s), %d events inherited\n", res.Outcome, b.ThreadID, b.BranchID, b.RunID, len(res.ResultEventIDs))
 	return 0
 }
 
 func runLineage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("lineage", stderr)
-	if err := f.fs.Parse(args); err != nil {
-		return 2
-	}
-	id, ok := oneArg(f.fs, stderr, "lineage", "session")
+	f := newClientFlags("lineage", stdout, stderr)
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	l, err := f.client().Lineage(context.Background(), id)
 	if err != nil {
 		return fail(stderr, "lineage", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,8 +28,8 @@ func init() {
 }
 
 func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cl := newCommandLine("serve", stdout, stderr)
+	fs := cl.fs
 	addr := fs.String("addr", "127.0.0.1:7420", "address to listen on")
 	data := fs.String("data", "./sessiond-data", "data directory of the embedded SQLite store")
 	storeURL := fs.String("store", "", "storage: empty for SQLite in --data, or a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) that several instances share")
@@ -41,8 +40,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
 	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
 	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := cl.parse(args); !ok {
+		return code
 	}
 	if *staleAfter <= 0 || *sweepInterval < 0 || *window <= 0 {
 		fmt.Fprintln(stderr, "sessiond serve: --stale-after and --window must be positive and --sweep-interval not negative")
@@ -82,7 +81,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	} else if st, err = sqlite.Open(ctx, *data); err != nil {
-		fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that --data %s is writable and not used by another sessiond\n", err, *data)
+		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
 	srv := server.New(st, server.Options{Logger: log, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window})

@@ -13,21 +13,21 @@ import (
 )
 
 func init() {
-	commands["session"] = command{summary: "session lifecycle: assess, warm, archive, restore, status, heartbeat", run: runSession}
+	commands["session"] = command{summary: "session lifecycle: assess, warm, archive, restore, status, heartbeat",
+		args: "<verb> [arguments]", run: runSession}
+	sessionVerbs = map[string]command{
+		"assess":    {summary: "estimate a task's hours and risk from history, in phases of at most 3 h", args: "<session-id>", run: runAssess},
+		"warm":      {summary: "start the session's work window (default 5 h) and say when it closes", args: "<session-id>", run: runWarm},
+		"archive":   {summary: "write the session to RC-<stamp>.json on the server and mark it archived", args: "<session-id>", run: runArchive},
+		"restore":   {summary: "list archives, or restore one (by name, latest of a project, or a file)", args: "[archive-name]", run: runRestore},
+		"status":    {summary: "hours since the last archive, window left, stale or not, and a recommendation", args: "<session-id>", run: runStatus},
+		"heartbeat": {summary: "record a heartbeat (a stale session becomes running again)", args: "<session-id>", run: runHeartbeat},
+	}
 }
 
-// sessionVerbs are the sub-verbs of "sessiond session".
-var sessionVerbs = map[string]struct {
-	summary string
-	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
-}{
-	"assess":    {"estimate a task's hours and risk from history, in phases of at most 3 h", runAssess},
-	"warm":      {"start the session's work window (default 5 h) and say when it closes", runWarm},
-	"archive":   {"write the session to RC-<stamp>.json on the server and mark it archived", runArchive},
-	"restore":   {"list archives, or restore one (by name, latest of a project, or a file)", runRestore},
-	"status":    {"hours since the last archive, window left, stale or not, and a recommendation", runStatus},
-	"heartbeat": {"record a heartbeat (a stale session becomes running again)", runHeartbeat},
-}
+// sessionVerbs are the sub-verbs of "sessiond session"; newCommandLine finds them as
+// "session VERB". The init function fills it.
+var sessionVerbs map[string]command
 
 func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -35,16 +35,16 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(args) > 0 {
 			w = stdout
 		}
-		fmt.Fprintln(w, "usage: sessiond session <verb> [flags] [SESSION]\n\nverbs:")
+		fmt.Fprintln(w, "usage: sessiond session <verb> [arguments] [flags]\n\nverbs:")
 		names := make([]string, 0, len(sessionVerbs))
 		for n := range sessionVerbs {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintf(w, "  %-10s %s\n", n, sessionVerbs[n].summary)
+			fmt.Fprintf(w, "  %-26s %s\n", n+" "+sessionVerbs[n].args, sessionVerbs[n].summary)
 		}
-		fmt.Fprintln(w, "\nRun 'sessiond session <verb> -h' for a verb's flags; --json prints JSON for programs.")
+		fmt.Fprintln(w, "\nRun 'sessiond help session <verb>' (or 'sessiond session <verb> -h') for a verb's flags;\n--json prints JSON for programs.")
 		if len(args) == 0 {
 			return 2
 		}
@@ -58,25 +58,6 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return v.run(args[1:], stdin, stdout, stderr)
 }
 
-// parseWithID parses flags given before or after the session id and returns the id.
-func parseWithID(f clientFlags, args []string, stderr io.Writer, cmd string) (string, bool) {
-	if err := f.fs.Parse(args); err != nil {
-		return "", false
-	}
-	id, ok := oneArg(f.fs, stderr, cmd, "session")
-	if !ok {
-		return "", false
-	}
-	if err := f.fs.Parse(f.fs.Args()[1:]); err != nil {
-		return "", false
-	}
-	if f.fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sessiond %s: unexpected arguments %q\nhint: everything but SESSION goes in flags (e.g. --task \"...\"); run 'sessiond %s -h'\n", cmd, f.fs.Args(), cmd)
-		return "", false
-	}
-	return id, true
-}
-
 func hours(h *float64) string {
 	if h == nil {
 		return "-"
@@ -85,13 +66,14 @@ func hours(h *float64) string {
 }
 
 func runAssess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session assess", stderr)
+	f := newClientFlags("session assess", stdout, stderr)
 	task := f.fs.String("task", "", "the task description (list items '- step' become steps)")
 	taskFile := f.fs.String("task-file", "", "read the task description from this file (- for stdin)")
-	id, ok := parseWithID(f, args, stderr, "session assess")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	if *taskFile != "" {
 		var b []byte
 		var err error
@@ -128,13 +110,14 @@ func runAssess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runWarm(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session warm", stderr)
+	f := newClientFlags("session warm", stdout, stderr)
 	h := f.fs.Float64("hours", 0, "window length in hours (default: the server's --window, 5 h)")
 	restart := f.fs.Bool("restart", false, "open a new window even if one is open")
-	id, ok := parseWithID(f, args, stderr, "session warm")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	w, err := f.client().Warm(context.Background(), id, api.WarmRequest{Hours: *h, Restart: *restart})
 	if err != nil {
 		return fail(stderr, "session warm", err)
@@ -152,16 +135,17 @@ func runWarm(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runArchive(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session archive", stderr)
+	f := newClientFlags("session archive", stdout, stderr)
 	done := f.fs.String("done", "", "note: what is done")
 	inProgress := f.fs.String("in-progress", "", "note: what is in progress")
 	next := f.fs.String("next", "", "note: what comes next")
 	compact := f.fs.Bool("compact", false, "remove the session's events from the store once the archive is verified (the archive becomes the only copy)")
 	gate := f.fs.String("gate", "owner", "updated_by_gate: owner, handoff, user or mission")
-	id, ok := parseWithID(f, args, stderr, "session archive")
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	res, err := f.client().Archive(context.Background(), id, api.ArchiveRequest{
 		Note: session.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate})
 	if err != nil {
@@ -179,12 +163,13 @@ func runArchive(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session restore", stderr)
+	f := newClientFlags("session restore", stdout, stderr)
 	list := f.fs.Bool("list", false, "list archives (newest first) instead of restoring")
 	project := f.fs.String("project", "", "the project whose latest archive to restore or list ('-' for sessions without one)")
 	file := f.fs.String("file", "", "an archive file from another host: upload it to the server, then restore it")
-	if err := f.fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := f.parse(args)
+	if !ok {
+		return code
 	}
 	c := f.client()
 	ctx := context.Background()
@@ -222,8 +207,8 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "session restore", err)
 		}
 		req = session.RestoreRequest{Name: info.Name}
-	case f.fs.NArg() == 1:
-		req.Name = f.fs.Arg(0)
+	case len(pos) == 1:
+		req.Name = pos[0]
 	case *project == "":
 		fmt.Fprintln(stderr, "sessiond session restore: say what to restore\nhint: sessiond session restore RC-….json, --project P (its latest), --file PATH, or --list")
 		return 2
@@ -245,11 +230,12 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session status", stderr)
-	id, ok := parseWithID(f, args, stderr, "session status")
+	f := newClientFlags("session status", stdout, stderr)
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	r, err := f.client().Status(context.Background(), id)
 	if err != nil {
 		return fail(stderr, "session status", err)
@@ -272,11 +258,12 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runHeartbeat(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	f := newClientFlags("session heartbeat", stderr)
-	id, ok := parseWithID(f, args, stderr, "session heartbeat")
+	f := newClientFlags("session heartbeat", stdout, stderr)
+	pos, code, ok := f.parse(args)
 	if !ok {
-		return 2
+		return code
 	}
+	id := pos[0]
 	s, err := f.client().Heartbeat(context.Background(), id)
 	if err != nil {
 		return fail(stderr, "session heartbeat", err)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +17,10 @@ import (
 func init() {
 	commands["validate"] = command{
 		summary: "check NDJSON documents (events by default) against the contract",
-		run:     runValidate,
+		args:    "[file|-]",
+		about: "Reads NDJSON (one JSON document per line) from file, or stdin when file is - or absent,\n" +
+			"and checks each line against the contract. Exit 0: all valid; 1: some invalid; 2: usage or I/O error.",
+		run: runValidate,
 	}
 }
 
@@ -35,28 +37,18 @@ type lineResult struct {
 	Errors []contract.Problem `json:"errors,omitempty"`
 }
 
-// runValidate implements "sessiond validate [--kind K] [--json] [FILE|-]". It reads one JSON
+// runValidate implements "sessiond validate [file|-] [--kind K] [--json]". It reads one JSON
 // document per line (blank lines are skipped but counted) and reports each line. Exit code: 0
 // when every document is valid, 1 when any is invalid, 2 on a usage or I/O error.
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cl := newCommandLine("validate", stdout, stderr)
+	fs := cl.fs
 	kind := fs.String("kind", contract.KindEvent, "document kind: "+strings.Join(validateKinds, ", "))
 	asJSON := fs.Bool("json", false, "print one JSON object per input line and nothing else")
 	maxBytes := fs.Int("max-bytes", contract.DefaultMaxBytes, "largest accepted line in bytes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sessiond validate [--kind KIND] [--json] [--max-bytes N] [FILE|-]")
-		fmt.Fprintln(stderr, "\nReads NDJSON (one JSON document per line) from FILE, or stdin when FILE is - or absent,")
-		fmt.Fprintln(stderr, "and checks each line against the contract. Exit 0: all valid; 1: some invalid; 2: usage or I/O error.")
-		fmt.Fprintln(stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "hint: sessiond validate --kind event events.jsonl")
-		return 2
+	pos, code, ok := cl.parse(args)
+	if !ok {
+		return code
 	}
 	if !slices.Contains(validateKinds, *kind) {
 		fmt.Fprintf(stderr, "sessiond validate: unknown kind %q\nhint: --kind is one of %s\n", *kind, strings.Join(validateKinds, ", "))
@@ -66,13 +58,9 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond validate: --max-bytes must be positive, not %d\nhint: the default is %d (1 MiB)\n", *maxBytes, contract.DefaultMaxBytes)
 		return 2
 	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "sessiond validate: one input at most, got %d: %s\nhint: flags come before the file: sessiond validate --json events.jsonl\n", fs.NArg(), strings.Join(fs.Args(), " "))
-		return 2
-	}
 	in, name := stdin, "stdin"
-	if fs.NArg() == 1 && fs.Arg(0) != "-" {
-		name = fs.Arg(0)
+	if len(pos) == 1 && pos[0] != "-" {
+		name = pos[0]
 		f, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "sessiond validate: %v\nhint: check the path, or pipe the documents in: cat events.jsonl | sessiond validate\n", err)

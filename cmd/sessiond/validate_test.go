@@ -52,8 +52,9 @@ func TestValidateHuman(t *testing.T) {
 		{"kind view", []string{"--kind", "view"}, `{"sessionId":"S-1","snapshot":{"mode":"chat","modelId":"m","capabilities":{}},"status":"running","events":[` + valOKEvent + `],"lastSequence":1}` + "\n", 0,
 			"line 1: ok\n1 valid, 0 invalid\n", ""},
 		{"unknown kind", []string{"--kind", "snapshot"}, "", 2, "", "hint:"},
-		{"unknown flag", []string{"--strict"}, "", 2, "", "hint:"},
-		{"flag after file", []string{"events.jsonl", "--json"}, "", 2, "", "flags come before the file"},
+		{"unknown flag", []string{"--strict"}, "", 2, "", "sessiond validate: flag provided but not defined: -strict\nusage: sessiond validate [file|-] [flags]"},
+		{"flag after the file", []string{"-", "--json"}, valOKEvent + "\n", 0, `{"line":1,"valid":true}` + "\n", ""},
+		{"two files", []string{"a.jsonl", "b.jsonl"}, "", 2, "", `sessiond validate: unexpected argument "b.jsonl": it takes only [file|-]`},
 		{"missing file", []string{"/nonexistent/events.jsonl"}, "", 2, "", "hint:"},
 		{"bad max-bytes", []string{"--max-bytes", "0"}, "", 2, "", "hint:"},
 	}
@@ -157,13 +158,13 @@ func TestValidateReadError(t *testing.T) {
 }
 
 func TestValidateHelp(t *testing.T) {
-	code, _, errOut := runValidateCLI(nil, "-h")
-	if code != 0 || !strings.Contains(errOut, "usage: sessiond validate") || !strings.Contains(errOut, "-kind") {
-		t.Errorf("exit %d, stderr %q", code, errOut)
+	code, out, errOut := runValidateCLI(nil, "-h")
+	if code != 0 || !strings.Contains(out, "usage: sessiond validate") || !strings.Contains(out, "-kind") || errOut != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	var out bytes.Buffer
-	run([]string{"help"}, nil, &out, io.Discard)
-	if !strings.Contains(out.String(), "validate") {
-		t.Errorf("help does not list validate:\n%s", out.String())
+	var list bytes.Buffer
+	run([]string{"help"}, nil, &list, io.Discard)
+	if !strings.Contains(list.String(), "validate") {
+		t.Errorf("help does not list validate:\n%s", list.String())
 	}
 }
