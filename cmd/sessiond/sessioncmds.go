@@ -30,32 +30,36 @@ func init() {
 var sessionVerbs map[string]command
 
 func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w := stderr
-		if len(args) > 0 {
-			w = stdout
-		}
-		fmt.Fprintln(w, "usage: sessiond session <verb> [arguments] [flags]\n\nverbs:")
-		names := make([]string, 0, len(sessionVerbs))
-		for n := range sessionVerbs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(w, "  %-26s %s\n", n+" "+sessionVerbs[n].args, sessionVerbs[n].summary)
-		}
-		fmt.Fprintln(w, "\nRun 'sessiond help session <verb>' (or 'sessiond session <verb> -h') for a verb's flags;\n--json prints JSON for programs.")
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "sessiond session: missing <verb>")
+		sessionUsage(stderr)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		sessionUsage(stdout)
 		return 0
 	}
 	v, ok := sessionVerbs[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "sessiond session: unknown verb %q\nhint: run 'sessiond session help' to see the verbs\n", args[0])
+		fmt.Fprintf(stderr, "sessiond session: unknown verb %q\n", args[0])
+		sessionUsage(stderr)
 		return 2
 	}
 	return v.run(args[1:], stdin, stdout, stderr)
+}
+
+// sessionUsage lists the verbs of "sessiond session".
+func sessionUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n\nverbs:\n", usageLine("session", commands["session"].args), commands["session"].summary)
+	names := make([]string, 0, len(sessionVerbs))
+	for n := range sessionVerbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-26s %s\n", n+" "+sessionVerbs[n].args, sessionVerbs[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'sessiond help session <verb>' (or 'sessiond session <verb> -h') for a verb's flags;\n--json prints JSON for programs.")
 }
 
 func hours(h *float64) string {
