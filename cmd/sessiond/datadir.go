@@ -43,7 +43,14 @@ func dataDirHint(dir string) string {
 			return fmt.Sprintf("cannot create --data %s: %s is not writable by this user (%v); make it writable (chmod u+w %s) or choose another --data", abs, parent, err, parent)
 		}
 	case err != nil:
-		return fmt.Sprintf("cannot reach --data %s (%v); check the permissions of the directories above it, or choose another --data", abs, err)
+		blocked := filepath.Dir(abs) // the deepest directory above abs that can be reached
+		for blocked != filepath.Dir(blocked) {
+			if _, err := os.Stat(blocked); err == nil {
+				break
+			}
+			blocked = filepath.Dir(blocked)
+		}
+		return fmt.Sprintf("cannot reach --data %s: %s cannot be searched by this user (%v); make it searchable (chmod u+x %s) or choose another --data", abs, blocked, bare(err), blocked)
 	default:
 		if err := probeWrite(abs); err != nil {
 			return fmt.Sprintf("--data %s is not writable by this user (%v); make it writable (chmod u+w %s) or choose another --data", abs, err, abs)
@@ -55,7 +62,7 @@ func dataDirHint(dir string) string {
 				continue
 			}
 			if err != nil {
-				return fmt.Sprintf("%s is not writable by this user (%v); make it writable (chmod u+w %s) or choose another --data", p, err, p)
+				return fmt.Sprintf("%s is not writable by this user (%v); make it writable (chmod u+w %s) or choose another --data", p, bare(err), p)
 			}
 			f.Close()
 		}
@@ -79,9 +86,19 @@ func dataDirHint(dir string) string {
 func probeWrite(dir string) error {
 	f, err := os.CreateTemp(dir, ".sessiond-probe-*")
 	if err != nil {
-		return err
+		return bare(err)
 	}
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// bare is the cause of a file system error without the operation and path around it, which
+// the hint says itself ("permission denied", "read-only file system").
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
