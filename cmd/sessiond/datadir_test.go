@@ -64,7 +64,11 @@ func (u unprivileged) base(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Chmod(dir, 0o755); filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { os.Chmod(p, 0o755); return nil }); os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		os.Chmod(dir, 0o755)
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { os.Chmod(p, 0o755); return nil })
+		os.RemoveAll(dir)
+	})
 	u.own(t, dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -189,7 +193,10 @@ func TestServeOpenHints(t *testing.T) {
 				return p
 			},
 			[]string{"hint: <base>/data/sessiond.db is not writable by this user (", "make it writable (chmod u+w <base>/data/sessiond.db) or choose another --data"},
-			func(t *testing.T, base, data string) string { chmodUW(t, filepath.Join(data, "sessiond.db")); return data }},
+			func(t *testing.T, base, data string) string {
+				chmodUW(t, filepath.Join(data, "sessiond.db"))
+				return data
+			}},
 		{"not a database",
 			func(t *testing.T, base string) string {
 				p := filepath.Join(base, "data")
