@@ -99,7 +99,7 @@ func (f commandFlags) send(ctx context.Context, cl *client.Client, c *contract.C
 		if errors.As(err, &ae) && ae.Status < 500 {
 			return nil, fail(f.stderr, f.name, err) // refused as sent: resending the same changes nothing
 		}
-		if *f.json && ae == nil {
+		if *f.json {
 			printJSON(f.stdout, unanswered{CommandID: c.CommandID, IdempotencyKey: c.IdempotencyKey, Error: err.Error(), Resend: resend})
 		}
 		if ae != nil {

@@ -177,58 +177,77 @@ func TestCommandResendWithKey(t *testing.T) {
 }
 
 // TestCommandTimeoutPrintsKey sends a command through a proxy that forwards it to the server
-// but answers too late: the CLI gives up after --timeout not knowing whether the command was
-// applied, prints its key (and, with --json, a JSON object holding it), and the printed line,
-// run as is, gets the first result as a duplicate.
+// but then answers too late, or with a server error: the CLI does not know whether the command
+// was applied, prints its key (and, with --json, a JSON object holding it), and the printed
+// line, run as is, gets the first result as a duplicate without applying it again.
 func TestCommandTimeoutPrintsKey(t *testing.T) {
 	url, _, _ := startServer(t, filepath.Join(t.TempDir(), "data"))
-	startRun(t, url, "S-slow")
-	var commands atomic.Int64
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req, _ := http.NewRequest(r.Method, url+r.URL.RequestURI(), bytes.NewReader(body))
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		answer, _ := io.ReadAll(resp.Body)
-		if strings.HasSuffix(r.URL.Path, "/commands") && commands.Add(1) == 1 {
-			select { // the first command is applied, but its answer comes too late
+	for i, tc := range []struct {
+		name    string
+		lose    func(w http.ResponseWriter, r *http.Request) // how the proxy loses the first answer
+		code    int
+		wantErr string
+	}{
+		{"answer too late", func(w http.ResponseWriter, r *http.Request) {
+			select {
 			case <-r.Context().Done():
-				return
 			case <-time.After(10 * time.Second):
 			}
-		}
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		w.Write(answer)
-	}))
-	defer proxy.Close()
+		}, 2, "context deadline exceeded"},
+		{"server error", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, `{"error":{"code":"INTERNAL","message":"the upstream connection broke"}}`)
+		}, 1, "sessiond cmd: INTERNAL: the upstream connection broke"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sid := fmt.Sprintf("S-lost-%d", i)
+			startRun(t, url, sid)
+			var commands atomic.Int64
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				req, _ := http.NewRequest(r.Method, url+r.URL.RequestURI(), bytes.NewReader(body))
+				req.Header = r.Header.Clone()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadGateway)
+					return
+				}
+				defer resp.Body.Close()
+				answer, _ := io.ReadAll(resp.Body)
+				if strings.HasSuffix(r.URL.Path, "/commands") && commands.Add(1) == 1 {
+					tc.lose(w, r) // the first command is applied, but its answer is lost
+					return
+				}
+				w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+				w.WriteHeader(resp.StatusCode)
+				w.Write(answer)
+			}))
+			defer proxy.Close()
 
-	out, errOut, code := runCLI(t, "", "cmd", "steer", "S-slow", "r1", "hurry", "--server", proxy.URL, "--timeout", "500ms", "--json")
-	var lost unanswered
-	if code != 2 || json.Unmarshal([]byte(out), &lost) != nil || lost.IdempotencyKey == "" || !strings.Contains(lost.Resend, "--key "+lost.IdempotencyKey) {
-		t.Fatalf("timed-out command: %d %q %q", code, out, errOut)
-	}
-	if !strings.Contains(errOut, "deadline exceeded") || !strings.Contains(errOut, "it used idempotency key "+lost.IdempotencyKey) {
-		t.Errorf("stderr: %q", errOut)
-	}
-	resend := resendHint(t, errOut)
-	if got := "sessiond " + strings.Join(resend, " "); got != lost.Resend {
-		t.Errorf("stderr's line %q differs from the JSON's %q", got, lost.Resend)
-	}
-	if n := eventCount(t, url, "S-slow"); n != 3 {
-		t.Fatalf("%d events: the command should have been applied once", n)
-	}
-	out, errOut, code = runCLI(t, "", resend...)
-	var dup commandResult
-	if code != 0 || json.Unmarshal([]byte(out), &dup) != nil || dup.Outcome != "duplicate" || dup.IdempotencyKey != lost.IdempotencyKey {
-		t.Fatalf("resend as printed: %d %q %q", code, out, errOut)
-	}
-	if n := eventCount(t, url, "S-slow"); n != 3 {
-		t.Errorf("%d events after the resend, want 3", n)
+			out, errOut, code := runCLI(t, "", "cmd", "steer", sid, "r1", "hurry", "--server", proxy.URL, "--timeout", "500ms", "--json")
+			var lost unanswered
+			if code != tc.code || json.Unmarshal([]byte(out), &lost) != nil || lost.IdempotencyKey == "" || !strings.Contains(lost.Resend, "--key "+lost.IdempotencyKey) {
+				t.Fatalf("lost answer: exit %d (want %d) %q %q", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.wantErr) || !strings.Contains(errOut, "it used idempotency key "+lost.IdempotencyKey) {
+				t.Errorf("stderr: %q", errOut)
+			}
+			resend := resendHint(t, errOut)
+			if got := "sessiond " + strings.Join(resend, " "); got != lost.Resend {
+				t.Errorf("stderr's line %q differs from the JSON's %q", got, lost.Resend)
+			}
+			if n := eventCount(t, url, sid); n != 3 {
+				t.Fatalf("%d events: the command should have been applied once", n)
+			}
+			out, errOut, code = runCLI(t, "", resend...)
+			var dup commandResult
+			if code != 0 || json.Unmarshal([]byte(out), &dup) != nil || dup.Outcome != "duplicate" || dup.IdempotencyKey != lost.IdempotencyKey {
+				t.Fatalf("resend as printed: %d %q %q", code, out, errOut)
+			}
+			if n := eventCount(t, url, sid); n != 3 {
+				t.Errorf("%d events after the resend, want 3", n)
+			}
+		})
 	}
 }
