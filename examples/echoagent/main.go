@@ -13,7 +13,11 @@ import (
 )
 
 func main() {
-	server := flag.String("server", client.DefaultServer, "sessiond server URL")
+	def := os.Getenv("SESSIOND_SERVER") // as for the sessiond CLI
+	if def == "" {
+		def = client.DefaultServer
+	}
+	server := flag.String("server", def, "sessiond server URL (env SESSIOND_SERVER)")
 	session := flag.String("session", "", "the session to work in (required)")
 	tick := flag.Duration("tick", 500*time.Millisecond, "pause between streamed chunks")
 	flag.Parse()

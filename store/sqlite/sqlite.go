@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -85,6 +86,13 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open store: no data directory given")
 	}
+	// From here on the directory is absolute: the database's file URI (fileURI) and every
+	// message name it the same way whatever the working directory is, now or later.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store: data directory %q: %w", dir, err)
+	}
+	dir = abs
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("open store: create data directory: %w", err)
 	}
@@ -129,6 +137,8 @@ const (
 	roleCheckpointer
 )
 
+// dsn is the data source name of the database file at path for a connection of the role: its
+// file URI with the role's pragmas as query parameters.
 func dsn(path string, role int) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -152,7 +162,22 @@ func dsn(path string, role int) string {
 		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", "cache_size(-2048)")
 	}
-	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return fileURI(path) + "?" + q.Encode()
+}
+
+// fileURI is the SQLite URI (https://sqlite.org/uri.html) of the file at path, without a query.
+// An absolute path becomes file:///abs/path (on Windows file:///C:/path), a relative one
+// file:rel/path, which SQLite resolves against the working directory; never file://rel/path,
+// where SQLite would take the first directory for the URI's authority. Characters that SQLite
+// would read as the start of the query or the fragment, or as an escape ('?', '#', '%'),
+// and spaces are %-escaped.
+func fileURI(path string) string {
+	p := filepath.ToSlash(path)
+	abs := filepath.IsAbs(path)
+	if abs && !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:///C:/dir
+	}
+	u := url.URL{Scheme: "file", Path: p, OmitHost: !abs}
 	return u.String()
 }
 
