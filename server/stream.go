@@ -170,8 +170,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cursor = n
-	} else if t := r.URL.Query().Get("tail"); t == "true" || t == "1" {
-		cursor = last
+	} else if r.URL.Query().Has("tail") {
+		switch t := r.URL.Query().Get("tail"); t {
+		case "true", "1":
+			cursor = last
+		case "false", "0":
+		default:
+			writeError(w, api.Errorf(api.CodeMalformed, "query parameter tail=%q must be true or false (true: only events appended from now on)", t))
+			return
+		}
 	}
 
 	t := s.hub.join(id)
