@@ -268,7 +268,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, e.Sequence, 10)
-	buf = append(buf, "\nevent: "...)
+	buf = append(buf, "\nevent: "+api.SSEEventPrefix...)
 	buf = append(buf, e.EventType...)
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, e.Data...)
@@ -406,10 +406,10 @@ func (sw *sseWriter) end() {
 	sw.done()
 }
 
-// finalMessage sends an "error" event that tells the subscriber why the stream ends and how
-// to resume.
+// finalMessage sends the api.SSEStreamError block that tells the subscriber why the stream
+// ends and how to resume.
 func (sw *sseWriter) finalMessage(code, msg string) {
 	b, _ := contract.Marshal(api.Error{Code: code, Message: msg})
-	out := append([]byte("event: error\ndata: "), b...)
+	out := append([]byte("event: "+api.SSEStreamError+"\ndata: "), b...)
 	sw.flush(append(out, "\n\n"...))
 }
