@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -86,6 +87,9 @@ func TestMisspeltQueryParameterHint(t *testing.T) {
 	e := errorBody(t, resp.body)
 	if resp.status != http.StatusBadRequest || e.Code != api.CodeMalformed || !strings.Contains(e.Message, "did you mean expectedSequence?") {
 		t.Fatalf("misspelt parameter: %d %s", resp.status, resp.body)
+	}
+	if doc, err := os.ReadFile("../docs/api.md"); err != nil || !strings.Contains(string(doc), "`"+e.Message+"`") {
+		t.Errorf("docs/api.md does not quote the message as the server sends it: %s (%v)", e.Message, err)
 	}
 	resp = b.do(t, "POST", "/v1/sessions/S-h/events?expectedSequence=5", "application/json", event("S-h", 1))
 	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != api.CodeSequenceConflict {
