@@ -186,6 +186,19 @@ const (
 	Duplicate = "duplicate"
 )
 
+// Names of the SSE blocks of GET /v1/sessions/{id}/events/stream. They never collide with
+// each other, nor with the names EventSource itself dispatches ("message" for an unnamed
+// block, "error" for a connection failure, "open"), so a browser tells them apart by name.
+const (
+	// SSEEventPrefix goes before a contract event's eventType to name its block:
+	// "ev.message", "ev.error", … (one name per event kind).
+	SSEEventPrefix = "ev."
+	// SSEStreamError names the stream's final block, sent just before the server ends the
+	// stream: an [Error] whose code says why (SUBSCRIBER_TOO_SLOW, SHUTTING_DOWN,
+	// STREAM_FAILED) and whose message names the Last-Event-ID to resume with.
+	SSEStreamError = "stream.error"
+)
+
 // AppendResult is the outcome of one appended event.
 type AppendResult struct {
 	EventID  string `json:"eventId"`

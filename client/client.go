@@ -160,9 +160,10 @@ func (c *Client) Runs(ctx context.Context, id string) ([]contract.Run, error) {
 
 // StreamEvent is one event received from a stream.
 type StreamEvent struct {
-	Sequence  int64
+	Sequence int64 // the block's id: the event's sequence
+	// EventType is the event's contract eventType (its block is named "ev." + EventType).
 	EventType string
-	Data      json.RawMessage
+	Data      json.RawMessage // the stored event
 }
 
 // StreamOptions tune [Client.Stream].
@@ -224,7 +225,8 @@ type fnError struct{ err error }
 func (e *fnError) Error() string { return e.err.Error() }
 
 // streamOnce runs one connection; got reports whether it connected (so tail mode is over).
-// The server opens each stream with an "id:" line and no data that says where it starts, so a
+// Blocks are named as docs/api.md says: "ev.<eventType>" for an event, "stream.error" for the
+// server's final message. The server opens each stream with an "id:" line and no data that says where it starts, so a
 // tail stream that drops before its first event still resumes from the right place; cursor is
 // updated on every id it dispatches.
 func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail bool, fn func(StreamEvent) error) (got bool, err error) {
@@ -267,13 +269,15 @@ func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail 
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0: // dispatch
-			if evName == "error" {
+			if evName == api.SSEStreamError {
 				var ae api.Error
 				json.Unmarshal(ev.Data, &ae)
 				return true, fmt.Errorf("stream ended by server: %s: %s", ae.Code, ae.Message)
 			}
-			if hasID && ev.Data != nil {
-				ev.EventType = evName
+			// Contract events are named "ev.<eventType>"; a block of another name (none is
+			// sent today) is not an event and is skipped.
+			if kind, ok := strings.CutPrefix(evName, api.SSEEventPrefix); ok && hasID && ev.Data != nil {
+				ev.EventType = kind
 				if err := fn(ev); err != nil {
 					return true, &fnError{err}
 				}

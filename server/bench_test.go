@@ -319,7 +319,8 @@ func dialSubscriber(addr, path string, bufSize int) (*rawSubscriber, error) {
 
 // pump reads once from the connection into buf and calls fn for every SSE block the bytes
 // complete, with the time the read returned, the block's id (-1 without one), whether it
-// carried data, and whether it was an "error" event. The chunked body's end is io.EOF.
+// carried data, and whether it was the stream's final "stream.error" block. The chunked
+// body's end is io.EOF.
 func (s *rawSubscriber) pump(buf []byte, fn func(now, id int64, data, isErr bool)) error {
 	n, err := s.br.Read(buf)
 	now := time.Now().UnixNano()
@@ -390,7 +391,7 @@ func (s *rawSubscriber) scan(seg []byte, now int64, fn func(now, id int64, data,
 			s.hasID = true
 		case bytes.HasPrefix(line, []byte("data: ")):
 			s.hasData = true
-		case bytes.HasPrefix(line, []byte("event: error")):
+		case bytes.Equal(line, []byte("event: stream.error")):
 			s.err = true
 		}
 		s.part = s.part[:0]

@@ -12,16 +12,19 @@ import (
 	"github.com/sessiond/sessiond/session"
 )
 
-func (s *Server) lifecycleRoutes() {
-	s.mux.HandleFunc("POST /v1/sessions/{id}/heartbeat", s.handleHeartbeat)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/assess", s.handleAssess)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/warm", s.handleWarm)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", s.handleArchive)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/status", s.handleStatus)
-	s.mux.HandleFunc("GET /v1/archives", s.handleListArchives)
-	s.mux.HandleFunc("POST /v1/archives", s.handleSaveArchive)
-	s.mux.HandleFunc("POST /v1/archives/restore", s.handleRestore)
-	s.mux.HandleFunc("POST /v1/sweep", s.handleSweep)
+// lifecycleRoutes is the lifecycle part of the route table (see [Server.routes]).
+func (s *Server) lifecycleRoutes() []route {
+	return []route{
+		{pattern: "POST /v1/sessions/{id}/heartbeat", handle: s.handleHeartbeat},
+		{pattern: "POST /v1/sessions/{id}/assess", handle: s.handleAssess, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/warm", handle: s.handleWarm, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/archive", handle: s.handleArchive, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/status", handle: s.handleStatus},
+		{pattern: "GET /v1/archives", handle: s.handleListArchives, query: []string{"project"}},
+		{pattern: "POST /v1/archives", handle: s.handleSaveArchive, body: jsonBody},
+		{pattern: "POST /v1/archives/restore", handle: s.handleRestore, body: jsonBody},
+		{pattern: "POST /v1/sweep", handle: s.handleSweep},
+	}
 }
 
 // serverHint says which endpoint makes a status change PATCH refuses, if the server makes it.

@@ -111,28 +111,31 @@ func New(st store.Store, opt Options) *Server {
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
-	s.routes()
+	s.register(s.routes())
 	s.startSweeper()
 	return s
 }
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.HandleFunc("POST /v1/sessions", s.handleCreateSession)
-	s.mux.HandleFunc("GET /v1/sessions", s.handleListSessions)
-	s.mux.HandleFunc("GET /v1/sessions/{id}", s.handleGetSession)
-	s.mux.HandleFunc("PATCH /v1/sessions/{id}", s.handlePatchSession)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/events", s.handleAppend)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.handleReadEvents)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", s.handleStream)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/runs", s.handleRuns)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/runs/{runId}", s.handleRun)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/commands", s.handleCommand)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/view", s.handleView)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/transcript", s.handleTranscript)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/continuations", s.handleContinuation)
-	s.mux.HandleFunc("GET /v1/sessions/{id}/lineage", s.handleLineage)
-	s.lifecycleRoutes()
+// routes is the API's route table, from which the router is built: each endpoint with the
+// query parameters it knows and the media types its body may have (see [route]).
+func (s *Server) routes() []route {
+	return append([]route{
+		{pattern: "GET /healthz", handle: s.handleHealth},
+		{pattern: "POST /v1/sessions", handle: s.handleCreateSession, body: jsonBody},
+		{pattern: "GET /v1/sessions", handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
+		{pattern: "GET /v1/sessions/{id}", handle: s.handleGetSession},
+		{pattern: "PATCH /v1/sessions/{id}", handle: s.handlePatchSession, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/events", handle: s.handleAppend, query: []string{"expectedSequence"}, body: eventsBody},
+		{pattern: "GET /v1/sessions/{id}/events", handle: s.handleReadEvents, query: []string{"after", "limit"}},
+		{pattern: "GET /v1/sessions/{id}/events/stream", handle: s.handleStream, query: []string{"after", "tail"}},
+		{pattern: "GET /v1/sessions/{id}/runs", handle: s.handleRuns},
+		{pattern: "GET /v1/sessions/{id}/runs/{runId}", handle: s.handleRun},
+		{pattern: "POST /v1/sessions/{id}/commands", handle: s.handleCommand, query: []string{"wait"}, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/view", handle: s.handleView},
+		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
+		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
+	}, s.lifecycleRoutes()...)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
@@ -229,6 +232,9 @@ func storeError(err error, sessionID string) *api.Error {
 	)
 	switch {
 	case errors.Is(err, store.ErrSessionNotFound):
+		if probs := contract.SessionIDProblems(sessionID); len(probs) > 0 {
+			return api.Errorf(api.CodeSessionNotFound, "session %q does not exist, and no new session can take this id (%s): %s", sessionID, probs[0].Rule, contract.SessionIDRule)
+		}
 		return api.Errorf(api.CodeSessionNotFound, "session %q does not exist; create it with POST /v1/sessions", sessionID)
 	case errors.Is(err, store.ErrRunNotFound):
 		return api.Errorf(api.CodeRunNotFound, "%v", err)

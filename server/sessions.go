@@ -74,7 +74,7 @@ func (s *Server) buildSession(body []byte) (*store.Session, *api.Error) {
 	ts := now(s)
 	rec := []byte(fmt.Sprintf(`{"schema_version":1,"status":"running","started_at":%q,"updated_at":%q`, ts, ts))
 	var snapshot *contract.Value
-	hasID := false
+	hasID, id := false, ""
 	for i := range v.Members {
 		m := &v.Members[i]
 		switch {
@@ -86,7 +86,7 @@ func (s *Server) buildSession(body []byte) (*store.Session, *api.Error) {
 				Message: fmt.Sprintf("%s is set by the server; leave it out", m.Key)})
 			continue
 		case m.Key == "session_id":
-			hasID = true
+			hasID, id = true, m.Value.Str
 		}
 		rec = append(rec, ',')
 		rec = append(rec, m.RawKey...)
@@ -104,6 +104,11 @@ func (s *Server) buildSession(body []byte) (*store.Session, *api.Error) {
 			return nil, api.Errorf(api.CodeInternal, "decode record: %v", err)
 		}
 		probs = append(probs, ve.Problems...)
+	}
+	// The record's schema takes any non-empty session_id with the "S-" prefix; a new session's
+	// id must also be one every event can name and every URL can carry.
+	if hasID && !slices.ContainsFunc(probs, func(p contract.Problem) bool { return p.Path == "/session_id" }) {
+		probs = append(probs, contract.SessionIDProblems(id)...)
 	}
 	var snap contract.Snapshot
 	if snapshot == nil {

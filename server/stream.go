@@ -170,8 +170,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cursor = n
-	} else if t := r.URL.Query().Get("tail"); t == "true" || t == "1" {
-		cursor = last
+	} else if r.URL.Query().Has("tail") {
+		switch t := r.URL.Query().Get("tail"); t {
+		case "true", "1":
+			cursor = last
+		case "false", "0":
+		default:
+			writeError(w, api.Errorf(api.CodeMalformed, "query parameter tail=%q must be true or false (true: only events appended from now on)", t))
+			return
+		}
 	}
 
 	t := s.hub.join(id)
@@ -261,7 +268,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, e.Sequence, 10)
-	buf = append(buf, "\nevent: "...)
+	buf = append(buf, "\nevent: "+api.SSEEventPrefix...)
 	buf = append(buf, e.EventType...)
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, e.Data...)
@@ -399,10 +406,10 @@ func (sw *sseWriter) end() {
 	sw.done()
 }
 
-// finalMessage sends an "error" event that tells the subscriber why the stream ends and how
-// to resume.
+// finalMessage sends the api.SSEStreamError block that tells the subscriber why the stream
+// ends and how to resume.
 func (sw *sseWriter) finalMessage(code, msg string) {
 	b, _ := contract.Marshal(api.Error{Code: code, Message: msg})
-	out := append([]byte("event: error\ndata: "), b...)
+	out := append([]byte("event: "+api.SSEStreamError+"\ndata: "), b...)
 	sw.flush(append(out, "\n\n"...))
 }

@@ -49,13 +49,13 @@ func TestStreamWithoutHijack(t *testing.T) {
 			b.appendN(t, "S-fb", 3, 3)
 		}
 		e, err := s.nextEvent()
-		if err != nil || e.id != strconv.Itoa(want) || e.event != "message" {
+		if err != nil || e.id != strconv.Itoa(want) || e.event != "ev.message" {
 			t.Fatalf("event %d: got %+v %v", want, e, err)
 		}
 	}
 	srv.Close()
 	e, err := s.nextEvent()
-	if err != nil || e.event != "error" || !strings.Contains(e.data, "SHUTTING_DOWN") {
+	if err != nil || e.event != "stream.error" || !strings.Contains(e.data, "SHUTTING_DOWN") {
 		t.Fatalf("got %+v %v, want a SHUTTING_DOWN final message", e, err)
 	}
 }

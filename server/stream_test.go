@@ -110,7 +110,7 @@ func TestStreamReplayThenLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.id != strconv.Itoa(i) || e.event != "message" || !strings.Contains(e.data, fmt.Sprintf(`"sequence":%d`, i)) {
+		if e.id != strconv.Itoa(i) || e.event != "ev.message" || !strings.Contains(e.data, fmt.Sprintf(`"sequence":%d`, i)) {
 			t.Fatalf("event %d: %+v", i, e)
 		}
 	}
@@ -247,7 +247,7 @@ func TestStreamCutsOffSlowSubscriber(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream ended without a final message: %v (last %d)", err, last)
 		}
-		if e.event == "error" {
+		if e.event == "stream.error" {
 			if !strings.Contains(e.data, "SUBSCRIBER_TOO_SLOW") || !strings.Contains(e.data, fmt.Sprintf("Last-Event-ID: %d", last)) {
 				t.Fatalf("final message %s does not say how to resume from %d", e.data, last)
 			}
@@ -271,7 +271,7 @@ func TestStreamEndsOnShutdown(t *testing.T) {
 	}
 	b.srv.Close()
 	e, err := s.nextEvent()
-	if err != nil || e.event != "error" || !strings.Contains(e.data, "SHUTTING_DOWN") {
+	if err != nil || e.event != "stream.error" || !strings.Contains(e.data, "SHUTTING_DOWN") {
 		t.Fatalf("got %+v %v, want a SHUTTING_DOWN final message", e, err)
 	}
 	if _, err := s.next(); err == nil {
@@ -303,7 +303,7 @@ func TestShutdownDuringReplay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream ended without a final message after %d events: %v", n, err)
 		}
-		if e.event == "error" {
+		if e.event == "stream.error" {
 			if !strings.Contains(e.data, "SHUTTING_DOWN") {
 				t.Fatalf("final message %s", e.data)
 			}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+)
+
+// route is one endpoint of the API, as the router is built from it: what the request may
+// carry is declared here, and [Server.guard] refuses anything else before the handler runs.
+type route struct {
+	pattern string // "METHOD /path/{wildcard}", as http.ServeMux takes it
+	handle  http.HandlerFunc
+	// query lists the query parameters the endpoint knows; any other one is refused, so a
+	// misspelt parameter (expected_sequence for expectedSequence) never weakens a request.
+	query []string
+	// body lists the media types the request body may have; nil for an endpoint that reads
+	// no body. A request without a Content-Type is taken as the first of them.
+	body []string
+}
+
+// Media types of request bodies.
+var (
+	jsonBody   = []string{"application/json"}
+	eventsBody = []string{"application/json", "application/x-ndjson", "application/ndjson"}
+)
+
+// register builds the router from the route table.
+func (s *Server) register(table []route) {
+	for _, rt := range table {
+		s.mux.Handle(rt.pattern, s.guard(rt))
+	}
+}
+
+// guard checks what rt declares (query parameters, the ids in the path, the body's media
+// type) and calls the handler only when the request passes.
+func (s *Server) guard(rt route) http.Handler {
+	wildcards := pathWildcards(rt.pattern)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if aerr := rt.checkQuery(r); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		for _, name := range wildcards {
+			if p := contract.IDProblem(r.PathValue(name)); p != "" {
+				writeError(w, api.Errorf(api.CodeMalformed, "path parameter %s %s: %s, so nothing can have it", name, quoteID(r.PathValue(name)), p))
+				return
+			}
+		}
+		if aerr := rt.checkMediaType(r); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		rt.handle(w, r)
+	})
+}
+
+// pathWildcards returns the names of the {wildcards} of a ServeMux pattern.
+func pathWildcards(pattern string) []string {
+	var out []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.TrimSuffix(strings.Trim(seg, "{}"), "..."))
+		}
+	}
+	return out
+}
+
+// checkQuery refuses a query that does not parse, a parameter the route does not know, and a
+// parameter given more than once (which one would count is a guess).
+func (rt route) checkQuery(r *http.Request) *api.Error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return api.Errorf(api.CodeMalformed, "the query string %q does not parse (%v); percent-encode its values and separate parameters with &", r.URL.RawQuery, err)
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names) // report the same parameter first every time
+	for _, name := range names {
+		if !slices.Contains(rt.query, name) {
+			return api.Errorf(api.CodeMalformed, "unknown query parameter %q on %s; %s", name, rt.pattern, rt.allowedQuery(name))
+		}
+		if n := len(q[name]); n > 1 {
+			return api.Errorf(api.CodeMalformed, "query parameter %q is given %d times on %s; give it once", name, n, rt.pattern)
+		}
+	}
+	return nil
+}
+
+// allowedQuery says which parameters the route takes, and which one was probably meant.
+func (rt route) allowedQuery(unknown string) string {
+	if len(rt.query) == 0 {
+		return "it takes no query parameters: remove it"
+	}
+	msg := "the allowed ones are: " + strings.Join(rt.query, ", ")
+	for _, name := range rt.query {
+		if foldName(name) == foldName(unknown) {
+			return fmt.Sprintf("did you mean %s? %s", name, msg)
+		}
+	}
+	return msg + "; remove it or use one of them"
+}
+
+// foldName folds case and drops '_' and '-', so expected_sequence matches expectedSequence.
+func foldName(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+}
+
+// checkMediaType refuses a body whose Content-Type the route does not take. A route with a
+// body takes its declared media types, with no parameter but charset=utf-8; a request without
+// a Content-Type is taken as the first declared type.
+func (rt route) checkMediaType(r *http.Request) *api.Error {
+	ct := r.Header.Get("Content-Type")
+	if rt.body == nil || ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %q does not parse (%v); %s", ct, err, rt.mediaHint())
+	}
+	if !slices.Contains(rt.body, mt) {
+		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s is not accepted by %s; %s", mt, rt.pattern, rt.mediaHint())
+	}
+	for k, v := range params {
+		if k != "charset" {
+			return api.Errorf(api.CodeUnsupportedMedia, "Content-Type parameter %s=%q is not accepted by %s; %s", k, v, rt.pattern, rt.mediaHint())
+		}
+		if !strings.EqualFold(v, "utf-8") {
+			return api.Errorf(api.CodeUnsupportedMedia, "charset %q is not accepted by %s: bodies are UTF-8; %s", v, rt.pattern, rt.mediaHint())
+		}
+	}
+	return nil
+}
+
+func (rt route) mediaHint() string {
+	return "send Content-Type: " + strings.Join(rt.body, " or ") + " (curl --json sets application/json)"
+}
+
+// mediaType returns the media type of the request body, already checked by the guard.
+func mediaType(r *http.Request) string {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt
+}
+
+// quoteID quotes an id for a message, shortened when long.
+func quoteID(s string) string {
+	if len(s) > 80 {
+		s = s[:60] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
