@@ -189,11 +189,6 @@ func (c *checker) eventRules(v *Value, eventType string, pl *Value) {
 	}
 }
 
-// commandsNeedingRun are the commands whose policy says "needs runId: yes" (CONTRACT.md §4).
-var commandsNeedingRun = map[string]bool{
-	"stop": true, "resume": true, "retry": true, "retry-summary": true, "approval": true, "steer": true,
-}
-
 func (c *checker) command(v *Value) {
 	c.check(v, commandHeader)
 	if v.Kind != KindObject {
@@ -212,7 +207,7 @@ func (c *checker) command(v *Value) {
 		return
 	}
 	runID, hasRun := strField(v, "runId")
-	if commandsNeedingRun[ct] && !hasRun {
+	if commandPolicies[ct].NeedsRunID && !hasRun {
 		c.rule("/runId", "command-needs-run-id", fmt.Sprintf("a %s command needs runId, the run it targets", ct))
 	}
 	switch ct {
