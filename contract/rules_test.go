@@ -79,7 +79,9 @@ func problemsOf(t *testing.T, kind string, data []byte) []string {
 		if p.Message == "" {
 			t.Errorf("problem without a message: %+v", p)
 		}
-		if p.Layer == LayerRule && !slices.ContainsFunc(Rules, func(r Rule) bool { return r.Name == p.Rule && (r.Kind == kind || kind == KindView && r.Kind == KindEvent) }) {
+		if p.Layer == LayerRule && !slices.ContainsFunc(Rules, func(r Rule) bool {
+			return r.Name == p.Rule && (r.Kind == kind || kind == KindView && r.Kind == KindEvent)
+		}) {
 			t.Errorf("rule %q of a %s is not in the Rules table (contract/meanings.go), so the reference page misses it", p.Rule, kind)
 		}
 		out = append(out, p.Path+" "+p.Rule+" "+p.Layer)
