@@ -87,9 +87,8 @@ func (a *Agent) observe(ctx context.Context, wg *sync.WaitGroup, e *contract.Eve
 		if p.Role == "user" {
 			var text []string
 			for _, part := range p.Parts {
-				var s string
-				if json.Unmarshal(part, &s) == nil {
-					text = append(text, s)
+				if t, ok := partText(part); ok {
+					text = append(text, t)
 				}
 			}
 			a.messages[p.MessageID] = strings.Join(text, " ")
@@ -164,7 +163,7 @@ func (a *Agent) work(ctx context.Context, r *run, text string, announce bool) er
 			status = "completed"
 		}
 		if err := a.emit(ctx, r, "message", &contract.MessagePayload{MessageID: reply, Role: "assistant", Operation: "append",
-			Parts: []contract.RawJSON{quoteJSON(chunk)}, Status: status}); err != nil {
+			Parts: []contract.RawJSON{textPart(chunk)}, Status: status}); err != nil {
 			return err
 		}
 	}
@@ -209,20 +208,20 @@ func (a *Agent) work(ctx context.Context, r *run, text string, announce bool) er
 		case s := <-r.steers:
 			err = a.emitAll(ctx, r,
 				ev("steer", &contract.SteerPayload{CommandID: s.CommandID, TargetRunID: r.id, Text: s.Text, Status: "applied"}),
-				ev("message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{quoteJSON(" (steered: " + s.Text + ")")}, Status: "streaming"}))
+				ev("message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{textPart(" (steered: " + s.Text + ")")}, Status: "streaming"}))
 		case <-r.stop:
 			return a.finish(ctx, r, began, "stopped")
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-			err = a.emit(ctx, r, "message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{quoteJSON(".")}, Status: "streaming"})
+			err = a.emit(ctx, r, "message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{textPart(".")}, Status: "streaming"})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	if err := a.emitAll(ctx, r,
-		ev("message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{quoteJSON(" done")}, Status: "completed"}),
+		ev("message", &contract.MessagePayload{MessageID: progress, Role: "assistant", Operation: "append", Parts: []contract.RawJSON{textPart(" done")}, Status: "completed"}),
 		ev("usage", &contract.UsagePayload{InputTokens: ptr(int64(len(text))), OutputTokens: ptr(int64(a.Chunks)), TotalTokens: ptr(int64(len(text) + a.Chunks))})); err != nil {
 		return err
 	}
@@ -272,9 +271,27 @@ func (a *Agent) emitAll(ctx context.Context, r *run, evs ...pending) error {
 
 func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-func quoteJSON(s string) contract.RawJSON {
-	b, _ := contract.Marshal(s)
+// textPart is a text part of a message: {"type":"text","text":s}.
+func textPart(s string) contract.RawJSON {
+	b, _ := contract.Marshal(map[string]string{"type": "text", "text": s})
 	return b
+}
+
+// partText is the text of a message part: a text part's text, or a part that is a plain
+// string (the contract allows any JSON value as a part).
+func partText(part contract.RawJSON) (string, bool) {
+	var obj struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(part, &obj) == nil && obj.Type == "text" {
+		return obj.Text, true
+	}
+	var s string
+	if json.Unmarshal(part, &s) == nil {
+		return s, true
+	}
+	return "", false
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -42,7 +42,7 @@ func TestWholeLoop(t *testing.T) {
 
 	// A person asks for something.
 	user := contract.Event{Contract: "AgentSessionEvent", EventID: "u1", SessionID: "S-loop", IdempotencyKey: "u1",
-		OccurredAt: now(), EventType: "message", Payload: &contract.MessagePayload{MessageID: "m1", Role: "user", Operation: "append", Parts: []contract.RawJSON{quoteJSON("say hello")}}}
+		OccurredAt: now(), EventType: "message", Payload: &contract.MessagePayload{MessageID: "m1", Role: "user", Operation: "append", Parts: []contract.RawJSON{textPart("say hello")}}}
 	if _, err := cl.AppendEvents(ctx, "S-loop", []contract.Event{user}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +120,14 @@ func TestWholeLoop(t *testing.T) {
 	if len(tr.Tools) != 1 || tr.Tools[0].Status != "completed" || len(tr.Approvals) != 1 || tr.Approvals[0].Status != "approved" ||
 		tr.Terminals[0].Output != "hello\n" || len(tr.Messages) != 3 || !strings.Contains(fmt.Sprintf("%s", tr.Messages[2].Parts), "be brief") {
 		t.Errorf("transcript after the loop: %+v", tr)
+	}
+	var reply []string
+	for _, part := range tr.Messages[1].Parts {
+		text, _ := partText(part)
+		reply = append(reply, text)
+	}
+	if got := strings.Join(reply, ""); got != "You said: say hello." {
+		t.Errorf("the reply to the user's text part is %q, want %q", got, "You said: say hello.")
 	}
 
 	// Resume: a new run, which the agent picks up and works on.
