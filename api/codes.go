@@ -11,18 +11,18 @@ import (
 // [contract.CommandErrorMeaning]; a code listed in both (SESSION_NOT_FOUND, ...) has the wider
 // meaning here.
 var codeMeanings = map[string]string{
-	CodeMalformed:           "the request is not acceptable: the body is not acceptable JSON (syntax, invalid UTF-8, duplicate keys, nesting over 128, a number out of range, trailing data), a query parameter is bad or unknown, or a batch is empty",
+	CodeMalformed:           "the request is not acceptable: the body is not acceptable JSON (syntax, invalid UTF-8, duplicate keys, nesting over 128, a number out of range, trailing data), a bad query parameter, or an empty batch",
 	CodeContractViolation:   "the body is JSON but breaks the contract; details lists every problem with its JSON Pointer and rule",
 	CodeTooLarge:            "the body, a batch or one event is over its limit",
-	CodeSessionNotFound:     "the session in the URL (or a command's session) does not exist",
+	CodeSessionNotFound:     "the session in the URL does not exist",
 	CodeSessionExists:       "create was given a session_id that is taken",
-	CodeRunNotFound:         "the run in the URL (or a command's runId) does not exist",
-	CodeSequenceConflict:    "an append's or command's expectedSequence is not the log's last sequence; fields has expected and actual",
+	CodeRunNotFound:         "the run in the URL does not exist",
+	CodeSequenceConflict:    "an append's expectedSequence is not the log's last sequence; fields has expected and actual",
 	CodeIdempotencyConflict: "an idempotencyKey already used in the session for different content",
 	CodeEventIDConflict:     "an eventId already used in the session under another idempotencyKey",
 	CodeSessionMismatch:     "an event's or command's sessionId is not the session in the URL",
 	CodeInvalidTransition:   "a run status event whose status change the run status table does not allow",
-	CodeInvalidState:        "the change is not allowed in the current state: a lifecycle change the record status does not allow, a heartbeat or warm on a closed or archived session, a second active run, or a command the run status does not allow",
+	CodeInvalidState:        "the change is not allowed in the current state: a lifecycle change the record status does not allow, a heartbeat or warm on a closed or archived session, or a run status event that would start a second active run",
 	CodeUnsupportedMedia:    "the body's Content-Type is not one the endpoint accepts",
 	CodeMethodNotAllowed:    "the endpoint exists but not with this method; the Allow header lists the methods it takes",
 	CodeNotFound:            "no endpoint has this path",

@@ -398,7 +398,7 @@ func (g *gen) commands() error {
 		pl, _ := contract.DescribeCommandPayload(ct)
 		g.p("### `%s` command", ct)
 		g.p("")
-		g.p("%s Capability: %s. Allowed when %s. Needs `runId`: %s. Sequence rule: `%s`. Effect: %s.",
+		g.p("%s Capability: %s. Allowed run statuses: %s. Needs `runId`: %s. Sequence rule: `%s`. Effect: %s.",
 			purpose, capText(p.Capability), statusesText(p), yesNo(p.NeedsRunID), p.Sequence, p.Effect)
 		g.p("")
 		g.fields(pl)
@@ -450,9 +450,11 @@ func yesNo(b bool) string {
 	return "no"
 }
 
+// statusesText says in which run statuses a command is allowed: "any", or which run must be
+// in which statuses.
 func statusesText(p contract.CommandPolicy) string {
 	if p.AllowedStatuses == nil {
-		return "in any run status"
+		return "any"
 	}
 	if p.NeedsActiveRun {
 		return "the target run is " + orList(p.AllowedStatuses)
@@ -515,8 +517,9 @@ func (g *gen) capabilities() {
 	g.p("whose policy needs a capability the snapshot lacks is rejected with `CAPABILITY_UNAVAILABLE`.")
 	g.p("Events are never gated: a runtime may append any event type whatever the snapshot says. For")
 	g.p("the other capabilities the flag is a promise to UIs about which event types to expect: a")
-	g.p("capability is honest only if the session can show the events or commands behind it. `sessiond")
-	g.p("create --mode chat|work` turns on a preset; `--cap` adds more.")
+	g.p("capability is honest only if the session can show the events or commands behind it.")
+	g.p("`sessiond create` turns on the preset of its `--snapshot-mode` (`chat` or `work`, default `work`);")
+	g.p("`--cap` adds more.")
 	g.p("")
 	var rows [][]string
 	for _, name := range contract.CapabilityNames {

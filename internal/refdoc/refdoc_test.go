@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestReferenceDoc(t *testing.T) {
 	}
 	path := filepath.Join(root, Path)
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		if err := rewrite(path); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -52,6 +53,51 @@ func TestReferenceDoc(t *testing.T) {
 	}
 	if !bytes.Contains(want, []byte(RegenerateCommand)) {
 		t.Errorf("%s does not show the command that regenerates it", Path)
+	}
+}
+
+// rewrite writes the generated page to path: what -update does.
+func rewrite(path string) error {
+	page, err := Generate()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, page, 0o644)
+}
+
+// TestRegenerateCommand: the command the page and the failure hint show is this package's
+// test with a -run pattern that selects TestReferenceDoc and the -update flag, and what
+// -update does gives back the committed page.
+func TestRegenerateCommand(t *testing.T) {
+	args := strings.Fields(RegenerateCommand)
+	if len(args) != 6 || args[0] != "go" || args[1] != "test" || args[3] != "-run" || args[5] != "-update" {
+		t.Fatalf("RegenerateCommand %q is not go test PKG -run PATTERN -update", RegenerateCommand)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(root)
+	if rel, _ := filepath.Rel(abs, wd); "./"+filepath.ToSlash(rel) != args[2] {
+		t.Errorf("RegenerateCommand tests %s; this package is ./%s", args[2], filepath.ToSlash(rel))
+	}
+	if ok, err := regexp.MatchString(args[4], "TestReferenceDoc"); !ok || err != nil {
+		t.Errorf("-run %s does not select TestReferenceDoc", args[4])
+	}
+	if flag.Lookup(strings.TrimPrefix(args[5], "-")) == nil {
+		t.Errorf("flag %s is not defined", args[5])
+	}
+	tmp := filepath.Join(t.TempDir(), "reference.md")
+	if err := rewrite(tmp); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(tmp)
+	want, err := os.ReadFile(filepath.Join(root, Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("-update writes a page other than the committed one; run %s", RegenerateCommand)
 	}
 }
 
