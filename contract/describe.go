@@ -47,9 +47,9 @@ type Shape struct {
 
 // Field is one field of an object [Shape].
 type Field struct {
-	Name     string
-	Required bool
-	Shape    *Shape
+	Name     string // the member name
+	Required bool   // a document without the field is refused (rule required)
+	Shape    *Shape // the value's shape
 }
 
 // sharedNames names the objects that appear in several places.
