@@ -59,7 +59,8 @@ var statusByCode = map[string]int{
 	CodeSessionMoved:        http.StatusConflict,
 	CodeNotConfigured:       http.StatusNotImplemented,
 
-	// Command error codes (CONTRACT.md §4), for rejected and failed command results.
+	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
+	// failed command results.
 	"ACTIVE_RUN_NOT_FOUND":       http.StatusConflict,
 	"RUN_ALREADY_FINISHED":       http.StatusConflict,
 	"STOP_TIMEOUT":               http.StatusAccepted, // the stop was requested, not yet confirmed

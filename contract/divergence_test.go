@@ -22,7 +22,7 @@ func TestKnownDivergences(t *testing.T) {
 		rule            string // the rule of our (first) problem
 	}{
 		{"artifact url relative", KindEvent, `{"contract":"AgentSessionEvent","eventId":"e","sessionId":"s","sequence":1,"idempotencyKey":"k","occurredAt":"2026-03-01T12:00Z","eventType":"artifact","payload":{"artifactId":"a","name":"n","kind":"file","status":"ready","url":"files/report.pdf"}}`,
-			"CONTRACT.md §1: the url must be an absolute URI; draft 2020-12 makes format an annotation, so the oracle does not check it", "format"},
+			"the contract asserts that the url is an absolute URI; draft 2020-12 makes format an annotation, so the oracle does not check it", "format"},
 		{"artifact url with a space", KindEvent, `{"contract":"AgentSessionEvent","eventId":"e","sessionId":"s","sequence":1,"idempotencyKey":"k","occurredAt":"2026-03-01T12:00Z","eventType":"artifact","payload":{"artifactId":"a","name":"n","kind":"file","status":"ready","url":"https://exa mple.com/"}}`,
 			"as above", "format"},
 		{"duplicate key", KindEvent, strings.Replace(tool(`{"a":1,"a":2}`), `"eventId":"e"`, `"eventId":"e","eventId":"e"`, 1),

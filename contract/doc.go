@@ -1,7 +1,8 @@
 // Package contract is the door every sessiond contract object goes through: Go types for the
 // objects of the shared contract (events, commands, command results, runs, view models, the
 // session record and their parts), a strict JSON parser, and a validator that agrees with the
-// published JSON Schemas and adds the cross-field rules of CONTRACT.md.
+// published JSON Schemas and adds the contract's cross-field rules ([Rules]). docs/reference.md,
+// generated from the same tables, lists every field, rule, command policy and status.
 //
 // [Validate] parses a document of a given kind and returns nil or a *[ValidationError] listing
 // every [Problem], each with a JSON Pointer, the rule or schema keyword that failed, its layer

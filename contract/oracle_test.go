@@ -102,7 +102,7 @@ func knownDivergence(kind string, data []byte) string {
 		return ""
 	}
 	if kind == KindEvent && v.Kind == KindObject {
-		// artifact.payload.url must be an absolute URI (CONTRACT.md §1); the oracle treats
+		// artifact.payload.url must be an absolute URI (the source contract asserts it); the oracle treats
 		// "format" as an annotation in draft 2020-12.
 		if et := v.Get("eventType"); et != nil && et.Kind == KindString && et.Str == "artifact" {
 			if pl := v.Get("payload"); pl != nil && pl.Kind == KindObject {

@@ -20,7 +20,8 @@ type RunStatusFields struct {
 	DurationMs          string // the JSON number as sent; "" when absent
 }
 
-// runTransitions is the table of CONTRACT.md §3 (a status may always be re-applied to itself).
+// runTransitions is the run status table (docs/reference.md#runs); a status may always be
+// re-applied to itself.
 var runTransitions = map[string][]string{
 	"queued":           {"running", "stopping", "failed"},
 	"running":          {"waiting_approval", "stopping", "completed", "failed"},
@@ -41,7 +42,7 @@ func CanTransition(from, to string) bool {
 	return false
 }
 
-// TransitionError is returned by [ApplyRunStatus] for a status change §3 does not allow.
+// TransitionError is returned by [ApplyRunStatus] for a status change the table does not allow.
 type TransitionError struct {
 	RunID, From, To string
 }
@@ -56,7 +57,7 @@ func (e *TransitionError) Error() string {
 }
 
 // ApplyRunStatus folds one run status event into the run it belongs to. prev is the run as it
-// stands, or nil when this event creates it. The result satisfies the invariants of §3:
+// stands, or nil when this event creates it. The result satisfies the run invariants:
 // startedAt is the payload's startedAt when given, else the first event's occurredAt; entering
 // stopping records stoppingRequestedAt; a terminal status records its timestamp and durationMs.
 // It returns a *[TransitionError] when the change is not allowed, and an error when the event

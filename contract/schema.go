@@ -34,7 +34,7 @@ const (
 	fTimestamp         // the event schema's timestamp pattern (RFC 3339, seconds optional)
 	fDateTime          // format date-time (RFC 3339, seconds required), for the session record
 	fURI               // format uri: an absolute URI
-	fNotBlank          // at least one non-whitespace character (CONTRACT.md "non-blank")
+	fNotBlank          // at least one non-whitespace character ("not blank")
 )
 
 type schema struct {
@@ -81,7 +81,7 @@ type Problem struct {
 	// numberRange), or the name of a contract rule (steer-run-id, ...).
 	Rule string `json:"rule"`
 	// Layer says which check found it: "json" (the document is not acceptable JSON),
-	// "schema" (the shape the schemas define) or "rule" (a cross-field rule of CONTRACT.md).
+	// "schema" (the shape the schemas define) or "rule" (a cross-field rule, one of [Rules]).
 	Layer string `json:"layer"`
 	// Message says in plain words what is wrong and what is expected.
 	Message string `json:"message"`

@@ -1,8 +1,9 @@
 package contract
 
 // The schemas of every contract object, in the small language of schema.go. The event schemas
-// mirror ../shared/contract/agent-session-event.schema.json keyword for keyword (differential
-// tests hold them to it); the others follow CONTRACT.md, whose objects have no JSON Schema.
+// mirror testdata/agent-session-event.schema.json keyword for keyword (differential tests hold
+// them to it); the others follow the contract's prose, which has no JSON Schema for them
+// (docs/reference.md is generated from these tables).
 
 func str() *schema                  { return &schema{typ: tString} }
 func strMin(n int) *schema          { return &schema{typ: tString, minLen: n} }
@@ -32,13 +33,13 @@ func nullable(s *schema) *schema { c := *s; c.nullable = true; return &c }
 
 // Enumerations shared by several objects.
 var (
-	// RunStatuses are the statuses of a run, in CONTRACT.md §3 order.
+	// RunStatuses are the statuses of a run, in the contract's order.
 	RunStatuses = []string{"queued", "running", "waiting_approval", "stopping", "stopped", "completed", "failed"}
 	// SessionRunStatuses are the values of a command result's sessionStatus and a view model's
 	// status: the status of the session's current run, or StatusIdle before its first run
-	// (CONTRACT.md does not name a value for that case; sessiond documents "idle").
+	// (the contract names no value for that case; sessiond documents "idle").
 	SessionRunStatuses = append(append([]string(nil), RunStatuses...), StatusIdle)
-	// ErrorCodes are the command error codes of CONTRACT.md §4.
+	// ErrorCodes are the command error codes of the contract.
 	ErrorCodes = []string{
 		"SESSION_NOT_FOUND", "RUN_NOT_FOUND", "ACTIVE_RUN_NOT_FOUND", "RUN_ALREADY_FINISHED",
 		"STOP_TIMEOUT", "COMMAND_NOT_SUPPORTED", "CAPABILITY_UNAVAILABLE", "SEQUENCE_CONFLICT",
@@ -47,7 +48,7 @@ var (
 		"SOURCE_MESSAGE_NOT_FOUND", "SOURCE_RUN_NOT_FOUND", "SOURCE_LINEAGE_INVALID",
 		"ACTIVE_BRANCH_NOT_FOUND", "COMMAND_EXECUTION_FAILED",
 	}
-	// CapabilityNames are the capability flags of a session snapshot (CONTRACT.md §5).
+	// CapabilityNames are the capability flags of a session snapshot.
 	CapabilityNames = []string{
 		"text", "reasoning", "plan", "tasks", "tools", "mcp", "shell", "fileChange", "skills",
 		"approval", "artifacts", "usage", "resume", "diff", "workspaceFiles", "terminal",
@@ -293,7 +294,7 @@ var (
 	)
 )
 
-// commandPayloadSchemas maps each commandType to its payload schema (CONTRACT.md §4).
+// commandPayloadSchemas maps each commandType to its payload schema.
 var commandPayloadSchemas = map[string]*schema{
 	"stop":          object(opt("reason", notBlank())),
 	"resume":        object(opt("resumeEventId", id())),
@@ -320,7 +321,7 @@ var commandPayloadSchemas = map[string]*schema{
 	"steer": object(req("targetRunId", id()), req("text", notBlank())),
 }
 
-// CommandTypes lists the 8 command types of CONTRACT.md §4.
+// CommandTypes lists the 8 command types of the contract.
 var CommandTypes = []string{"stop", "resume", "retry", "retry-summary", "approval", "fork", "edit-and-rerun", "steer"}
 
 var commandHeader = object(
@@ -363,7 +364,7 @@ var viewSchema = object(
 	opt("activeBranch", activeBranchSchema),
 )
 
-// sessionRecordSchema mirrors ../shared/contract/cortex-session.schema.json (draft-07, where
+// sessionRecordSchema mirrors testdata/cortex-session.schema.json (draft-07, where
 // "format" is asserted).
 var sessionRecordSchema = func() *schema {
 	one := int64(1)

@@ -91,7 +91,7 @@ type ApprovalPayload struct {
 }
 
 // StatusPayload is the payload of a "status" event. With the event's runId it is a run
-// status event (CONTRACT.md §2).
+// status event (docs/reference.md#status-event).
 type StatusPayload struct {
 	Status              string       `json:"status"`
 	Detail              *string      `json:"detail,omitempty"`
@@ -313,7 +313,7 @@ type CommandError struct {
 	Retryable bool   `json:"retryable"`
 }
 
-// Command is an AgentSessionCommand (CONTRACT.md §4). Payload holds one of the 8 command
+// Command is an AgentSessionCommand (docs/reference.md#commands). Payload holds one of the 8 command
 // payload types, selected by CommandType.
 type Command struct {
 	Contract         string         `json:"contract"`
@@ -453,7 +453,7 @@ func (c *Command) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// CommandResult is an AgentSessionCommandResult (CONTRACT.md §4).
+// CommandResult is an AgentSessionCommandResult (docs/reference.md#command-result).
 type CommandResult struct {
 	Contract         string        `json:"contract"`
 	CommandID        string        `json:"commandId"`
@@ -476,7 +476,7 @@ type Operation struct {
 	ActiveBranch ActiveBranch `json:"activeBranch"`
 }
 
-// Run is an AgentSessionRun (CONTRACT.md §3).
+// Run is an AgentSessionRun (docs/reference.md#runs).
 type Run struct {
 	RunID               string       `json:"runId"`
 	SessionID           string       `json:"sessionId"`
@@ -490,7 +490,7 @@ type Run struct {
 	DurationMs          *json.Number `json:"durationMs,omitempty"`
 }
 
-// Snapshot is a session snapshot (CONTRACT.md §5).
+// Snapshot is a session snapshot (docs/reference.md#snapshot-object).
 type Snapshot struct {
 	Mode              string       `json:"mode"`
 	ModelID           string       `json:"modelId"`
@@ -581,7 +581,7 @@ func (c Capabilities) Has(name string) bool {
 	return *p
 }
 
-// Lineage says where a forked thread came from (CONTRACT.md §6).
+// Lineage says where a forked thread came from (docs/forks.md).
 type Lineage struct {
 	ForkedFromThreadID  string `json:"forkedFromThreadId"`
 	ForkedFromMessageID string `json:"forkedFromMessageId"`
@@ -651,7 +651,7 @@ type ActiveBranch struct {
 	CreatedAt       string   `json:"createdAt"`
 }
 
-// ViewModel is an AgentSessionViewModel (CONTRACT.md §7).
+// ViewModel is an AgentSessionViewModel (docs/reference.md#session-record-status-and-run-status).
 type ViewModel struct {
 	SessionID    string        `json:"sessionId"`
 	Snapshot     Snapshot      `json:"snapshot"`

@@ -106,7 +106,7 @@ func ValidateValue(kind string, v *Value) ([]Problem, error) {
 }
 
 // event validates an AgentSessionEvent: the envelope, then the payload chosen by eventType,
-// then (when the shape is right) the rules of CONTRACT.md §2.
+// then (when the shape is right) the event rules of [Rules].
 func (c *checker) event(v *Value) {
 	c.check(v, eventHeader)
 	if v.Kind != KindObject {
@@ -138,7 +138,7 @@ func strField(v *Value, name string) (string, bool) {
 	return f.Str, true
 }
 
-// runStatusTimestamp names the timestamp each run status needs (CONTRACT.md §2).
+// runStatusTimestamp names the timestamp each run status needs (rule run-status-timestamp).
 var runStatusTimestamp = map[string]string{
 	"running":   "startedAt",
 	"stopping":  "stoppingRequestedAt",
@@ -189,11 +189,6 @@ func (c *checker) eventRules(v *Value, eventType string, pl *Value) {
 	}
 }
 
-// commandsNeedingRun are the commands whose policy says "needs runId: yes" (CONTRACT.md §4).
-var commandsNeedingRun = map[string]bool{
-	"stop": true, "resume": true, "retry": true, "retry-summary": true, "approval": true, "steer": true,
-}
-
 func (c *checker) command(v *Value) {
 	c.check(v, commandHeader)
 	if v.Kind != KindObject {
@@ -212,7 +207,7 @@ func (c *checker) command(v *Value) {
 		return
 	}
 	runID, hasRun := strField(v, "runId")
-	if commandsNeedingRun[ct] && !hasRun {
+	if commandPolicies[ct].NeedsRunID && !hasRun {
 		c.rule("/runId", "command-needs-run-id", fmt.Sprintf("a %s command needs runId, the run it targets", ct))
 	}
 	switch ct {
@@ -329,7 +324,7 @@ func (c *checker) plainRules(kind string, v *Value) {
 
 func mustStr(v *Value, name string) string { s, _ := strField(v, name); return s }
 
-// RunProblems checks the invariants of a run record (CONTRACT.md §3) given which optional
+// RunProblems checks the invariants of a run record (rule run-invariant) given which optional
 // fields are present and its status.
 func RunProblems(has func(string) bool, status string) []Problem {
 	var out []Problem

@@ -177,7 +177,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// lifecycle lists the status changes a client may make with PATCH (CONTRACT.md §8). stale is
+// lifecycle lists the status changes a client may make with PATCH (docs/lifecycle.md). stale is
 // set by the server when heartbeats stop (serverLifecycle), archived by archive; closed is
 // final; an archived session comes back only through restore (docs/lifecycle.md).
 var lifecycle = map[string][]string{

@@ -13,29 +13,6 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// policy is one row of the command policy table of CONTRACT.md §4.
-type policy struct {
-	capability string   // "" when none is needed
-	allowed    []string // statuses of the session's current run; nil = any
-	needsRun   bool
-	targetRun  bool // sequence rule target-run (else match-current)
-	active     bool // the target run must be active (stop, approval, steer)
-}
-
-var (
-	terminal = []string{"stopped", "completed", "failed"}
-	policies = map[string]policy{
-		"stop":           {allowed: []string{"queued", "running", "waiting_approval"}, needsRun: true, targetRun: true, active: true},
-		"resume":         {capability: "resume", allowed: terminal, needsRun: true},
-		"retry":          {allowed: []string{"failed"}, needsRun: true},
-		"retry-summary":  {capability: "summary", allowed: terminal, needsRun: true},
-		"approval":       {capability: "approval", allowed: []string{"waiting_approval"}, needsRun: true, active: true},
-		"fork":           {capability: "threadForking"},
-		"edit-and-rerun": {capability: "editAndRerun", allowed: terminal},
-		"steer":          {capability: "steering", allowed: []string{"queued", "running"}, needsRun: true, active: true},
-	}
-)
-
 // ExecOptions tune [Service.Execute].
 type ExecOptions struct {
 	// Wait, for a stop command, is how long to wait for the runtime to append the run's
@@ -45,7 +22,7 @@ type ExecOptions struct {
 }
 
 // Execute applies a command to a session and returns its result, which satisfies the rules of
-// CONTRACT.md §4. Everything a command changes it changes by appending events, in one
+// the contract (docs/reference.md#commands). Everything a command changes it changes by appending events, in one
 // all-or-nothing append conditional on the log it was judged against; if the log moved in
 // between, the command is judged again. The events a command appends have ids derived from the
 // command's idempotency key, so a command can take effect at most once even across crashes and
@@ -250,18 +227,18 @@ func (s *Service) rejected(c *contract.Command, status string, e *errResult) *co
 // decide judges a command against the session's state. It returns the events to append, the
 // run the result is about, and the termination for a stop; or a rejection.
 func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *errResult) {
-	p := policies[c.CommandType]
-	if p.capability != "" && !st.sess.Snapshot.Capabilities.Has(p.capability) {
-		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs", p.capability, c.CommandType)
+	p, _ := contract.PolicyOf(c.CommandType)
+	if p.Capability != "" && !st.sess.Snapshot.Capabilities.Has(p.Capability) {
+		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs", p.Capability, c.CommandType)
 	}
 	target := st.run(c.RunID)
-	if p.needsRun && target == nil {
-		if p.active && (st.current == nil || contract.IsTerminal(st.current.Status)) {
+	if p.NeedsRunID && target == nil {
+		if p.NeedsActiveRun && (st.current == nil || contract.IsTerminal(st.current.Status)) {
 			return nil, "", "", reject("ACTIVE_RUN_NOT_FOUND", "%s needs an active run and the session has none", c.CommandType)
 		}
 		return nil, "", "", reject("RUN_NOT_FOUND", "run %q does not exist in session %q", c.RunID, c.SessionID)
 	}
-	if p.active && contract.IsTerminal(target.Status) {
+	if p.NeedsActiveRun && contract.IsTerminal(target.Status) {
 		return nil, "", "", reject("RUN_ALREADY_FINISHED", "run %q is already %s", target.RunID, target.Status)
 	}
 
@@ -334,13 +311,13 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 	}
 
 	status := st.status()
-	if p.active {
+	if p.NeedsActiveRun {
 		status = target.Status
 	}
-	if p.allowed != nil && !slices.Contains(p.allowed, status) {
-		return nil, "", "", reject("INVALID_SESSION_STATE", "%s is allowed when the run is %s; it is %s", c.CommandType, strings.Join(p.allowed, " or "), status)
+	if p.AllowedStatuses != nil && !slices.Contains(p.AllowedStatuses, status) {
+		return nil, "", "", reject("INVALID_SESSION_STATE", "%s is allowed when the run is %s; it is %s", c.CommandType, strings.Join(p.AllowedStatuses, " or "), status)
 	}
-	if !p.targetRun && c.ExpectedSequence != st.last {
+	if p.Sequence != contract.SequenceTargetRun && c.ExpectedSequence != st.last {
 		return nil, "", "", &errResult{code: "SEQUENCE_CONFLICT", retryable: true,
 			msg: fmt.Sprintf("expectedSequence is %d but the log ends at %d; read the new events and send a new command with expectedSequence %d", c.ExpectedSequence, st.last, st.last)}
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // StatusIdle is the status the command result and the view model report for a session that has
-// no run yet (CONTRACT.md leaves this case open).
+// no run yet (the contract leaves this case open; docs/reference.md#session-record-status-and-run-status
+// explains it).
 const StatusIdle = contract.StatusIdle
 
 // Service is the domain of sessiond: it executes commands, and keeps the transcript and the

@@ -188,7 +188,7 @@ func TestViewModelSatisfiesContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := contract.Validate(contract.KindView, data, contract.Limits{MaxBytes: 1 << 24}); err != nil {
-		t.Fatalf("view breaks §7: %v", err)
+		t.Fatalf("view breaks the view rules: %v", err)
 	}
 	if vm.Status != "completed" || !vm.Resumable || vm.LastSequence != 29 || len(vm.Events) != 30 {
 		t.Errorf("view: status %s resumable %v last %d events %d", vm.Status, vm.Resumable, vm.LastSequence, len(vm.Events))

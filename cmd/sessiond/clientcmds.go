@@ -75,11 +75,8 @@ func printJSON(w io.Writer, v any) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-// capability presets of CONTRACT.md §5.
-var presets = map[string][]string{
-	"chat": {"text", "tools", "mcp", "skills", "approval", "usage", "editAndRerun", "summary"},
-	"work": {"text", "tools", "mcp", "skills", "approval", "usage", "editAndRerun", "summary", "shell", "fileChange", "artifacts", "resume", "steering"},
-}
+// presets are the capability presets of the two snapshot modes (docs/reference.md#capabilities).
+var presets = contract.CapabilityPresets
 
 func presetCapabilities(mode string, extra ...string) contract.Capabilities {
 	m := map[string]bool{}

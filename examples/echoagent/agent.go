@@ -87,8 +87,8 @@ func (a *Agent) observe(ctx context.Context, wg *sync.WaitGroup, e *contract.Eve
 		if p.Role == "user" {
 			var text []string
 			for _, part := range p.Parts {
-				if s := partText(part); s != "" {
-					text = append(text, s)
+				if t, ok := partText(part); ok {
+					text = append(text, t)
 				}
 			}
 			a.messages[p.MessageID] = strings.Join(text, " ")
@@ -273,27 +273,25 @@ func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:0
 
 // textPart is a text part of a message: {"type":"text","text":s}.
 func textPart(s string) contract.RawJSON {
-	b, _ := contract.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{"text", s})
+	b, _ := contract.Marshal(map[string]string{"type": "text", "text": s})
 	return b
 }
 
-// partText is the text of a message part: an object part's "text" ({"type":"text",...}), or
-// a part that is a bare JSON string. Other parts have none.
-func partText(part contract.RawJSON) string {
-	var s string
-	if json.Unmarshal(part, &s) == nil {
-		return s
-	}
+// partText is the text of a message part: a text part's text, or a part that is a plain
+// string (the contract allows any JSON value as a part).
+func partText(part contract.RawJSON) (string, bool) {
 	var obj struct {
+		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if json.Unmarshal(part, &obj) == nil {
-		return obj.Text
+	if json.Unmarshal(part, &obj) == nil && obj.Type == "text" {
+		return obj.Text, true
 	}
-	return ""
+	var s string
+	if json.Unmarshal(part, &s) == nil {
+		return s, true
+	}
+	return "", false
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,25 +1,28 @@
 package main
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/sessiond/sessiond/contract"
-)
-
-// TestPartText reads the text of the part shapes a user message may carry.
+// TestPartText: the agent reads the text of a text part and of a plain string part, and
+// skips other parts.
 func TestPartText(t *testing.T) {
-	for _, tc := range []struct{ part, want string }{
-		{`{"type":"text","text":"say hello"}`, "say hello"},
-		{`"say hello"`, "say hello"},
-		{`{"type":"image","url":"https://example.invalid/a.png"}`, ""},
-		{`42`, ""},
-		{`["a"]`, ""},
-	} {
-		if got := partText(contract.RawJSON(tc.part)); got != tc.want {
-			t.Errorf("partText(%s) = %q, want %q", tc.part, got, tc.want)
+	cases := []struct {
+		part   string
+		text   string
+		isText bool
+	}{
+		{`{"type":"text","text":"say hello"}`, "say hello", true},
+		{`"say hello"`, "say hello", true},
+		{`{"type":"image","url":"https://example.com/a.png"}`, "", false},
+		{`{"text":"no type"}`, "", false},
+		{`42`, "", false},
+	}
+	for _, c := range cases {
+		text, ok := partText([]byte(c.part))
+		if text != c.text || ok != c.isText {
+			t.Errorf("partText(%s) = %q, %v; want %q, %v", c.part, text, ok, c.text, c.isText)
 		}
 	}
-	if got := string(textPart(`a "quoted" word`)); got != `{"type":"text","text":"a \"quoted\" word"}` {
-		t.Errorf("textPart = %s", got)
+	if got, _ := partText(textPart("hi")); got != "hi" {
+		t.Errorf("textPart does not read back: %q", got)
 	}
 }

@@ -1,0 +1,55 @@
+package api
+
+import (
+	"slices"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// codeMeanings says when the HTTP API answers each of its own error codes. The command error
+// codes of the contract that the API uses with the same meaning are explained by
+// [contract.CommandErrorMeaning]; a code listed in both (SESSION_NOT_FOUND, ...) has the wider
+// meaning here.
+var codeMeanings = map[string]string{
+	CodeMalformed:           "the request is not acceptable: the body is not acceptable JSON (syntax, invalid UTF-8, duplicate keys, nesting over 128, a number out of range, trailing data), a bad query parameter, or an empty batch",
+	CodeContractViolation:   "the body is JSON but breaks the contract; details lists every problem with its JSON Pointer and rule",
+	CodeTooLarge:            "the body, a batch or one event is over its limit",
+	CodeSessionNotFound:     "the session in the URL does not exist",
+	CodeSessionExists:       "create was given a session_id that is taken",
+	CodeRunNotFound:         "the run in the URL does not exist",
+	CodeSequenceConflict:    "an append's expectedSequence is not the log's last sequence; fields has expected and actual",
+	CodeIdempotencyConflict: "an idempotencyKey already used in the session for different content",
+	CodeEventIDConflict:     "an eventId already used in the session under another idempotencyKey",
+	CodeSessionMismatch:     "an event's or command's sessionId is not the session in the URL",
+	CodeInvalidTransition:   "a run status event whose status change the run status table does not allow",
+	CodeInvalidState:        "the change is not allowed in the current state: a lifecycle change the record status does not allow, a heartbeat or warm on a closed or archived session, or a run status event that would start a second active run",
+	CodeUnsupportedMedia:    "the body's Content-Type is not one the endpoint accepts",
+	CodeMethodNotAllowed:    "the endpoint exists but not with this method; the Allow header lists the methods it takes",
+	CodeNotFound:            "no endpoint has this path",
+	CodeUnavailable:         "the server is shutting down",
+	CodeInternal:            "a bug: the server logged it",
+	CodeArchiveInvalid:      "an archive file fails verification: truncated, checksum mismatch, newer version, or events and runs that break the contract",
+	CodeArchiveNotFound:     "no archive by that name (or none for the project)",
+	CodeRestoreConflict:     "restore of a session that is still in the store",
+	CodeSessionMoved:        "the log moved while the session was being archived; nothing changed",
+	CodeNotConfigured:       "an archive endpoint on a server started without an archive directory",
+}
+
+// Codes returns every error code the API answers, sorted: its own codes and the command error
+// codes of the contract.
+func Codes() []string {
+	codes := make([]string, 0, len(statusByCode))
+	for c := range statusByCode {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	return codes
+}
+
+// CodeMeaning says when the API answers an error code (one of [Codes]); "" for an unknown code.
+func CodeMeaning(code string) string {
+	if m, ok := codeMeanings[code]; ok {
+		return m
+	}
+	return contract.CommandErrorMeaning(code)
+}
