@@ -186,11 +186,11 @@ var lifecycle = map[string][]string{
 // serverLifecycle lists the status changes the server itself makes, with what makes them:
 // together with lifecycle, the whole table of docs/lifecycle.md.
 var serverLifecycle = map[string]map[string]string{
-	"running":  {"stale": "sweeper", "archived": "archive"},
-	"paused":   {"stale": "sweeper", "archived": "archive"},
-	"stale":    {"running": "heartbeat", "archived": "archive"},
-	"closed":   {"archived": "archive"},
-	"archived": {"paused": "restore (compacted log)"},
+	"running":  {"stale": "the sweeper, when heartbeats stop", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"paused":   {"stale": "the sweeper, when heartbeats stop", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"stale":    {"running": "a heartbeat or an append: POST /v1/sessions/{id}/heartbeat", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"closed":   {"archived": "archive: POST /v1/sessions/{id}/archive"},
+	"archived": {"paused": "restore: POST /v1/archives/restore with the session's latest archive"},
 }
 
 func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
