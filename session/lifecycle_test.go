@@ -639,3 +639,116 @@ func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
 		t.Errorf("restore of the archive the hint names = %+v, %v", rr, err)
 	}
 }
+
+// hookStore is a store that runs hook (once) when a method named in on is called, before the
+// call: it plays another instance changing the session at that point.
+type hookStore struct {
+	store.Store
+	on   string
+	hook func()
+}
+
+func (h *hookStore) fire(name string) {
+	if h.on == name && h.hook != nil {
+		f := h.hook
+		h.hook = nil
+		f()
+	}
+}
+
+// compactNow, archiveFirst and restoreByName are steps of TestConcurrentChangesSayToTryAgain.
+func compactNow(b *bundle) func() {
+	return func() {
+		last, _ := b.st.LastSequence(context.Background(), b.sid)
+		b.st.CompactEvents(context.Background(), b.sid, last)
+	}
+}
+
+func archiveFirst(t *testing.T, svc *session.Service, dir string) string {
+	res, err := svc.Archive(context.Background(), "S-t", session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Name
+}
+
+func restoreByName(svc *session.Service, dir, name string) error {
+	_, err := svc.Restore(context.Background(), dir, session.RestoreRequest{Name: name})
+	return err
+}
+
+func (h *hookStore) Runs(ctx context.Context, id string) ([]contract.Run, error) {
+	h.fire("Runs")
+	return h.Store.Runs(ctx, id)
+}
+
+func (h *hookStore) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.StoredEvent, error) {
+	if limit == 1 {
+		h.fire("before ReadEvents/1")
+		defer h.fire("after ReadEvents/1")
+	}
+	return h.Store.ReadEvents(ctx, id, after, limit)
+}
+
+// TestConcurrentChangesSayToTryAgain makes the session change while archive and restore work
+// on it (as another instance would): each answers SESSION_MOVED saying to try again, and trying
+// again works.
+func TestConcurrentChangesSayToTryAgain(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// on and change: the store call before which the session changes, and the change.
+		on     string
+		change func(b *bundle) func()
+		// prepare runs before the first attempt; try is the attempt (and the retry).
+		prepare func(t *testing.T, svc *session.Service, dir string) string
+		try     func(svc *session.Service, dir, name string) error
+		hint    string
+	}{
+		{
+			name: "an append lands while the archive file is written", on: "Runs",
+			change: func(b *bundle) func() {
+				return func() { b.append(t, b.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"late"}`)) }
+			},
+			try: func(svc *session.Service, dir, _ string) error {
+				_, err := svc.Archive(ctx, "S-t", session.ArchiveOptions{Dir: dir})
+				return err
+			},
+			hint: "archive it again",
+		},
+		{
+			name: "another instance compacts before restore reads the log", on: "before ReadEvents/1",
+			change:  compactNow,
+			prepare: archiveFirst,
+			try:     restoreByName,
+			hint:    "restore it again",
+		},
+		{
+			name: "another instance compacts while restore reactivates", on: "after ReadEvents/1",
+			change: compactNow, prepare: archiveFirst, try: restoreByName,
+			hint: "restore it again",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c, dir := archiveSetup(t)
+			hs := &hookStore{Store: b.st, on: tc.on}
+			svc := session.New(hs, c.Now)
+			name := ""
+			if tc.prepare != nil {
+				name = tc.prepare(t, svc, dir)
+			}
+			hs.hook = tc.change(b)
+			c.Add(time.Second)
+			err := tc.try(svc, dir, name)
+			var rej *session.RejectError
+			if !errors.As(err, &rej) || rej.Code != session.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
+				t.Fatalf("first attempt: %v; want %s saying %q", err, session.CodeSessionMoved, tc.hint)
+			}
+			c.Add(time.Second)
+			if err := tc.try(svc, dir, name); err != nil {
+				t.Fatalf("trying again as the hint says: %v", err)
+			}
+		})
+	}
+}

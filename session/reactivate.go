@@ -65,6 +65,12 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 		if err != nil {
 			return nil, fmt.Errorf("restore: read event %d: %w", c.LastSequence, err)
 		}
+		if len(got) == 0 {
+			// The event is gone: another instance compacted the log since restore looked.
+			if now, err := s.st.Lifecycle(ctx, id); err == nil && now.CompactedThrough != nil {
+				return nil, archiveErr(CodeSessionMoved, "session %q changed while it was restored (its log was compacted meanwhile); restore it again", id)
+			}
+		}
 		if len(got) != 1 || got[0].Sequence != c.LastSequence || !bytes.Equal(got[0].Data, c.Events[c.LastSequence]) {
 			return nil, other(fmt.Sprintf("its event %d is not the stored one", c.LastSequence))
 		}
