@@ -549,6 +549,29 @@ var hintCases = []hintCase{
 		},
 	},
 	{
+		name: "restore over a compacted session that took appends", hint: "into another data directory to read the archived part", code: api.CodeRestoreConflict,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			ar := e.archived(t, "S-h", true)
+			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 2)) // a late runtime append
+			return e.call(t, "POST", "/v1/archives/restore", "", `{"name":"`+ar.Archive.Name+`"}`)
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			other := &hintEnv{data: filepath.Join(t.TempDir(), "other"), opt: server.Options{ArchiveDir: e.archives}}
+			t.Cleanup(func() {
+				for _, c := range other.closers {
+					c()
+				}
+			})
+			other.start(t, nil)
+			if resp := other.ok(t, "POST", "/v1/archives/restore", "", `{"project":"-"}`); !strings.Contains(resp.body, `"events":1`) {
+				t.Errorf("restore into another data directory: %s", resp.body)
+			}
+			if page, err := e.cl.ReadEvents(context.Background(), "S-h", -1, 0); err != nil || len(page.Events) != 1 {
+				t.Errorf("the later events are not readable in place: %+v, %v", page, err)
+			}
+		},
+	},
+	{
 		name: "not an archive name", hint: "list them with sessiond session restore --list", code: api.CodeArchiveNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)

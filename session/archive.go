@@ -709,7 +709,11 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 		return &RestoreResult{Archive: info, Session: sess, Events: int(sess.LastSequence + 1), How: how}, nil
 	}
 	if err := s.st.ImportSession(ctx, imp); err != nil {
-		return nil, restoreConflict(c.SessionID, info.Name, lc, err)
+		last := int64(-1)
+		if before != nil {
+			last = before.LastSequence
+		}
+		return nil, restoreConflict(c.SessionID, info.Name, last, lc, err)
 	}
 	// The in-process projection may hold the old (compacted) log: rebuild it on next use.
 	l.fold = NewFold(c.SessionID)

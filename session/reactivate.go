@@ -103,13 +103,22 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 	return sess, nil
 }
 
-// restoreConflict explains an ImportSession refusal over an archived, compacted session.
-func restoreConflict(id, name string, lc store.Lifecycle, err error) error {
+// restoreConflict explains an ImportSession refusal over an archived, compacted session whose
+// log ends at last: either the archive is not the one the log was compacted against (the way
+// on is that one), or events were appended after the compaction, which restore cannot join to
+// the archived part in place (the way on is another data directory).
+func restoreConflict(id, name string, last int64, lc store.Lifecycle, err error) error {
 	if !errors.Is(err, store.ErrSessionExists) {
 		return fmt.Errorf("restore: %w", err)
 	}
+	through := derefOr(lc.CompactedThrough, -1)
+	if last > through {
+		return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and events %d to %d were appended after that: "+
+			"restore cannot join them to the archived part in place. Restore %s into another data directory to read the archived part (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR); "+
+			"the later events stay readable here", id, through, through+1, last, name)
+	}
 	return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and %s does not hold exactly that log (%v). "+
-		"Restore its latest archive %s, or restore %s into another data directory", id, derefOr(lc.CompactedThrough, -1), name, err, lc.LastArchiveName, name)
+		"Restore its latest archive %s, or restore %s into another data directory", id, through, name, err, lc.LastArchiveName, name)
 }
 
 func derefOr(p *int64, def int64) int64 {
