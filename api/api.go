@@ -148,8 +148,11 @@ type CreateSessionRequest struct {
 }
 
 // PatchSessionRequest is the body of PATCH /v1/sessions/{id}. Absent fields are left as they
-// are; null clears a nullable field. updated_by_gate is required.
+// are; null clears a nullable field. updated_by_gate is required. Snapshot, when present,
+// replaces the whole snapshot (mode, modelId, capabilities, permissionProfile) and is checked
+// against the contract's snapshot schema; commands are judged against it from then on.
 type PatchSessionRequest struct {
+	Snapshot         *contract.Snapshot        `json:"snapshot,omitempty"`
 	Status           *string                   `json:"status,omitempty"`
 	Phase            contract.Nullable[string] `json:"phase,omitzero"`
 	Activity         contract.Nullable[string] `json:"activity,omitzero"`

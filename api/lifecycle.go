@@ -49,5 +49,9 @@ type RestoreResponse struct {
 	Archive  session.ArchiveInfo `json:"archive"`
 	Events   int                 `json:"events"`
 	Replaced bool                `json:"replaced"`
-	Session  Session             `json:"session"`
+	// How says what restore did: "imported" (the session was not in the store),
+	// "over-compacted" (its archived, compacted row was replaced) or "reactivated" (it was
+	// archived with its log still in the store, which was kept as it is).
+	How     string  `json:"how"`
+	Session Session `json:"session"`
 }

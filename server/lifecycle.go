@@ -27,13 +27,16 @@ func (s *Server) lifecycleRoutes() []route {
 	}
 }
 
-// serverHint says which endpoint makes a status change PATCH refuses, if the server makes it.
+// serverHint says what to do instead of a status change PATCH refuses: the endpoint that makes
+// it when the server makes it, else the way on from a closed or archived session.
 func serverHint(from, to string) string {
-	what, ok := serverLifecycle[from][to]
-	if !ok {
-		return ""
+	if what, ok := serverLifecycle[from][to]; ok {
+		return fmt.Sprintf("; %s → %s is made by the server, through %s (docs/lifecycle.md)", from, to, what)
 	}
-	return fmt.Sprintf("; %s → %s is made by the server (%s), see docs/lifecycle.md", from, to, what)
+	if h := session.NotLiveHint(from); h != "" {
+		return "; " + h
+	}
+	return ""
 }
 
 // startSweeper runs Sweep every SweepInterval until Close.
@@ -227,7 +230,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, lifecycleError(err, ""))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, Session: s.resource(r.Context(), res.Session)})
+	writeJSON(w, http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
 }
 
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -191,11 +194,59 @@ var lifecycle = map[string][]string{
 // serverLifecycle lists the status changes the server itself makes, with what makes them:
 // together with lifecycle, the whole table of docs/lifecycle.md.
 var serverLifecycle = map[string]map[string]string{
-	"running":  {"stale": "sweeper", "archived": "archive"},
-	"paused":   {"stale": "sweeper", "archived": "archive"},
-	"stale":    {"running": "heartbeat", "archived": "archive"},
-	"closed":   {"archived": "archive"},
-	"archived": {"paused": "restore (compacted log)"},
+	"running":  {"stale": "the sweeper, when heartbeats stop", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"paused":   {"stale": "the sweeper, when heartbeats stop", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"stale":    {"running": "a heartbeat or an append: POST /v1/sessions/{id}/heartbeat", "archived": "archive: POST /v1/sessions/{id}/archive"},
+	"closed":   {"archived": "archive: POST /v1/sessions/{id}/archive"},
+	"archived": {"paused": "restore: POST /v1/archives/restore with the session's latest archive"},
+}
+
+// patchFields are the fields of a PATCH body, from api.PatchSessionRequest's JSON names.
+var patchFields = func() []string {
+	var out []string
+	t := reflect.TypeFor[api.PatchSessionRequest]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
+}()
+
+// checkPatch checks what the contract says about a PATCH body before it is decoded: acceptable
+// JSON, an object, no unknown field, and a snapshot that passes the contract's snapshot schema.
+// Each problem names the field (a JSON Pointer) and the rule.
+func checkPatch(body []byte) []contract.Problem {
+	v, err := contract.Parse(body, contract.Limits{})
+	if err != nil {
+		var se *contract.SyntaxError
+		errors.As(err, &se)
+		return []contract.Problem{{Path: se.Path, Rule: se.Rule, Layer: contract.LayerJSON, Message: se.Msg}}
+	}
+	if v.Kind != contract.KindObject {
+		return []contract.Problem{{Rule: "type", Layer: contract.LayerSchema, Message: "must be an object with updated_by_gate and the fields to change"}}
+	}
+	var probs []contract.Problem
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch {
+		case !slices.Contains(patchFields, m.Key):
+			probs = append(probs, contract.Problem{Path: "/" + m.Key, Rule: "additionalProperties", Layer: contract.LayerSchema,
+				Message: fmt.Sprintf("unknown field %q; allowed fields: %s", m.Key, strings.Join(patchFields, ", "))})
+		case m.Key == "snapshot":
+			var snap contract.Snapshot
+			if err := contract.Decode(contract.KindSnapshot, m.Value.Raw, contract.Limits{}, &snap); err != nil {
+				var ve *contract.ValidationError
+				if !errors.As(err, &ve) {
+					return []contract.Problem{{Path: "/snapshot", Rule: "type", Layer: contract.LayerSchema, Message: err.Error()}}
+				}
+				for _, p := range ve.Problems {
+					p.Path = "/snapshot" + p.Path
+					probs = append(probs, p)
+				}
+			}
+		}
+	}
+	return probs
 }
 
 func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
@@ -203,6 +254,10 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 	body, aerr := s.readBody(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
+		return
+	}
+	if probs := checkPatch(body); len(probs) > 0 {
+		writeError(w, validationError("patch", probs))
 		return
 	}
 	var req api.PatchSessionRequest
@@ -218,6 +273,13 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 	var apiErr *api.Error
 	sess, err := s.st.UpdateSession(r.Context(), id, func(sess *store.Session) error {
 		rec := &sess.Record
+		if req.Snapshot != nil {
+			if rec.Status == "archived" {
+				apiErr = api.Errorf(api.CodeInvalidState, "session %q is archived: its snapshot is kept in its archive %s and cannot change; %s, then change the snapshot", id, rec.ArchivePath.Get(), session.NotLiveHint(rec.Status))
+				return apiErr
+			}
+			sess.Snapshot = *req.Snapshot
+		}
 		if req.Status != nil && *req.Status != rec.Status {
 			if !slices.Contains(lifecycle[rec.Status], *req.Status) {
 				apiErr = api.Errorf(api.CodeInvalidState, "session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, lifecycle[rec.Status], serverHint(rec.Status, *req.Status))

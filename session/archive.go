@@ -265,15 +265,12 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if sess.Record.Status == "archived" {
-		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it to work on it again", id, sess.Record.ArchivePath.Get())
-	}
 	lc, err := s.st.Lifecycle(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if lc.CompactedThrough != nil {
-		return nil, archiveErr("INVALID_SESSION_STATE", "session %q has a compacted log (through %d); its archive %s is the only full copy", id, *lc.CompactedThrough, lc.LastArchiveName)
+	if sess.Record.Status == "archived" || lc.CompactedThrough != nil {
+		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
 	var events []json.RawMessage
@@ -633,16 +630,20 @@ type RestoreResult struct {
 	// Replaced is true when the session was in the store, archived with its log compacted,
 	// and was brought back over it.
 	Replaced bool `json:"replaced"`
+	// How says what restore did: RestoredNew, RestoredOverCompacted or RestoredReactivated.
+	How string `json:"how"`
 }
 
 // Restore verifies an archive of dir and brings its session back into the store, under the
 // same id, with its log byte for byte (same events, sequences, ids) and its runs. The restored
 // record is paused (closed stays closed), with last_heartbeat_at now, updated_by_gate
 // "handoff" and archive_path the file it came from; the lifecycle state keeps the work window
-// and records the archive as the last one. A session that is still in the store is refused
-// with RESTORE_CONFLICT (restoring twice is a conflict too), except an archived session whose
-// log was compacted away by archive --compact, which is replaced. A tampered, truncated or
-// inconsistent file is refused with ARCHIVE_INVALID and changes nothing.
+// and records the archive as the last one. An archived session still in the store comes back
+// too: over its compacted row when it was archived with --compact, or, when its log is still
+// in the store, by reactivating it (the log is kept as stored; see restoreHow). A session
+// that is in the store and not archived is refused with RESTORE_CONFLICT (restoring twice is
+// a conflict too). A tampered, truncated or inconsistent file is refused with ARCHIVE_INVALID
+// and changes nothing.
 func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (*RestoreResult, error) {
 	var path string
 	switch {
@@ -682,12 +683,37 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	}
 	l := s.lock(c.SessionID)
 	defer s.unlock(c.SessionID, l)
-	before, _ := s.st.GetSession(ctx, c.SessionID)
-	if err := s.st.ImportSession(ctx, imp); err != nil {
-		if errors.Is(err, store.ErrSessionExists) {
-			return nil, archiveErr(CodeRestoreConflict, "session %q is already in this store (%v); it was restored already or never removed. Restore it into another data directory, or archive it with --compact first", c.SessionID, err)
-		}
+	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	before, err := s.st.GetSession(ctx, c.SessionID)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		before, err = nil, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
+	}
+	var lc store.Lifecycle
+	if before != nil {
+		if lc, err = s.st.Lifecycle(ctx, c.SessionID); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+	}
+	how, err := restoreHow(c.SessionID, info.Name, before, lc)
+	if err != nil {
+		return nil, err
+	}
+	if how == RestoredReactivated {
+		sess, err := s.reactivate(ctx, c, sum, path, before, lc)
+		if err != nil {
+			return nil, err
+		}
+		return &RestoreResult{Archive: info, Session: sess, Events: int(sess.LastSequence + 1), How: how}, nil
+	}
+	if err := s.st.ImportSession(ctx, imp); err != nil {
+		last := int64(-1)
+		if before != nil {
+			last = before.LastSequence
+		}
+		return nil, restoreConflict(c.SessionID, info.Name, last, lc, err)
 	}
 	// The in-process projection may hold the old (compacted) log: rebuild it on next use.
 	l.fold = NewFold(c.SessionID)
@@ -695,8 +721,7 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	if err != nil {
 		return nil, err
 	}
-	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
-	return &RestoreResult{Archive: info, Session: sess, Events: len(c.Events), Replaced: before != nil}, nil
+	return &RestoreResult{Archive: info, Session: sess, Events: len(c.Events), Replaced: before != nil, How: how}, nil
 }
 
 // importOf checks an archive's content (every event against the contract and in sequence, the

@@ -229,7 +229,7 @@ func (s *Service) rejected(c *contract.Command, status string, e *errResult) *co
 func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *errResult) {
 	p, _ := contract.PolicyOf(c.CommandType)
 	if p.Capability != "" && !st.sess.Snapshot.Capabilities.Has(p.Capability) {
-		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs", p.Capability, c.CommandType)
+		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs; if the runtime supports it, turn it on with PATCH /v1/sessions/%s {\"snapshot\":…} (sessiond patch --enable %s %s), then send the command again", p.Capability, c.CommandType, c.SessionID, p.Capability, c.SessionID)
 	}
 	target := st.run(c.RunID)
 	if p.NeedsRunID && target == nil {

@@ -45,6 +45,18 @@ const (
 // live reports whether a session status is one the runtime works in (heartbeats expected).
 func live(status string) bool { return status == "running" || status == "paused" || status == "stale" }
 
+// NotLiveHint says what to do with a session whose status is not live (closed or archived):
+// the way on that works in that status (docs/lifecycle.md). It is "" for a live status.
+func NotLiveHint(status string) string {
+	switch status {
+	case "archived":
+		return "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused"
+	case "closed":
+		return "a closed session stays closed; create a new session to go on"
+	}
+	return ""
+}
+
 func (s *Service) stamp() string { return store.FormatTime(s.now()) }
 
 // Heartbeat records a heartbeat from the session's runtime: last_heartbeat_at becomes now, and
@@ -56,7 +68,7 @@ func (s *Service) Heartbeat(ctx context.Context, id string) (*store.Session, err
 	sess, err := s.st.UpdateSession(ctx, id, func(sess *store.Session) error {
 		rec := &sess.Record
 		if !live(rec.Status) {
-			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions (restore an archived session first)", id, rec.Status)}
+			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions: %s", id, rec.Status, NotLiveHint(rec.Status))}
 			return rej
 		}
 		now := s.stamp()
@@ -330,7 +342,7 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 	started := false
 	_, lc, err := s.st.UpdateLifecycle(ctx, id, func(sess *store.Session, lc *store.Lifecycle) error {
 		if !live(sess.Record.Status) {
-			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window", id, sess.Record.Status)}
+			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window: %s", id, sess.Record.Status, NotLiveHint(sess.Record.Status))}
 			return rej
 		}
 		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {

@@ -372,8 +372,12 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
 		t.Errorf("second restore: %v", err)
 	}
+	// The first store still has the session, archived with its log: restore reactivates it.
+	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); err != nil || rr.How != session.RestoredReactivated || rr.Session.Record.Status != "paused" {
+		t.Errorf("restore into the store that has the archived session = %+v, %v; want it reactivated", rr, err)
+	}
 	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
-		t.Errorf("restore into the store that has the session: %v", err)
+		t.Errorf("restore into the store where the session is live again: %v", err)
 	}
 	// The restored session takes appends after the restored log.
 	res2, err := st2.Append(ctx, b.sid, []*contract.EncodedEvent{b.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"on"}`)}, store.AppendOptions{})
@@ -502,5 +506,249 @@ func TestArchivePathsStayInTheArchiveDirectory(t *testing.T) {
 	}
 	if session.SafeName("a/b") == session.SafeName("a_b") {
 		t.Errorf("SafeName maps a/b and a_b to the same name")
+	}
+}
+
+// TestArchiveAndRestoreHaveAWayOutInEveryState walks every state archive and restore meet in one
+// store (docs/lifecycle.md): each refusal names an action, and the test takes that action and
+// checks it works.
+func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
+	b, c, dir := archiveSetup(t)
+	ctx := context.Background()
+	before, _ := b.st.ReadEvents(ctx, b.sid, -1, 0)
+	wantT, _ := b.svc.Rebuild(ctx, b.sid)
+	status := func(want string) {
+		t.Helper()
+		sess, err := b.st.GetSession(ctx, b.sid)
+		if err != nil || sess.Record.Status != want {
+			t.Fatalf("status = %+v, %v; want %s", sess, err, want)
+		}
+	}
+	refused := func(err error, code, hint string) {
+		t.Helper()
+		var rej *session.RejectError
+		if !errors.As(err, &rej) || rej.Code != code || !strings.Contains(rej.Message, hint) {
+			t.Fatalf("error %v; want %s with %q in its message", err, code, hint)
+		}
+	}
+
+	// 1. Archived without --compact: archiving again says "restore it first", naming the file.
+	a1, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: true})
+	refused(err, "INVALID_SESSION_STATE", "restore it first (sessiond session restore "+a1.Name)
+	_, err = b.svc.Heartbeat(ctx, b.sid)
+	refused(err, "INVALID_SESSION_STATE", "restore it first")
+	_, err = b.svc.Warm(ctx, b.sid, session.WarmOptions{})
+	refused(err, "INVALID_SESSION_STATE", "restore it first")
+	// Following it: restore reactivates the session from the log still in the store.
+	c.Add(time.Minute)
+	rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a1.Name})
+	if err != nil || rr.How != session.RestoredReactivated || rr.Replaced || rr.Events != len(before) {
+		t.Fatalf("restore of an archived, uncompacted session = %+v, %v", rr, err)
+	}
+	r := rr.Session.Record
+	if r.Status != "paused" || r.UpdatedByGate.Get() != "handoff" || r.LastHeartbeatAt.Get() != "2026-03-01T12:01:00.000Z" || r.ArchivePath.Get() != a1.Path {
+		t.Errorf("reactivated record = %+v", r)
+	}
+	if lc, _ := b.st.Lifecycle(ctx, b.sid); lc.RestoredFrom != a1.Checksum || lc.LastArchiveName != a1.Name || lc.CompactedThrough != nil {
+		t.Errorf("lifecycle after reactivation = %+v", lc)
+	}
+	if after, _ := b.st.ReadEvents(ctx, b.sid, -1, 0); !cmp.Equal(before, after) {
+		t.Errorf("reactivation changed the log")
+	}
+	if _, err := b.svc.Heartbeat(ctx, b.sid); err != nil {
+		t.Errorf("heartbeat after reactivation: %v", err)
+	}
+
+	// 2. Live again: restoring is a conflict that says to work on it, or to use another store.
+	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a1.Name})
+	refused(err, session.CodeRestoreConflict, "restore it into another data directory")
+	st2, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if rr2, err := session.New(st2, c.Now).Restore(ctx, dir, session.RestoreRequest{Name: a1.Name}); err != nil || rr2.How != session.RestoredNew {
+		t.Errorf("restore into another data directory = %+v, %v", rr2, err)
+	}
+
+	// 3. Archived with --compact, then restored over the compacted row.
+	c.Add(time.Minute)
+	a2, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: true})
+	if err != nil || a2.Compacted != int64(len(before)) {
+		t.Fatalf("archive --compact after reactivation = %+v, %v", a2, err)
+	}
+	_, err = b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
+	refused(err, "INVALID_SESSION_STATE", "sessiond session restore "+a2.Name)
+	rr, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a2.Name})
+	if err != nil || rr.How != session.RestoredOverCompacted || !rr.Replaced {
+		t.Fatalf("restore over the compacted row = %+v, %v", rr, err)
+	}
+	if got, _ := b.svc.Transcript(ctx, b.sid); !cmp.Equal(wantT, got) {
+		t.Errorf("transcript after restoring over the compacted row differs")
+	}
+	status("paused")
+
+	// 4. A closed session: archive, restore (it stays closed), and the hints say so.
+	st := "closed"
+	b.st.UpdateSession(ctx, b.sid, func(s *store.Session) error { s.Record.Status = st; return nil })
+	c.Add(time.Minute)
+	a3, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a3.Name}); err != nil || rr.Session.Record.Status != "closed" {
+		t.Fatalf("restore of an archived closed session = %+v, %v", rr, err)
+	}
+	_, err = b.svc.Heartbeat(ctx, b.sid)
+	refused(err, "INVALID_SESSION_STATE", "create a new session to go on")
+}
+
+// TestRestoreRefusesAnArchiveOfAnotherCopy checks that reactivation only accepts an archive of
+// the store's own session, and that the refusal names the archive that works.
+func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
+	b, c, dir := archiveSetup(t)
+	ctx := context.Background()
+	// Another store has a session with the same id and another log; its archive is copied here.
+	other := setup(t)
+	other.st.UpdateSession(ctx, other.sid, func(s *store.Session) error { s.Record.Project = contract.Some("demo"); return nil })
+	other.append(t, other.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"elsewhere"}`))
+	c.Add(time.Minute)
+	oa, err := session.New(other.st, c.Now).Archive(ctx, other.sid, session.ArchiveOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(oa.Path)
+	c.Add(time.Minute)
+	own, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.SaveArchive(dir, data); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: oa.Name})
+	var rej *session.RejectError
+	if !errors.As(err, &rej) || rej.Code != session.CodeRestoreConflict || !strings.Contains(rej.Message, "Restore its latest archive "+own.Name) {
+		t.Fatalf("restore of another copy's archive: %v", err)
+	}
+	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: own.Name}); err != nil || rr.How != session.RestoredReactivated {
+		t.Errorf("restore of the archive the hint names = %+v, %v", rr, err)
+	}
+}
+
+// hookStore is a store that runs hook (once) when a method named in on is called, before the
+// call: it plays another instance changing the session at that point.
+type hookStore struct {
+	store.Store
+	on   string
+	hook func()
+}
+
+func (h *hookStore) fire(name string) {
+	if h.on == name && h.hook != nil {
+		f := h.hook
+		h.hook = nil
+		f()
+	}
+}
+
+// compactNow, archiveFirst and restoreByName are steps of TestConcurrentChangesSayToTryAgain.
+func compactNow(b *bundle) func() {
+	return func() {
+		last, _ := b.st.LastSequence(context.Background(), b.sid)
+		b.st.CompactEvents(context.Background(), b.sid, last)
+	}
+}
+
+func archiveFirst(t *testing.T, svc *session.Service, dir string) string {
+	res, err := svc.Archive(context.Background(), "S-t", session.ArchiveOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Name
+}
+
+func restoreByName(svc *session.Service, dir, name string) error {
+	_, err := svc.Restore(context.Background(), dir, session.RestoreRequest{Name: name})
+	return err
+}
+
+func (h *hookStore) Runs(ctx context.Context, id string) ([]contract.Run, error) {
+	h.fire("Runs")
+	return h.Store.Runs(ctx, id)
+}
+
+func (h *hookStore) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.StoredEvent, error) {
+	if limit == 1 {
+		h.fire("before ReadEvents/1")
+		defer h.fire("after ReadEvents/1")
+	}
+	return h.Store.ReadEvents(ctx, id, after, limit)
+}
+
+// TestConcurrentChangesSayToTryAgain makes the session change while archive and restore work
+// on it (as another instance would): each answers SESSION_MOVED saying to try again, and trying
+// again works.
+func TestConcurrentChangesSayToTryAgain(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// on and change: the store call before which the session changes, and the change.
+		on     string
+		change func(b *bundle) func()
+		// prepare runs before the first attempt; try is the attempt (and the retry).
+		prepare func(t *testing.T, svc *session.Service, dir string) string
+		try     func(svc *session.Service, dir, name string) error
+		hint    string
+	}{
+		{
+			name: "an append lands while the archive file is written", on: "Runs",
+			change: func(b *bundle) func() {
+				return func() { b.append(t, b.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"late"}`)) }
+			},
+			try: func(svc *session.Service, dir, _ string) error {
+				_, err := svc.Archive(ctx, "S-t", session.ArchiveOptions{Dir: dir})
+				return err
+			},
+			hint: "archive it again",
+		},
+		{
+			name: "another instance compacts before restore reads the log", on: "before ReadEvents/1",
+			change:  compactNow,
+			prepare: archiveFirst,
+			try:     restoreByName,
+			hint:    "restore it again",
+		},
+		{
+			name: "another instance compacts while restore reactivates", on: "after ReadEvents/1",
+			change: compactNow, prepare: archiveFirst, try: restoreByName,
+			hint: "restore it again",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c, dir := archiveSetup(t)
+			hs := &hookStore{Store: b.st, on: tc.on}
+			svc := session.New(hs, c.Now)
+			name := ""
+			if tc.prepare != nil {
+				name = tc.prepare(t, svc, dir)
+			}
+			hs.hook = tc.change(b)
+			c.Add(time.Second)
+			err := tc.try(svc, dir, name)
+			var rej *session.RejectError
+			if !errors.As(err, &rej) || rej.Code != session.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
+				t.Fatalf("first attempt: %v; want %s saying %q", err, session.CodeSessionMoved, tc.hint)
+			}
+			c.Add(time.Second)
+			if err := tc.try(svc, dir, name); err != nil {
+				t.Fatalf("trying again as the hint says: %v", err)
+			}
+		})
 	}
 }

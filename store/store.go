@@ -243,7 +243,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	if e.Reason == ConflictEventID {
-		return fmt.Sprintf("event %d: eventId %q is already used by the event at sequence %d under another idempotencyKey", e.Index, e.EventID, e.Existing)
+		return fmt.Sprintf("event %d: eventId %q is already used by the event at sequence %d under another idempotencyKey; give a new event an eventId of its own", e.Index, e.EventID, e.Existing)
 	}
 	return fmt.Sprintf("event %d: idempotencyKey %q was already used for different content (sequence %d); use a new key for a new event", e.Index, e.IdempotencyKey, e.Existing)
 }

@@ -226,8 +226,11 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	how := "restored"
-	if res.Replaced {
+	switch res.How {
+	case session.RestoredOverCompacted:
 		how = "restored over its compacted copy"
+	case session.RestoredReactivated:
+		how = "reactivated (its log was still in the store)"
 	}
 	fmt.Fprintf(stdout, "%s %s from %s: %d events, status %s\n", how, res.Session.Record.SessionID, res.Archive.Name, res.Events, res.Session.Record.Status)
 	return 0

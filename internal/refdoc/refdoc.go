@@ -480,7 +480,7 @@ var sharedPurposes = map[string]string{
 	"lineage":              "Where a forked thread came from (a thread is a session).",
 	"active-branch":        "The branch a session currently works on, after a fork.",
 	"unavailable-resource": "A resource of the source that a new thread does not get, and why.",
-	"snapshot":             "The session's mode, model and capabilities, given at creation (`POST /v1/sessions`).",
+	"snapshot":             "The session's mode, model and capabilities, given at creation (`POST /v1/sessions`) and replaced as a whole by `PATCH /v1/sessions/{id}` (`sessiond patch`); commands are judged against the current one.",
 	"capabilities":         "The capability flags of a snapshot; an absent flag takes its default ([Capabilities](#capabilities)).",
 }
 
@@ -519,7 +519,8 @@ func (g *gen) capabilities() {
 	g.p("the other capabilities the flag is a promise to UIs about which event types to expect: a")
 	g.p("capability is honest only if the session can show the events or commands behind it.")
 	g.p("`sessiond create` turns on the preset of its `--snapshot-mode` (`chat` or `work`, default `work`);")
-	g.p("`--cap` adds more.")
+	g.p("`--cap` adds more. `sessiond patch SESSION --enable CAP` (`PATCH /v1/sessions/{id}` with a")
+	g.p("`snapshot`) turns one on later; commands are judged against the current snapshot.")
 	g.p("")
 	var rows [][]string
 	for _, name := range contract.CapabilityNames {

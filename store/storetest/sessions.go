@@ -253,4 +253,64 @@ func (s *suite) testSessions(t *testing.T) {
 			t.Errorf("UpdateSession of an unknown id: %v, want ErrSessionNotFound", err)
 		}
 	})
+
+	// UpdateSnapshot replaces a whole snapshot the way PATCH /v1/sessions/{id} does: every
+	// field, a flag turned on, a flag turned off (false, kept apart from absent), a flag
+	// dropped (absent again), and the optional permissionProfile; the record changes with it in
+	// the same update. The snapshot reads back exactly, through GetSession, ListSessions,
+	// UpdateLifecycle (which must keep it) and, when the harness can, after a reopen.
+	t.Run("UpdateSnapshot", func(t *testing.T) {
+		ctx, st, id := s.setup(t)
+		on, off := true, false
+		if _, err := st.UpdateSession(ctx, id, func(sess *store.Session) error {
+			sess.Snapshot.Capabilities.Shell = &on
+			return nil
+		}); err != nil {
+			t.Fatalf("UpdateSession: %v", err)
+		}
+		want := NewSession(id, SessionSpec{})
+		want.Snapshot = contract.Snapshot{Mode: "chat", ModelID: "model-2", PermissionProfile: "approval-required",
+			Capabilities: contract.Capabilities{Approval: &on, Resume: &on, Text: &off}}
+		want.Record.UpdatedAt = contract.Some(Timestamp)
+		want.Record.UpdatedByGate = contract.Some("owner")
+		got, err := st.UpdateSession(ctx, id, func(sess *store.Session) error {
+			sess.Snapshot = want.Snapshot
+			sess.Record.UpdatedAt, sess.Record.UpdatedByGate = want.Record.UpdatedAt, want.Record.UpdatedByGate
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("UpdateSession replacing the snapshot: %v", err)
+		}
+		check := func(st store.Store, how string) {
+			t.Helper()
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: UpdateSession result (-want +got):\n%s", how, diff)
+			}
+			stored, err := st.GetSession(ctx, id)
+			if err != nil {
+				t.Fatalf("%s: GetSession: %v", how, err)
+			}
+			if diff := cmp.Diff(want, stored); diff != "" {
+				t.Errorf("%s: GetSession (-want +got):\n%s", how, diff)
+			}
+			if c := stored.Snapshot.Capabilities; c.Has("text") || c.Has("shell") || !c.Has("approval") || c.Shell != nil {
+				t.Errorf("%s: capabilities read back as %+v; want text off (false), shell absent, approval on", how, c)
+			}
+			list, _, err := st.ListSessions(ctx, store.ListFilter{})
+			if err != nil || len(list) != 1 || !cmp.Equal(want.Snapshot, list[0].Snapshot) {
+				t.Errorf("%s: ListSessions snapshot = %+v, %v", how, list, err)
+			}
+		}
+		check(st, "after the update")
+		if _, _, err := st.UpdateLifecycle(ctx, id, func(_ *store.Session, lc *store.Lifecycle) error {
+			lc.WindowStartedAt = Timestamp
+			return nil
+		}); err != nil {
+			t.Fatalf("UpdateLifecycle: %v", err)
+		}
+		check(st, "after UpdateLifecycle")
+		if s.h.Reopen != nil {
+			check(s.h.Reopen(t, st), "after a reopen")
+		}
+	})
 }

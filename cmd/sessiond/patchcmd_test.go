@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+// TestPatchCommand runs "sessiond patch" in process against a real server: each case runs the
+// command and checks its exit code, what it prints, and the snapshot the server then holds.
+func TestPatchCommand(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(st, server.Options{})
+	ts := httptest.NewServer(srv)
+	defer func() { srv.Close(); ts.Close(); st.Close() }()
+	cli := func(stdin string, args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{args[0], "--server", ts.URL}, args[1:]...), strings.NewReader(stdin), &out, &errb)
+		return out.String() + errb.String(), code
+	}
+	if out, code := cli("", "create", "--id", "S-p", "--agent", "a", "--snapshot-mode", "chat"); code != 0 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	file := filepath.Join(t.TempDir(), "snapshot.json")
+	os.WriteFile(file, []byte(`{"mode":"work","modelId":"from-file","capabilities":{"steering":true}}`), 0o600)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"mode":"work","modelId":"m","capabilities":{"flying":true}}`), 0o600)
+
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		out   string // printed (stdout and stderr)
+		get   string // in `sessiond get --json` afterwards
+	}{
+		{"enable after the id", "", []string{"patch", "S-p", "--enable", "resume,threadForking"}, 0,
+			"S-p: snapshot mode chat, model unknown-model, capabilities text,tools,mcp,skills,approval,usage,resume,threadForking,editAndRerun,summary", `"resume":true`},
+		{"disable and model", "", []string{"patch", "--disable", "approval", "--model", "m-2", "S-p"}, 0, "model m-2", `"approval":false`},
+		{"mode and profile", "", []string{"patch", "--mode", "work", "--permission-profile", "auto-approve", "S-p"}, 0, "snapshot mode work", `"permissionProfile":"auto-approve"`},
+		{"whole snapshot from a file", "", []string{"patch", "--snapshot", file, "S-p"}, 0, "capabilities text,steering", `"modelId":"from-file"`},
+		{"whole snapshot from stdin, JSON out", `{"mode":"chat","modelId":"stdin","capabilities":{"approval":true}}`, []string{"patch", "--json", "--snapshot", "-", "S-p"}, 0, `"modelId":"stdin"`, `"approval":true`},
+		{"unknown capability", "", []string{"patch", "--enable", "flying", "S-p"}, 2, `unknown capability "flying"`, `"modelId":"stdin"`},
+		{"invalid snapshot file", "", []string{"patch", "--snapshot", bad, "S-p"}, 2, "/capabilities/flying: unknown field", `"modelId":"stdin"`},
+		{"server refuses the mode", "", []string{"patch", "--mode", "code", "S-p"}, 1, "/snapshot/mode", `"modelId":"stdin"`},
+		{"nothing to change", "", []string{"patch", "S-p"}, 2, "say what to change", `"modelId":"stdin"`},
+		{"file and edits", "", []string{"patch", "--snapshot", file, "--enable", "resume", "S-p"}, 2, "give it alone", `"modelId":"stdin"`},
+		{"bad gate", "", []string{"patch", "--enable", "resume", "--gate", "boss", "S-p"}, 1, "/updated_by_gate", `"modelId":"stdin"`},
+		{"unknown session", "", []string{"patch", "--enable", "resume", "S-none"}, 1, "SESSION_NOT_FOUND", `"modelId":"stdin"`},
+		{"missing session", "", []string{"patch", "--enable", "resume"}, 2, "missing <session-id>", `"modelId":"stdin"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := cli(tc.stdin, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.out) {
+				t.Errorf("exit %d, output %q; want exit %d and %q", code, out, tc.code, tc.out)
+			}
+			if got, _ := cli("", "get", "--json", "S-p"); !strings.Contains(got, tc.get) {
+				t.Errorf("session afterwards: %s; want %s in it", got, tc.get)
+			}
+		})
+	}
+}
