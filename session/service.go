@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -144,8 +143,8 @@ func (s *Service) View(ctx context.Context, id string) (*contract.ViewModel, err
 			return nil, fmt.Errorf("view: %w", err)
 		}
 		for _, se := range evs {
-			var e contract.Event
-			if err := json.Unmarshal(se.Data, &e); err != nil {
+			e, err := decodeEvent(se)
+			if err != nil {
 				return nil, fmt.Errorf("view: event %d: %w", se.Sequence, err)
 			}
 			if p, ok := e.Payload.(*contract.ResumePayload); ok {
