@@ -234,6 +234,8 @@ type ArchiveOptions struct {
 	// Compact removes the session's events from the store once the file is written, synced,
 	// read back and verified.
 	Compact bool
+	// Progress, if set, is told how far the archive has come (phases read, write, compact).
+	Progress ProgressFunc
 }
 
 // ArchiveResult is the answer of archive.
@@ -276,7 +278,9 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		return nil, archiveErr("INVALID_SESSION_STATE", "session %q has a compacted log (through %d); its archive %s is the only full copy", id, *lc.CompactedThrough, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
-	var events []json.RawMessage
+	total := last + 1
+	opt.Progress.report(PhaseRead, 0, total)
+	events := make([]json.RawMessage, 0, total)
 	fold := NewFold(id)
 	for after := int64(-1); after < last; {
 		page, err := s.st.ReadEvents(ctx, id, after, 10000)
@@ -295,11 +299,16 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 				return nil, fmt.Errorf("archive: fold event %d: %w", e.Sequence, err)
 			}
 			after = e.Sequence
+			if n := int64(len(events)); n%progressEvery == 0 {
+				opt.Progress.report(PhaseRead, n, total)
+			}
 		}
 	}
-	if int64(len(events)) != last+1 {
+	if int64(len(events)) != total {
 		return nil, fmt.Errorf("archive: read %d events but the log ends at sequence %d", len(events), last)
 	}
+	opt.Progress.report(PhaseRead, total, total)
+	opt.Progress.report(PhaseWrite, 0, total)
 	runs, err := s.st.Runs(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
@@ -359,8 +368,10 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("archive: mark the session archived: %w", err)
 	}
+	opt.Progress.report(PhaseWrite, total, total)
 	res := &ArchiveResult{ArchiveInfo: info, Events: len(events), Session: updated}
 	if opt.Compact && last >= 0 {
+		opt.Progress.report(PhaseCompact, 0, total)
 		n, err := s.st.CompactEvents(ctx, id, last)
 		if err != nil {
 			return res, fmt.Errorf("archive: the archive %s is complete, but compacting the log failed: %w", path, err)
@@ -369,6 +380,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		if res.Session, err = s.st.GetSession(ctx, id); err != nil {
 			return res, err
 		}
+		opt.Progress.report(PhaseCompact, total, total)
 	}
 	return res, nil
 }
@@ -623,6 +635,9 @@ func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
 type RestoreRequest struct {
 	Name    string `json:"name,omitempty"`
 	Project string `json:"project,omitempty"`
+	// Progress, if set, is told how far the restore has come (phases verify, import). It is
+	// not part of the HTTP request.
+	Progress ProgressFunc `json:"-"`
 }
 
 // RestoreResult is the answer of restore.
@@ -676,13 +691,15 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 		}
 		return nil, err
 	}
-	imp, err := s.importOf(c, sum, path)
+	imp, err := s.importOf(c, sum, path, req.Progress)
 	if err != nil {
 		return nil, err
 	}
 	l := s.lock(c.SessionID)
 	defer s.unlock(c.SessionID, l)
 	before, _ := s.st.GetSession(ctx, c.SessionID)
+	total := int64(len(imp.Events))
+	req.Progress.report(PhaseImport, 0, total)
 	if err := s.st.ImportSession(ctx, imp); err != nil {
 		if errors.Is(err, store.ErrSessionExists) {
 			return nil, archiveErr(CodeRestoreConflict, "session %q is already in this store (%v); it was restored already or never removed. Restore it into another data directory, or archive it with --compact first", c.SessionID, err)
@@ -695,13 +712,15 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	if err != nil {
 		return nil, err
 	}
+	req.Progress.report(PhaseImport, total, total)
 	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
 	return &RestoreResult{Archive: info, Session: sess, Events: len(c.Events), Replaced: before != nil}, nil
 }
 
 // importOf checks an archive's content (every event against the contract and in sequence, the
-// runs against those the log folds to) and builds the store import.
-func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, error) {
+// runs against those the log folds to) and builds the store import, telling progress how far
+// it has come (phase verify).
+func (s *Service) importOf(c *ArchiveContent, sum, path string, progress ProgressFunc) (*store.Import, error) {
 	bad := func(format string, args ...any) error {
 		return archiveErr(CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
 	}
@@ -711,7 +730,12 @@ func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, 
 	events := make([]store.StoredEvent, len(c.Events))
 	runs := map[string]*contract.Run{}
 	var order []string
+	total := int64(len(c.Events))
+	progress.report(PhaseVerify, 0, total)
 	for i, raw := range c.Events {
+		if i > 0 && i%progressEvery == 0 {
+			progress.report(PhaseVerify, int64(i), total)
+		}
 		ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
 		if err != nil {
 			return nil, bad("event %d breaks the contract: %v", i, err)
@@ -732,6 +756,7 @@ func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, 
 			runs[f.RunID] = run
 		}
 	}
+	progress.report(PhaseVerify, total, total)
 	if len(order) != len(c.Runs) {
 		return nil, bad("the log has %d runs but the archive lists %d", len(order), len(c.Runs))
 	}
