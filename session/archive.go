@@ -281,7 +281,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	total := last + 1
 	opt.Progress.report(PhaseRead, 0, total)
 	events := make([]json.RawMessage, 0, total)
-	fold := NewFold(id)
+	fold := newSummaryFold(id)
 	for after := int64(-1); after < last; {
 		page, err := s.st.ReadEvents(ctx, id, after, 10000)
 		if err != nil {

@@ -110,6 +110,9 @@ type Fold struct {
 	// stay empty).
 	output []*strings.Builder
 	text   []*strings.Builder
+	// only, when set, lists the event types this fold applies; the others only advance
+	// LastSequence, without being decoded (see newSummaryFold).
+	only map[string]bool
 }
 
 // slotKey identifies an item of the transcript: its kind ("message", "tool", ...) and id.
@@ -118,6 +121,20 @@ type slotKey struct{ kind, id string }
 // NewFold returns an empty fold for a session.
 func NewFold(sessionID string) *Fold {
 	return &Fold{t: Transcript{SessionID: sessionID, LastSequence: -1, Usage: Usage{ByRun: map[string]*UsageTotals{}}}, index: map[slotKey]int{}}
+}
+
+// summaryTypes are the event types the archive summary (summarize) reads: plan, tasks,
+// approvals, summaries and usage.
+var summaryTypes = map[string]bool{"plan": true, "task": true, "approval": true, "summary": true, "usage": true}
+
+// newSummaryFold returns a fold that applies only the event types of the archive summary and
+// skips the others (by the store's event type) without decoding them: its transcript is
+// complete for summarize and nothing else. A log of terminal output folds for its summary at
+// the cost of reading it.
+func newSummaryFold(sessionID string) *Fold {
+	f := NewFold(sessionID)
+	f.only = summaryTypes
+	return f
 }
 
 // LastSequence is the sequence of the last event applied (-1 before any).
@@ -138,6 +155,10 @@ func (f *Fold) slot(kind, id string, n int) (int, bool) {
 // last applied sequence is ignored, so catching up twice is harmless.
 func (f *Fold) Apply(se store.StoredEvent) error {
 	if se.Sequence <= f.t.LastSequence {
+		return nil
+	}
+	if f.only != nil && se.EventType != "" && !f.only[se.EventType] {
+		f.t.LastSequence = se.Sequence
 		return nil
 	}
 	e, err := decodeEvent(se)
