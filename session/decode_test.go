@@ -11,7 +11,7 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// TestDecodeEventEqualsUnmarshal checks that the projections' one-pass decoding gives what
+// TestDecodeEventEqualsUnmarshal checks that the projections' one-pass decodings give what
 // json.Unmarshal into a contract.Event gives, for every valid sample event of the contract
 // (all 17 event types), whether the store's event type is right, missing or wrong.
 func TestDecodeEventEqualsUnmarshal(t *testing.T) {
@@ -54,6 +54,14 @@ func TestDecodeEventEqualsUnmarshal(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s (%s): decodeEvent differs from json.Unmarshal (-want +got):\n%s", sample.ID, c.name, diff)
 			}
+			fe, err := decodeFoldEvent(store.StoredEvent{Sequence: want.Sequence, EventType: c.storedType, Data: sample.Event})
+			if err != nil {
+				t.Errorf("%s (%s): decodeFoldEvent: %v", sample.ID, c.name, err)
+				continue
+			}
+			if diff := cmp.Diff(foldEvent{RunID: want.RunID, EventType: want.EventType, Payload: want.Payload}, fe); diff != "" {
+				t.Errorf("%s (%s): decodeFoldEvent differs from json.Unmarshal (-want +got):\n%s", sample.ID, c.name, diff)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -80,6 +88,9 @@ func TestDecodeEventRefusesWhatUnmarshalRefuses(t *testing.T) {
 			}
 			if _, err := decodeEvent(store.StoredEvent{EventType: c.storedType, Data: []byte(c.data)}); err == nil {
 				t.Errorf("decodeEvent accepts %s", c.data)
+			}
+			if _, err := decodeFoldEvent(store.StoredEvent{EventType: c.storedType, Data: []byte(c.data)}); err == nil {
+				t.Errorf("decodeFoldEvent accepts %s", c.data)
 			}
 		})
 	}

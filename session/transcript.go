@@ -161,7 +161,7 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		f.t.LastSequence = se.Sequence
 		return nil
 	}
-	e, err := decodeEvent(se)
+	e, err := decodeFoldEvent(se)
 	if err != nil {
 		return fmt.Errorf("fold event %d: %w", se.Sequence, err)
 	}
