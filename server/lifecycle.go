@@ -171,12 +171,13 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %q must be one of owner, handoff, user, mission", req.UpdatedByGate))
 		return
 	}
-	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact})
+	ps := s.newProgressStream(w, r)
+	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact, Progress: ps.callback()})
 	if err != nil {
-		writeError(w, lifecycleError(err, id))
+		ps.fail(lifecycleError(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
+	ps.answer(http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
 }
 
 func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
@@ -225,12 +226,14 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	ps := s.newProgressStream(w, r)
+	req.Progress = ps.callback()
 	res, err := s.svc.Restore(r.Context(), dir, req)
 	if err != nil {
-		writeError(w, lifecycleError(err, ""))
+		ps.fail(lifecycleError(err, ""))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
+	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
 }
 
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,10 @@ type Options struct {
 	ArchiveDir string
 	// Window is the default length of the work window warm opens (default 5h).
 	Window time.Duration
+	// ProgressInterval is the least time between two progress lines of archive and restore,
+	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
+	// restore").
+	ProgressInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -74,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RingSize <= 0 {
 		o.RingSize = 1024
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 200 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -234,6 +234,8 @@ type ArchiveOptions struct {
 	// Compact removes the session's events from the store once the file is written, synced,
 	// read back and verified.
 	Compact bool
+	// Progress, if set, is told how far the archive has come (phases read, write, compact).
+	Progress ProgressFunc
 }
 
 // ArchiveResult is the answer of archive.
@@ -273,8 +275,10 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
-	var events []json.RawMessage
-	fold := NewFold(id)
+	total := last + 1
+	opt.Progress.report(PhaseRead, 0, total)
+	events := make([]json.RawMessage, 0, total)
+	fold := newSummaryFold(id)
 	for after := int64(-1); after < last; {
 		page, err := s.st.ReadEvents(ctx, id, after, 10000)
 		if err != nil {
@@ -292,11 +296,16 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 				return nil, fmt.Errorf("archive: fold event %d: %w", e.Sequence, err)
 			}
 			after = e.Sequence
+			if n := int64(len(events)); n%progressEvery == 0 {
+				opt.Progress.report(PhaseRead, n, total)
+			}
 		}
 	}
-	if int64(len(events)) != last+1 {
+	if int64(len(events)) != total {
 		return nil, fmt.Errorf("archive: read %d events but the log ends at sequence %d", len(events), last)
 	}
+	opt.Progress.report(PhaseRead, total, total)
+	opt.Progress.report(PhaseWrite, 0, total)
 	runs, err := s.st.Runs(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
@@ -356,8 +365,10 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("archive: mark the session archived: %w", err)
 	}
+	opt.Progress.report(PhaseWrite, total, total)
 	res := &ArchiveResult{ArchiveInfo: info, Events: len(events), Session: updated}
 	if opt.Compact && last >= 0 {
+		opt.Progress.report(PhaseCompact, 0, total)
 		n, err := s.st.CompactEvents(ctx, id, last)
 		if err != nil {
 			return res, fmt.Errorf("archive: the archive %s is complete, but compacting the log failed: %w", path, err)
@@ -366,6 +377,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		if res.Session, err = s.st.GetSession(ctx, id); err != nil {
 			return res, err
 		}
+		opt.Progress.report(PhaseCompact, total, total)
 	}
 	return res, nil
 }
@@ -620,6 +632,9 @@ func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
 type RestoreRequest struct {
 	Name    string `json:"name,omitempty"`
 	Project string `json:"project,omitempty"`
+	// Progress, if set, is told how far the restore has come (phases verify, import). It is
+	// not part of the HTTP request.
+	Progress ProgressFunc `json:"-"`
 }
 
 // RestoreResult is the answer of restore.
@@ -677,7 +692,7 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 		}
 		return nil, err
 	}
-	imp, err := s.importOf(c, sum, path)
+	imp, err := s.importOf(c, sum, path, req.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -708,6 +723,8 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 		}
 		return &RestoreResult{Archive: info, Session: sess, Events: int(sess.LastSequence + 1), How: how}, nil
 	}
+	total := int64(len(imp.Events))
+	req.Progress.report(PhaseImport, 0, total)
 	if err := s.st.ImportSession(ctx, imp); err != nil {
 		last := int64(-1)
 		if before != nil {
@@ -721,12 +738,14 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	if err != nil {
 		return nil, err
 	}
+	req.Progress.report(PhaseImport, total, total)
 	return &RestoreResult{Archive: info, Session: sess, Events: len(c.Events), Replaced: before != nil, How: how}, nil
 }
 
 // importOf checks an archive's content (every event against the contract and in sequence, the
-// runs against those the log folds to) and builds the store import.
-func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, error) {
+// runs against those the log folds to) and builds the store import, telling progress how far
+// it has come (phase verify).
+func (s *Service) importOf(c *ArchiveContent, sum, path string, progress ProgressFunc) (*store.Import, error) {
 	bad := func(format string, args ...any) error {
 		return archiveErr(CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
 	}
@@ -736,7 +755,12 @@ func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, 
 	events := make([]store.StoredEvent, len(c.Events))
 	runs := map[string]*contract.Run{}
 	var order []string
+	total := int64(len(c.Events))
+	progress.report(PhaseVerify, 0, total)
 	for i, raw := range c.Events {
+		if i > 0 && i%progressEvery == 0 {
+			progress.report(PhaseVerify, int64(i), total)
+		}
 		ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
 		if err != nil {
 			return nil, bad("event %d breaks the contract: %v", i, err)
@@ -757,6 +781,7 @@ func (s *Service) importOf(c *ArchiveContent, sum, path string) (*store.Import, 
 			runs[f.RunID] = run
 		}
 	}
+	progress.report(PhaseVerify, total, total)
 	if len(order) != len(c.Runs) {
 		return nil, bad("the log has %d runs but the archive lists %d", len(order), len(c.Runs))
 	}

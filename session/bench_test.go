@@ -9,6 +9,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/sqlite"
 )
 
 // BenchmarkCommands measures commands per second on one session: steer commands, each
@@ -136,4 +137,191 @@ func BenchmarkFork100k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// terminalSession fills the bundle's session with n events: a user message starting a run,
+// then terminal output chunks of a long build (stdout and stderr of two terminals), in
+// batches of 1000. This is the log that made the old fold quadratic (Output += chunk).
+func terminalSession(b *testing.B, bu *bundle, n int) {
+	b.Helper()
+	bu.append(b, bu.event(b, "message", "", `{"messageId":"u1","role":"user","operation":"append","parts":["build"]}`),
+		bu.event(b, "status", `"runId":"r1","sourceMessageId":"u1"`, `{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`))
+	for done := 2; done < n; {
+		batch := make([]*contract.EncodedEvent, 0, 1000)
+		for ; len(batch) < 1000 && done < n; done++ {
+			stream := "stdout"
+			if done%7 == 0 {
+				stream = "stderr"
+			}
+			batch = append(batch, bu.event(b, "terminal", `"runId":"r1"`,
+				fmt.Sprintf(`{"terminalId":"term%d","stream":%q,"chunk":"[%06d] compiling package %d of the build\n"}`, done%2, stream, done, done)))
+		}
+		bu.append(b, batch...)
+	}
+}
+
+// terminalSizes are the session sizes of the terminal benchmarks: the 10x step shows that
+// the cost is linear (the 100k figure is about 10 times the 10k one, not 100 times).
+var terminalSizes = []int{10_000, 100_000}
+
+// terminalBundles builds one session per size of terminalSizes, once per benchmark.
+func terminalBundles(b *testing.B) map[int]*bundle {
+	b.Helper()
+	out := map[int]*bundle{}
+	for _, n := range terminalSizes {
+		bu := setup(b)
+		terminalSession(b, bu, n)
+		out[n] = bu
+	}
+	return out
+}
+
+// BenchmarkTerminalTranscript folds a session of terminal chunks to its transcript from the
+// store (what GET /v1/sessions/{id}/transcript costs on a cold projection): read every event,
+// fold it, copy the transcript out. Target: 100,000 events in at most 1 s.
+func BenchmarkTerminalTranscript(b *testing.B) {
+	bundles := terminalBundles(b)
+	for _, n := range terminalSizes {
+		bu := bundles[n]
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				t, err := bu.svc.Rebuild(context.Background(), bu.sid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if t.LastSequence != int64(n-1) {
+					b.Fatalf("folded through %d, want %d", t.LastSequence, n-1)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkTerminalFold is the fold alone, over events already in memory (no store): the
+// cleanest view of its scaling.
+func BenchmarkTerminalFold(b *testing.B) {
+	bundles := terminalBundles(b)
+	for _, n := range terminalSizes {
+		bu := bundles[n]
+		var evs []store.StoredEvent
+		for len(evs) < n {
+			page, err := bu.st.ReadEvents(context.Background(), bu.sid, int64(len(evs))-1, 10_000)
+			if err != nil || len(page) == 0 {
+				b.Fatalf("read events after %d: %v", len(evs)-1, err)
+			}
+			evs = append(evs, page...)
+		}
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				f := session.NewFold(bu.sid)
+				for _, e := range evs {
+					if err := f.Apply(e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if t := f.Transcript(); t.LastSequence != int64(n-1) {
+					b.Fatalf("folded through %d, want %d", t.LastSequence, n-1)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkTerminalView builds the view model (every event decoded) of a terminal session.
+func BenchmarkTerminalView(b *testing.B) {
+	bundles := terminalBundles(b)
+	for _, n := range terminalSizes {
+		bu := bundles[n]
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				vm, err := bu.svc.View(context.Background(), bu.sid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(vm.Events) != n {
+					b.Fatalf("view has %d events, want %d", len(vm.Events), n)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// unarchive puts an archived session back to paused through the store, so that the next
+// benchmark iteration can archive it again (timer stopped by the caller).
+func unarchive(b *testing.B, bu *bundle) {
+	b.Helper()
+	_, _, err := bu.st.UpdateLifecycle(context.Background(), bu.sid, func(cur *store.Session, _ *store.Lifecycle) error {
+		cur.Record.Status = "paused"
+		cur.Record.ArchivePath = contract.Nullable[string]{}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkTerminalArchive archives a session of terminal chunks (SQLite store in a temp
+// dir): read and fold the log, encode, write and fsync the file, read it back and verify it,
+// mark the session archived. Target: 100,000 events in at most 5 s.
+func BenchmarkTerminalArchive(b *testing.B) {
+	bundles := terminalBundles(b)
+	for _, n := range terminalSizes {
+		bu := bundles[n]
+		dir := b.TempDir()
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				res, err := bu.svc.Archive(context.Background(), bu.sid, session.ArchiveOptions{Dir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Events != n {
+					b.Fatalf("archived %d events, want %d", res.Events, n)
+				}
+				b.StopTimer()
+				unarchive(b, bu)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkTerminalRestore restores the archive of a session of terminal chunks into an empty
+// store (a fresh SQLite store in a temp dir per iteration): read and verify the file, check
+// every event against the contract, import the log in one transaction.
+func BenchmarkTerminalRestore(b *testing.B) {
+	bundles := terminalBundles(b)
+	for _, n := range terminalSizes {
+		bu := bundles[n]
+		dir := b.TempDir()
+		res, err := bu.svc.Archive(context.Background(), bu.sid, session.ArchiveOptions{Dir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				st, err := sqlite.Open(context.Background(), b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				svc := session.New(st, nil)
+				b.StartTimer()
+				got, err := svc.Restore(context.Background(), dir, session.RestoreRequest{Name: res.Name})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got.Events != n {
+					b.Fatalf("restored %d events, want %d", got.Events, n)
+				}
+				b.StopTimer()
+				st.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -87,22 +86,64 @@ func (s *Service) unlock(id string, l *sessionLock) {
 	}
 }
 
-// catchUp applies every event after the fold's position.
+// catchUpPage is how many events catchUp reads at a time.
+const catchUpPage = 10000
+
+// catchUp applies every event after the fold's position. A long catch-up (more than one
+// page) reads the next page on another goroutine while the fold applies the current one:
+// reading and decoding are then done side by side.
 func (s *Service) catchUp(ctx context.Context, id string, f *Fold) error {
-	for {
-		evs, err := s.st.ReadEvents(ctx, id, f.LastSequence(), 10000)
-		if err != nil {
+	evs, err := s.st.ReadEvents(ctx, id, f.LastSequence(), catchUpPage)
+	if err != nil {
+		return err
+	}
+	if len(evs) < catchUpPage {
+		return applyAll(f, evs)
+	}
+	type page struct {
+		evs []store.StoredEvent
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the reader if the fold fails
+	pages := make(chan page, 1)
+	go func(after int64) {
+		defer close(pages)
+		for {
+			p, err := s.st.ReadEvents(ctx, id, after, catchUpPage)
+			select {
+			case pages <- page{p, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || len(p) < catchUpPage {
+				return
+			}
+			after = p[len(p)-1].Sequence
+		}
+	}(evs[len(evs)-1].Sequence)
+	if err := applyAll(f, evs); err != nil {
+		return err
+	}
+	for p := range pages {
+		if p.err != nil {
+			return p.err
+		}
+		if err := applyAll(f, p.evs); err != nil {
 			return err
 		}
-		for _, e := range evs {
-			if err := f.Apply(e); err != nil {
-				return err
-			}
-		}
-		if len(evs) < 10000 {
-			return nil
+	}
+	return nil
+}
+
+// applyAll applies events to the fold in order.
+func applyAll(f *Fold, evs []store.StoredEvent) error {
+	for _, e := range evs {
+		if err := f.Apply(e); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // Transcript returns the folded state of a session's log (the live projection, caught up).
@@ -145,8 +186,8 @@ func (s *Service) View(ctx context.Context, id string) (*contract.ViewModel, err
 			return nil, fmt.Errorf("view: %w", err)
 		}
 		for _, se := range evs {
-			var e contract.Event
-			if err := json.Unmarshal(se.Data, &e); err != nil {
+			e, err := decodeEvent(se)
+			if err != nil {
 				return nil, fmt.Errorf("view: event %d: %w", se.Sequence, err)
 			}
 			if p, ok := e.Payload.(*contract.ResumePayload); ok {

@@ -3,7 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"strings"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -98,14 +98,43 @@ func (u *UsageTotals) add(p *contract.UsagePayload) {
 }
 
 // Fold builds a Transcript incrementally. The zero value is not ready; use [NewFold].
+//
+// Applying one event costs time independent of how many came before (amortised), so folding a
+// log is linear in its size: items are found through a map from kind and id to their position,
+// and text that grows by appending (terminal output, reasoning text) is kept in builders and
+// turned into strings only by [Fold.Transcript], never copied whole per event.
 type Fold struct {
 	t     Transcript
-	index map[string]int // "kind\x00id" -> position in its slice
+	index map[slotKey]int // position of each item in its slice of t
+	// output[i] holds t.Terminals[i].Output and text[i] t.Reasoning[i].Text (the fields in t
+	// stay empty).
+	output []*strings.Builder
+	text   []*strings.Builder
+	// only, when set, lists the event types this fold applies; the others only advance
+	// LastSequence, without being decoded (see newSummaryFold).
+	only map[string]bool
 }
+
+// slotKey identifies an item of the transcript: its kind ("message", "tool", ...) and id.
+type slotKey struct{ kind, id string }
 
 // NewFold returns an empty fold for a session.
 func NewFold(sessionID string) *Fold {
-	return &Fold{t: Transcript{SessionID: sessionID, LastSequence: -1, Usage: Usage{ByRun: map[string]*UsageTotals{}}}, index: map[string]int{}}
+	return &Fold{t: Transcript{SessionID: sessionID, LastSequence: -1, Usage: Usage{ByRun: map[string]*UsageTotals{}}}, index: map[slotKey]int{}}
+}
+
+// summaryTypes are the event types the archive summary (summarize) reads: plan, tasks,
+// approvals, summaries and usage.
+var summaryTypes = map[string]bool{"plan": true, "task": true, "approval": true, "summary": true, "usage": true}
+
+// newSummaryFold returns a fold that applies only the event types of the archive summary and
+// skips the others (by the store's event type) without decoding them: its transcript is
+// complete for summarize and nothing else. A log of terminal output folds for its summary at
+// the cost of reading it.
+func newSummaryFold(sessionID string) *Fold {
+	f := NewFold(sessionID)
+	f.only = summaryTypes
+	return f
 }
 
 // LastSequence is the sequence of the last event applied (-1 before any).
@@ -114,7 +143,7 @@ func (f *Fold) LastSequence() int64 { return f.t.LastSequence }
 // slot returns the position of id in a slice of length n, and whether it is new (then the
 // caller appends at position n).
 func (f *Fold) slot(kind, id string, n int) (int, bool) {
-	k := kind + "\x00" + id
+	k := slotKey{kind, id}
 	if i, ok := f.index[k]; ok {
 		return i, false
 	}
@@ -128,8 +157,12 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 	if se.Sequence <= f.t.LastSequence {
 		return nil
 	}
-	var e contract.Event
-	if err := json.Unmarshal(se.Data, &e); err != nil {
+	if f.only != nil && se.EventType != "" && !f.only[se.EventType] {
+		f.t.LastSequence = se.Sequence
+		return nil
+	}
+	e, err := decodeFoldEvent(se)
+	if err != nil {
 		return fmt.Errorf("fold event %d: %w", se.Sequence, err)
 	}
 	f.t.LastSequence = se.Sequence
@@ -157,8 +190,9 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		i, isNew := f.slot("reasoning", p.ReasoningID, len(t.Reasoning))
 		if isNew {
 			t.Reasoning = append(t.Reasoning, Reasoning{ReasoningID: p.ReasoningID})
+			f.text = append(f.text, &strings.Builder{})
 		}
-		t.Reasoning[i].Text += p.Text
+		f.text[i].WriteString(p.Text)
 		t.Reasoning[i].Status = p.Status
 	case *contract.PlanPayload:
 		t.Plan = p
@@ -223,9 +257,10 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		i, isNew := f.slot("terminal", p.TerminalID, len(t.Terminals))
 		if isNew {
 			t.Terminals = append(t.Terminals, Terminal{TerminalID: p.TerminalID})
+			f.output = append(f.output, &strings.Builder{})
 		}
 		if p.Stream != "status" {
-			t.Terminals[i].Output += p.Chunk
+			f.output[i].WriteString(p.Chunk)
 		}
 		if p.ExitCode != nil {
 			t.Terminals[i].ExitCode = p.ExitCode
@@ -250,20 +285,55 @@ func upsert[T any](f *Fold, kind, id string, list []T, v T) []T {
 }
 
 // Transcript returns the folded state; approvals are ordered pending first. The result shares
-// nothing mutable with the fold.
+// nothing mutable with the fold. It costs time linear in the size of the transcript.
 func (f *Fold) Transcript() Transcript {
-	b, _ := json.Marshal(f.t)
+	t := f.t
+	t.Terminals = make([]Terminal, len(f.t.Terminals))
+	for i, term := range f.t.Terminals {
+		term.Output = f.output[i].String()
+		t.Terminals[i] = term
+	}
+	t.Reasoning = make([]Reasoning, len(f.t.Reasoning))
+	for i, r := range f.t.Reasoning {
+		r.Text = f.text[i].String()
+		t.Reasoning[i] = r
+	}
+	if f.t.Terminals == nil {
+		t.Terminals = nil
+	}
+	if f.t.Reasoning == nil {
+		t.Reasoning = nil
+	}
+	b, _ := json.Marshal(t)
 	var out Transcript
 	json.Unmarshal(b, &out)
-	sort.SliceStable(out.Approvals, func(i, j int) bool {
-		return out.Approvals[i].Status == "requested" && out.Approvals[j].Status != "requested"
-	})
+	out.Approvals = pendingFirst(out.Approvals)
+	return out
+}
+
+// pendingFirst orders approvals requested first, then the others, each group keeping its
+// order (a stable partition, in linear time).
+func pendingFirst(list []contract.ApprovalPayload) []contract.ApprovalPayload {
+	if len(list) == 0 {
+		return list
+	}
+	out := make([]contract.ApprovalPayload, 0, len(list))
+	for _, a := range list {
+		if a.Status == "requested" {
+			out = append(out, a)
+		}
+	}
+	for _, a := range list {
+		if a.Status != "requested" {
+			out = append(out, a)
+		}
+	}
 	return out
 }
 
 // approval returns the latest state of an approval, if the log has it.
 func (f *Fold) approval(id string) (contract.ApprovalPayload, bool) {
-	if i, ok := f.index["approval\x00"+id]; ok {
+	if i, ok := f.index[slotKey{"approval", id}]; ok {
 		return f.t.Approvals[i], true
 	}
 	return contract.ApprovalPayload{}, false
@@ -271,7 +341,7 @@ func (f *Fold) approval(id string) (contract.ApprovalPayload, bool) {
 
 // summary returns the latest state of a summary, if the log has it.
 func (f *Fold) summary(id string) (contract.SummaryPayload, bool) {
-	if i, ok := f.index["summary\x00"+id]; ok {
+	if i, ok := f.index[slotKey{"summary", id}]; ok {
 		return f.t.Summaries[i], true
 	}
 	return contract.SummaryPayload{}, false

@@ -150,8 +150,10 @@ func runArchive(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	id := pos[0]
-	res, err := f.client().Archive(context.Background(), id, api.ArchiveRequest{
-		Note: session.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate})
+	pd := progressFor(stderr, *f.json, "archiving "+id)
+	res, err := f.client().ArchiveWithProgress(context.Background(), id, api.ArchiveRequest{
+		Note: session.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate}, pd.callback())
+	pd.clear()
 	if err != nil {
 		return fail(stderr, "session archive", err)
 	}
@@ -217,7 +219,13 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond session restore: say what to restore\nhint: sessiond session restore RC-….json, --project P (its latest), --file PATH, or --list")
 		return 2
 	}
-	res, err := c.Restore(ctx, req)
+	what := "restoring " + req.Name
+	if req.Name == "" {
+		what = "restoring the latest archive of " + req.Project
+	}
+	pd := progressFor(stderr, *f.json, what)
+	res, err := c.RestoreWithProgress(ctx, req, pd.callback())
+	pd.clear()
 	if err != nil {
 		return fail(stderr, "session restore", err)
 	}

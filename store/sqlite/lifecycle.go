@@ -264,9 +264,14 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM event_filters WHERE sk = ?`, sk); err != nil {
 			return fatal("delete generation filters", err)
 		}
+		// One statement for every event: preparing it per event was half the import's time.
+		ins, err := w.conn.PrepareContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fatal("prepare insert event", err)
+		}
+		defer ins.Close()
 		for _, e := range imp.Events {
-			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
+			if _, err := ins.ExecContext(w.ctx, sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
 				return fatal("insert event", err)
 			}
 		}

@@ -1,0 +1,45 @@
+package session
+
+// Progress is how far a long operation (archive, restore) has come: Done of Total events in
+// its current Phase. Phases come in a fixed order per operation (archive: read, write,
+// compact; restore: verify, import); within a phase Done never decreases and ends at Total.
+type Progress struct {
+	// Phase is what the operation is doing: one of the Phase… constants.
+	Phase string `json:"phase"`
+	// Done is how many of the session's events this phase has handled.
+	Done int64 `json:"done"`
+	// Total is the number of events of the session.
+	Total int64 `json:"total"`
+}
+
+// Phases of [Progress].
+const (
+	// PhaseRead: archive reads the log and folds it (the summary), event by event.
+	PhaseRead = "read"
+	// PhaseWrite: archive encodes the file, writes and syncs it, reads it back and verifies
+	// it, and marks the session archived (reported at its start and end).
+	PhaseWrite = "write"
+	// PhaseCompact: archive --compact deletes the archived events from the store (start and
+	// end).
+	PhaseCompact = "compact"
+	// PhaseVerify: restore checks each event of the verified file against the contract.
+	PhaseVerify = "verify"
+	// PhaseImport: restore writes the session and its log to the store in one transaction
+	// (start and end).
+	PhaseImport = "import"
+)
+
+// ProgressFunc is told the progress of a long operation. It is called on the operation's
+// goroutine, at most once per progressEvery events and at each phase's start and end, so it
+// must return quickly; nil means nobody is listening.
+type ProgressFunc func(Progress)
+
+// progressEvery is how many events a phase handles between two reports.
+const progressEvery = 1024
+
+// report calls f, if set.
+func (f ProgressFunc) report(phase string, done, total int64) {
+	if f != nil {
+		f(Progress{Phase: phase, Done: done, Total: total})
+	}
+}
