@@ -296,7 +296,6 @@ func (r *docRun) expand(c docCommand) string {
 	return s
 }
 
-
 func (r *docRun) shell(ctx context.Context, text string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "sh", "-c", text)
 	cmd.Dir = r.dir
