@@ -542,7 +542,7 @@ func TestOpenErrors(t *testing.T) {
 	for _, c := range []struct {
 		name, url, want string
 	}{
-		{"missing schema", pgtest.WithSearchPath(t, base, "sessiond_no_such_schema"), "CREATE SCHEMA"},
+		{"missing schema", pgtest.WithSearchPath(t, base, "sessiond_no_such_schema"), `search_path "sessiond_no_such_schema" exists; create it (CREATE SCHEMA`},
 		{"newer schema", newer, "run a newer sessiond"},
 		{"bad URL", "postgres://%zz", "parse the database URL"},
 		{"unreachable", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", "connect"},

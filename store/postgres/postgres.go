@@ -82,13 +82,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	defer conn.Close(context.Background())
 	var schema *string
-	var syncCommit string
-	if err := conn.QueryRow(ctx, `SELECT current_schema(), current_setting('synchronous_commit')`).Scan(&schema, &syncCommit); err != nil {
+	var syncCommit, searchPath string
+	if err := conn.QueryRow(ctx, `SELECT current_schema(), current_setting('synchronous_commit'), current_setting('search_path')`).Scan(&schema, &syncCommit, &searchPath); err != nil {
 		return nil, fmt.Errorf("open postgres store %s: read settings: %w", where, err)
 	}
 	if schema == nil {
 		return nil, fmt.Errorf("open postgres store %s: no schema of the search_path %q exists; create it (CREATE SCHEMA ...) or fix search_path in the URL",
-			where, conn.PgConn().ParameterStatus("search_path"))
+			where, searchPath)
 	}
 	if syncCommit == "off" && !strings.Contains(url, "synchronous_commit") {
 		rp["synchronous_commit"] = "on"
