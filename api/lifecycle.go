@@ -4,15 +4,6 @@ import (
 	"github.com/sessiond/sessiond/session"
 )
 
-// Error codes of the lifecycle endpoints (docs/lifecycle.md).
-const (
-	CodeArchiveInvalid  = session.CodeArchiveInvalid  // an archive file that fails verification
-	CodeArchiveNotFound = session.CodeArchiveNotFound // no such archive
-	CodeRestoreConflict = session.CodeRestoreConflict // the session is already in the store
-	CodeSessionMoved    = session.CodeSessionMoved    // the log moved while archiving
-	CodeNotConfigured   = "NOT_CONFIGURED"            // the server has no archive directory
-)
-
 // WarmRequest is the body of POST /v1/sessions/{id}/warm (may be empty).
 type WarmRequest struct {
 	// Hours is the window's length (default 5, or the server's --window).

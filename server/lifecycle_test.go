@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/session"
 )
@@ -24,7 +25,7 @@ type fakeClock struct {
 func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func apiCode(err error) string {
+func apiCode(err error) contract.ErrorCode {
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		return ae.Code

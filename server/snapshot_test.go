@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -24,7 +25,7 @@ func TestPatchSnapshotRejections(t *testing.T) {
 	tests := []struct {
 		name, body string
 		status     int
-		code       string
+		code       contract.ErrorCode
 		problems   []string // path (rule)
 	}{
 		{"unknown field", `{"updated_by_gate":"user","colour":"red"}`, 422, api.CodeContractViolation, []string{"/colour (additionalProperties)"}},

@@ -31,14 +31,6 @@ const (
 	maxNameBytes = 80
 )
 
-// Error codes of the archive modes (also in api.go's table).
-const (
-	CodeArchiveInvalid  = "ARCHIVE_INVALID"   // a file that fails verification
-	CodeArchiveNotFound = "ARCHIVE_NOT_FOUND" // no such archive
-	CodeRestoreConflict = "RESTORE_CONFLICT"  // the session is already in the store
-	CodeSessionMoved    = "SESSION_MOVED"     // the log moved while archiving
-)
-
 // Note is what the runtime says about the work when it archives.
 type Note struct {
 	Done       string `json:"done"`
@@ -102,10 +94,6 @@ type ArchiveInfo struct {
 	ArchivedAt string  `json:"archivedAt"`
 	Checksum   string  `json:"checksum"`
 	Bytes      int64   `json:"bytes"`
-}
-
-func archiveErr(code, format string, args ...any) *RejectError {
-	return &RejectError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // SafeName turns s (a session id or project name) into one file name component that cannot
@@ -193,29 +181,29 @@ func EncodeArchive(c *ArchiveContent) ([]byte, error) {
 func DecodeArchive(data []byte) (*ArchiveContent, string, error) {
 	var f archiveFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, "", archiveErr(CodeArchiveInvalid, "not a complete archive file (truncated or corrupt): %v", err)
+		return nil, "", reject(contract.CodeArchiveInvalid, "not a complete archive file (truncated or corrupt): %v", err)
 	}
 	if f.Format != ArchiveFormat {
-		return nil, "", archiveErr(CodeArchiveInvalid, "format is %q, want %q", f.Format, ArchiveFormat)
+		return nil, "", reject(contract.CodeArchiveInvalid, "format is %q, want %q", f.Format, ArchiveFormat)
 	}
 	if f.Version < 1 || f.Version > ArchiveVersion {
-		return nil, "", archiveErr(CodeArchiveInvalid, "archive version %d is not supported (this sessiond reads 1 to %d); upgrade sessiond", f.Version, ArchiveVersion)
+		return nil, "", reject(contract.CodeArchiveInvalid, "archive version %d is not supported (this sessiond reads 1 to %d); upgrade sessiond", f.Version, ArchiveVersion)
 	}
 	if len(f.Content) != f.ContentBytes {
-		return nil, "", archiveErr(CodeArchiveInvalid, "content is %d bytes, the header says %d: the file was truncated or edited", len(f.Content), f.ContentBytes)
+		return nil, "", reject(contract.CodeArchiveInvalid, "content is %d bytes, the header says %d: the file was truncated or edited", len(f.Content), f.ContentBytes)
 	}
 	sum := sha256.Sum256(f.Content)
 	if got := "sha256:" + hex.EncodeToString(sum[:]); got != f.Checksum {
-		return nil, "", archiveErr(CodeArchiveInvalid, "checksum mismatch: the content hashes to %s but the header says %s; the file was altered, restore another archive", got, f.Checksum)
+		return nil, "", reject(contract.CodeArchiveInvalid, "checksum mismatch: the content hashes to %s but the header says %s; the file was altered, restore another archive", got, f.Checksum)
 	}
 	var c ArchiveContent
 	dec := json.NewDecoder(bytes.NewReader(f.Content))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return nil, "", archiveErr(CodeArchiveInvalid, "decode archive content: %v", err)
+		return nil, "", reject(contract.CodeArchiveInvalid, "decode archive content: %v", err)
 	}
 	if c.SessionID != f.SessionID || c.ArchivedAt != f.ArchivedAt || !sameProject(c.Project, f.Project) || c.Record.SessionID != c.SessionID {
-		return nil, "", archiveErr(CodeArchiveInvalid, "the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", f.SessionID, f.ArchivedAt, c.SessionID, c.ArchivedAt)
+		return nil, "", reject(contract.CodeArchiveInvalid, "the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", f.SessionID, f.ArchivedAt, c.SessionID, c.ArchivedAt)
 	}
 	return &c, f.Checksum, nil
 }
@@ -272,7 +260,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		return nil, err
 	}
 	if sess.Record.Status == "archived" || lc.CompactedThrough != nil {
-		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
+		return nil, reject(contract.CodeInvalidState, "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
 	total := last + 1
@@ -347,7 +335,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	var moved *RejectError
 	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
 		if cur.LastSequence != last || cur.Record.Status == "archived" {
-			moved = archiveErr(CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
+			moved = reject(contract.CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
@@ -576,7 +564,7 @@ func ListArchives(dir, project string) ([]ArchiveInfo, error) {
 // must be an archive name (RC-….json, no path separators).
 func FindArchive(dir, name string) (string, error) {
 	if !validName(name) {
-		return "", archiveErr(CodeArchiveNotFound, "%q is not an archive name (RC-<stamp>-<session>.json); list them with sessiond session restore --list", name)
+		return "", reject(contract.CodeArchiveNotFound, "%q is not an archive name (RC-<stamp>-<session>.json); list them with sessiond session restore --list", name)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -594,7 +582,7 @@ func FindArchive(dir, name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", archiveErr(CodeArchiveNotFound, "no archive %q in %s", name, dir)
+	return "", reject(contract.CodeArchiveNotFound, "no archive %q in %s", name, dir)
 }
 
 // SaveArchive verifies an archive file's bytes (from another host) and stores them in dir under
@@ -607,7 +595,7 @@ func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
 	}
 	at, err := store.ParseTime(c.ArchivedAt)
 	if err != nil {
-		return nil, archiveErr(CodeArchiveInvalid, "archivedAt: %v", err)
+		return nil, reject(contract.CodeArchiveInvalid, "archivedAt: %v", err)
 	}
 	sub := filepath.Join(dir, projectDir(c.Project))
 	path := filepath.Join(sub, archiveName(c.SessionID, at))
@@ -619,7 +607,7 @@ func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
 		if bytes.Equal(old, data) {
 			return info, nil
 		}
-		return nil, archiveErr(CodeArchiveInvalid, "another archive is already stored as %s", path)
+		return nil, reject(contract.CodeArchiveInvalid, "another archive is already stored as %s", path)
 	}
 	if err := writeFileAtomic(dir, sub, path, data); err != nil {
 		return nil, fmt.Errorf("save archive: %w", err)
@@ -674,11 +662,11 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 			return nil, err
 		}
 		if len(list) == 0 {
-			return nil, archiveErr(CodeArchiveNotFound, "no archive of project %q in %s", req.Project, dir)
+			return nil, reject(contract.CodeArchiveNotFound, "no archive of project %q in %s", req.Project, dir)
 		}
 		path = list[0].Path
 	default:
-		return nil, archiveErr("MALFORMED_REQUEST", "say which archive to restore: a name, or a project for its latest archive")
+		return nil, reject(contract.CodeMalformed, "say which archive to restore: a name, or a project for its latest archive")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -747,7 +735,7 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 // it has come (phase verify).
 func (s *Service) importOf(c *ArchiveContent, sum, path string, progress ProgressFunc) (*store.Import, error) {
 	bad := func(format string, args ...any) error {
-		return archiveErr(CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
+		return reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
 	}
 	if c.LastSequence != int64(len(c.Events))-1 {
 		return nil, bad("lastSequence is %d but the archive holds %d events", c.LastSequence, len(c.Events))

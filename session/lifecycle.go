@@ -68,7 +68,7 @@ func (s *Service) Heartbeat(ctx context.Context, id string) (*store.Session, err
 	sess, err := s.st.UpdateSession(ctx, id, func(sess *store.Session) error {
 		rec := &sess.Record
 		if !live(rec.Status) {
-			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions: %s", id, rec.Status, NotLiveHint(rec.Status))}
+			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions: %s", id, rec.Status, NotLiveHint(rec.Status))}
 			return rej
 		}
 		now := s.stamp()
@@ -342,7 +342,7 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 	started := false
 	_, lc, err := s.st.UpdateLifecycle(ctx, id, func(sess *store.Session, lc *store.Lifecycle) error {
 		if !live(sess.Record.Status) {
-			rej = &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window: %s", id, sess.Record.Status, NotLiveHint(sess.Record.Status))}
+			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window: %s", id, sess.Record.Status, NotLiveHint(sess.Record.Status))}
 			return rej
 		}
 		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {

@@ -40,7 +40,7 @@ func lifecycleSetup(t *testing.T) (*bundle, *clock) {
 	return b, c
 }
 
-func rejectCode(t *testing.T, err error) string {
+func rejectCode(t *testing.T, err error) contract.ErrorCode {
 	t.Helper()
 	var rej *session.RejectError
 	if !errors.As(err, &rej) {
@@ -369,14 +369,14 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 		t.Errorf("status after restore = %+v; want the archive 1 h old and the window kept", rep)
 	}
 	// Restoring twice is a conflict, and so is restoring into the store that still has it.
-	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("second restore: %v", err)
 	}
 	// The first store still has the session, archived with its log: restore reactivates it.
 	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); err != nil || rr.How != session.RestoredReactivated || rr.Session.Record.Status != "paused" {
 		t.Errorf("restore into the store that has the archived session = %+v, %v; want it reactivated", rr, err)
 	}
-	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("restore into the store where the session is live again: %v", err)
 	}
 	// The restored session takes appends after the restored log.
@@ -412,7 +412,7 @@ func TestArchiveCompactThenRestoreInPlace(t *testing.T) {
 	if diff := cmp.Diff(wantT, gotT); diff != "" {
 		t.Errorf("transcript after restore differs:\n%s", diff)
 	}
-	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("restoring again: %v", err)
 	}
 }
@@ -441,7 +441,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 		p := filepath.Join(d, "p-demo", res.Name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, data, 0o644)
-		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeArchiveInvalid {
+		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != contract.CodeArchiveInvalid {
 			t.Errorf("%s: Restore = %v, want ARCHIVE_INVALID", name, err)
 		}
 		if _, err := session.SaveArchive(t.TempDir(), data); err == nil {
@@ -458,7 +458,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 		t.Errorf("ListArchives with a leftover temp file = %+v", list)
 	}
 	for _, name := range []string{".tmp-RC-123", "../p-demo/" + res.Name, "RC-x/../../y.json", "RC-a\x00.json"} {
-		if _, err := svc2.Restore(ctx, dir, session.RestoreRequest{Name: name}); rejectCode(t, err) != session.CodeArchiveNotFound {
+		if _, err := svc2.Restore(ctx, dir, session.RestoreRequest{Name: name}); rejectCode(t, err) != contract.CodeArchiveNotFound {
 			t.Errorf("Restore(%q) = %v, want ARCHIVE_NOT_FOUND", name, err)
 		}
 	}
@@ -524,7 +524,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 			t.Fatalf("status = %+v, %v; want %s", sess, err, want)
 		}
 	}
-	refused := func(err error, code, hint string) {
+	refused := func(err error, code contract.ErrorCode, hint string) {
 		t.Helper()
 		var rej *session.RejectError
 		if !errors.As(err, &rej) || rej.Code != code || !strings.Contains(rej.Message, hint) {
@@ -565,7 +565,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 
 	// 2. Live again: restoring is a conflict that says to work on it, or to use another store.
 	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a1.Name})
-	refused(err, session.CodeRestoreConflict, "restore it into another data directory")
+	refused(err, contract.CodeRestoreConflict, "restore it into another data directory")
 	st2, err := sqlite.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -632,7 +632,7 @@ func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
 	}
 	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: oa.Name})
 	var rej *session.RejectError
-	if !errors.As(err, &rej) || rej.Code != session.CodeRestoreConflict || !strings.Contains(rej.Message, "Restore its latest archive "+own.Name) {
+	if !errors.As(err, &rej) || rej.Code != contract.CodeRestoreConflict || !strings.Contains(rej.Message, "Restore its latest archive "+own.Name) {
 		t.Fatalf("restore of another copy's archive: %v", err)
 	}
 	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: own.Name}); err != nil || rr.How != session.RestoredReactivated {
@@ -742,8 +742,8 @@ func TestConcurrentChangesSayToTryAgain(t *testing.T) {
 			c.Add(time.Second)
 			err := tc.try(svc, dir, name)
 			var rej *session.RejectError
-			if !errors.As(err, &rej) || rej.Code != session.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
-				t.Fatalf("first attempt: %v; want %s saying %q", err, session.CodeSessionMoved, tc.hint)
+			if !errors.As(err, &rej) || rej.Code != contract.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
+				t.Fatalf("first attempt: %v; want %s saying %q", err, contract.CodeSessionMoved, tc.hint)
 			}
 			c.Add(time.Second)
 			if err := tc.try(svc, dir, name); err != nil {

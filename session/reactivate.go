@@ -34,7 +34,7 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 	case cur == nil:
 		return RestoredNew, nil
 	case cur.Record.Status != "archived":
-		return "", archiveErr(CodeRestoreConflict, "session %q is %s in this store: it is not archived, so there is nothing to restore (it was restored already, or never archived). "+
+		return "", reject(contract.CodeRestoreConflict, "session %q is %s in this store: it is not archived, so there is nothing to restore (it was restored already, or never archived). "+
 			"Work on it as it is; to get a second copy from %s, restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", id, cur.Record.Status, name)
 	case lc.CompactedThrough != nil:
 		return RestoredOverCompacted, nil
@@ -53,7 +53,7 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path string, cur *store.Session, lc store.Lifecycle) (*store.Session, error) {
 	id := c.SessionID
 	other := func(why string) error {
-		return archiveErr(CodeRestoreConflict, "session %q is archived in this store, but %s is not a copy of it (%s). "+
+		return reject(contract.CodeRestoreConflict, "session %q is archived in this store, but %s is not a copy of it (%s). "+
 			"Restore its latest archive %s to bring it back, or restore %s into another data directory",
 			id, filepath.Base(path), why, lc.LastArchiveName, filepath.Base(path))
 	}
@@ -68,7 +68,7 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 		if len(got) == 0 {
 			// The event is gone: another instance compacted the log since restore looked.
 			if now, err := s.st.Lifecycle(ctx, id); err == nil && now.CompactedThrough != nil {
-				return nil, archiveErr(CodeSessionMoved, "session %q changed while it was restored (its log was compacted meanwhile); restore it again", id)
+				return nil, reject(contract.CodeSessionMoved, "session %q changed while it was restored (its log was compacted meanwhile); restore it again", id)
 			}
 		}
 		if len(got) != 1 || got[0].Sequence != c.LastSequence || !bytes.Equal(got[0].Data, c.Events[c.LastSequence]) {
@@ -79,7 +79,7 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 	now := s.stamp()
 	sess, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
 		if cur.Record.Status != "archived" || lc.CompactedThrough != nil {
-			moved = archiveErr(CodeSessionMoved, "session %q changed while it was restored (status %s); restore it again", id, cur.Record.Status)
+			moved = reject(contract.CodeSessionMoved, "session %q changed while it was restored (status %s); restore it again", id, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
@@ -113,11 +113,11 @@ func restoreConflict(id, name string, last int64, lc store.Lifecycle, err error)
 	}
 	through := derefOr(lc.CompactedThrough, -1)
 	if last > through {
-		return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and events %d to %d were appended after that: "+
+		return reject(contract.CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and events %d to %d were appended after that: "+
 			"restore cannot join them to the archived part in place. Restore %s into another data directory to read the archived part (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR); "+
 			"the later events stay readable here", id, through, through+1, last, name)
 	}
-	return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and %s does not hold exactly that log (%v). "+
+	return reject(contract.CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and %s does not hold exactly that log (%v). "+
 		"Restore its latest archive %s, or restore %s into another data directory", id, through, name, err, lc.LastArchiveName, name)
 }
 
