@@ -9,7 +9,7 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // Error codes of the HTTP API, under the names the server and the Go client use. Every code is
@@ -179,7 +179,7 @@ type Session struct {
 	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
 	// Lifecycle is the lifecycle state: the work window (warm), the latest archive,
 	// compaction and restore. Omitted fields were never set.
-	Lifecycle store.Lifecycle `json:"lifecycle"`
+	Lifecycle wire.Lifecycle `json:"lifecycle"`
 }
 
 // SessionList is the body of GET /v1/sessions.

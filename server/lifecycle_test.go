@@ -94,14 +94,14 @@ func TestLifecycleEndpoints(t *testing.T) {
 		t.Fatalf("Archives = %+v, %v", list, err)
 	}
 	// Restore in place (the log was compacted), then again: a conflict.
-	rr, err := b.cl.Restore(ctx, session.RestoreRequest{Name: ar.Archive.Name})
+	rr, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name})
 	if err != nil || !rr.Replaced || rr.Session.Record.Status != "paused" || rr.Session.LastSequence != 0 {
 		t.Fatalf("Restore = %+v, %v", rr, err)
 	}
-	if _, err := b.cl.Restore(ctx, session.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != api.CodeRestoreConflict {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != api.CodeRestoreConflict {
 		t.Errorf("second Restore: %v", err)
 	}
-	if _, err := b.cl.Restore(ctx, session.RestoreRequest{Name: "../x.json"}); apiCode(err) != api.CodeArchiveNotFound {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: "../x.json"}); apiCode(err) != api.CodeArchiveNotFound {
 		t.Errorf("Restore of a bad name: %v", err)
 	}
 	// Another server: upload the file, restore it; a tampered upload is refused.
@@ -113,7 +113,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if _, err := b2.cl.UploadArchive(ctx, data); err != nil {
 		t.Fatal(err)
 	}
-	rr2, err := b2.cl.Restore(ctx, session.RestoreRequest{Project: "-"})
+	rr2, err := b2.cl.Restore(ctx, api.RestoreRequest{Project: "-"})
 	if err != nil || rr2.Events != 1 {
 		t.Fatalf("Restore on the other server = %+v, %v", rr2, err)
 	}

@@ -31,13 +31,6 @@ const (
 	maxNameBytes = 80
 )
 
-// Note is what the runtime says about the work when it archives.
-type Note struct {
-	Done       string `json:"done"`
-	InProgress string `json:"inProgress"`
-	Next       string `json:"next"`
-}
-
 // ArchiveSummary is derived from the log (the transcript fold) when the archive is written.
 type ArchiveSummary struct {
 	Plan             *contract.PlanPayload      `json:"plan"`
@@ -82,18 +75,6 @@ type archiveHeader struct {
 type archiveFile struct {
 	archiveHeader
 	Content json.RawMessage `json:"content"`
-}
-
-// ArchiveInfo describes an archive file.
-type ArchiveInfo struct {
-	// Name is the archive's id: RC-<stamp>-<session>.json.
-	Name       string  `json:"name"`
-	Path       string  `json:"path"`
-	SessionID  string  `json:"sessionId"`
-	Project    *string `json:"project"`
-	ArchivedAt string  `json:"archivedAt"`
-	Checksum   string  `json:"checksum"`
-	Bytes      int64   `json:"bytes"`
 }
 
 // SafeName turns s (a session id or project name) into one file name component that cannot

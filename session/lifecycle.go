@@ -99,18 +99,6 @@ type SweepOptions struct {
 	Workers int
 }
 
-// SweepResult counts what one sweep did.
-type SweepResult struct {
-	// Expired is how many sessions the store reported expired.
-	Expired int `json:"expired"`
-	// Stale is how many of them were marked stale.
-	Stale int `json:"stale"`
-	// RunsFailed is how many active runs were marked failed with a HEARTBEAT_LOST error.
-	RunsFailed int `json:"runsFailed"`
-	// Skipped is how many turned out alive (a heartbeat or an append landed meanwhile).
-	Skipped int `json:"skipped"`
-}
-
 var errAlive = errors.New("the session is alive again")
 
 // Sweep marks stale every running or paused session whose last heartbeat (started_at when it
@@ -304,19 +292,6 @@ func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.Sess
 	return out, nil
 }
 
-// Window is a session's work window as warm and status report it.
-type Window struct {
-	SessionID string `json:"sessionId"`
-	// StartedAt and ClosesAt bound the window (RFC 3339); empty when it was never started.
-	StartedAt string `json:"startedAt,omitempty"`
-	ClosesAt  string `json:"closesAt,omitempty"`
-	// HoursLeft is the time left until ClosesAt, in hours (negative once closed); null
-	// without a window.
-	HoursLeft *float64 `json:"hoursLeft"`
-	// Started is true when this call opened the window (false: it was already open).
-	Started bool `json:"started"`
-}
-
 // WarmOptions configure [Service.Warm].
 type WarmOptions struct {
 	// Window is the window's length (default DefaultWindow).
@@ -388,28 +363,6 @@ const (
 	RecommendArchiveNow = "archive_now"
 )
 
-// StatusReport is the answer of the status mode.
-type StatusReport struct {
-	SessionID string `json:"sessionId"`
-	Status    string `json:"status"`
-	// Stale is true when the session is stale, or its last heartbeat is older than the TTL
-	// and the sweeper has not marked it yet.
-	Stale             bool    `json:"stale"`
-	LastHeartbeatAt   string  `json:"lastHeartbeatAt,omitempty"`
-	StaleAfterSeconds float64 `json:"staleAfterSeconds"`
-	// HoursSinceStart is the age of the session (since started_at).
-	HoursSinceStart float64 `json:"hoursSinceStart"`
-	// LastArchivedAt and HoursSinceLastArchive describe the latest archive; null when the
-	// session was never archived.
-	LastArchivedAt        string   `json:"lastArchivedAt,omitempty"`
-	HoursSinceLastArchive *float64 `json:"hoursSinceLastArchive"`
-	// Window is the work window (warm).
-	Window *Window `json:"window"`
-	// Recommendation is "ok" or "archive_now"; Reasons say why.
-	Recommendation string   `json:"recommendation"`
-	Reasons        []string `json:"reasons"`
-}
-
 // Status reports where the session stands: staleness, hours since the last archive, time left
 // in the window, and the recommendation archive_now when a live session's last archive (or its
 // start, when it was never archived) is over ArchiveEvery old, or its window has less than
@@ -465,44 +418,6 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 		r.Reasons = append(r.Reasons, "the session is stale: no heartbeat within "+staleAfter.String())
 	}
 	return r, nil
-}
-
-// AssessRequest is the input of the assess mode.
-type AssessRequest struct {
-	// Task describes the work; lines starting with "-", "*" or "N." are taken as its steps.
-	Task string `json:"task"`
-}
-
-// Assessment is the answer of the assess mode.
-type Assessment struct {
-	SessionID string `json:"sessionId"`
-	Task      string `json:"task"`
-	AgentID   string `json:"agentId"`
-	Role      string `json:"role"`
-	Mode      string `json:"mode,omitempty"`
-	// Basis says which past sessions the estimate comes from; Samples how many.
-	Basis   string `json:"basis"`
-	Samples int    `json:"samples"`
-	// Sufficient is false when there were fewer than MinSamples comparable sessions: then
-	// there are no numbers (OptimisticHours, PessimisticHours null, risk "unknown").
-	Sufficient       bool     `json:"sufficient"`
-	OptimisticHours  *float64 `json:"optimisticHours"`
-	PessimisticHours *float64 `json:"pessimisticHours"`
-	// Risk is "low" (pessimistic up to 2 h), "medium" (up to HighRiskHours), "high", or
-	// "unknown" without an estimate.
-	Risk    string  `json:"risk"`
-	Message string  `json:"message"`
-	Phases  []Phase `json:"phases"`
-}
-
-// Phase is one phase of an assessed plan: at most MaxPhaseHours, ending with an archive.
-type Phase struct {
-	N int `json:"n"`
-	// Hours is the phase's share of the pessimistic estimate; null without an estimate.
-	Hours      *float64 `json:"hours"`
-	MaxHours   float64  `json:"maxHours"`
-	Steps      []string `json:"steps"`
-	Checkpoint string   `json:"checkpoint"`
 }
 
 // maxAssessScan bounds how many of the agent's sessions assess reads.
