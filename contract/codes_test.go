@@ -102,7 +102,7 @@ var codeLiteral = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
 // server) name error codes only by the constants of codes.go, never by a string literal outside
 // a constant declaration, so a misspelt code cannot compile into an answer with an unknown code.
 func TestNoCodeLiterals(t *testing.T) {
-	for _, dir := range []string{"../session", "../api", "../server", "../client"} {
+	for _, dir := range []string{"../session", "../archive", "../wire", "../api", "../server", "../client"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -757,7 +757,7 @@ var notTestedHere = map[string]string{
 // TestErrorHintsWork, or listed in notTestedHere with a reason: a new hint cannot go untested.
 func TestEveryHintHasACase(t *testing.T) {
 	var literals, all []string
-	for _, dir := range []string{".", "../session", "../api", "../store"} {
+	for _, dir := range []string{".", "../session", "../archive", "../api", "../store"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, file := range files {
 			if strings.HasSuffix(file, "_test.go") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
@@ -315,7 +316,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 		t.Errorf("archiving an archived session: %v", err)
 	}
 	data, _ := os.ReadFile(res.Path)
-	content, _, err := session.DecodeArchive(data)
+	content, _, err := archive.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _ := session.ListArchives(dir2, "demo")
+	list, _ := archive.List(dir2, "demo")
 	if len(list) != 1 || list[0].Name != info.Name {
 		t.Fatalf("ListArchives = %+v", list)
 	}
@@ -454,7 +455,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 	// A crash mid-archive leaves a temporary file: never listed, never restorable.
 	tmp := filepath.Join(dir, "p-demo", ".tmp-RC-123")
 	os.WriteFile(tmp, good[:100], 0o644)
-	if list, _ := session.ListArchives(dir, ""); len(list) != 1 || list[0].Name != res.Name {
+	if list, _ := archive.List(dir, ""); len(list) != 1 || list[0].Name != res.Name {
 		t.Errorf("ListArchives with a leftover temp file = %+v", list)
 	}
 	for _, name := range []string{".tmp-RC-123", "../p-demo/" + res.Name, "RC-x/../../y.json", "RC-a\x00.json"} {
@@ -494,17 +495,17 @@ func TestArchivePathsStayInTheArchiveDirectory(t *testing.T) {
 		if err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, string(filepath.Separator)) != 1 || len(filepath.Base(filepath.Dir(res.Path))) > 90 {
 			t.Errorf("project %q: archive written to %s", c.project, res.Path)
 		}
-		if list, _ := session.ListArchives(dir, c.project); len(list) != 1 {
+		if list, _ := archive.List(dir, c.project); len(list) != 1 {
 			t.Errorf("project %q: ListArchives = %+v", c.project, list)
 		}
 		st.Close()
-		for _, name := range []string{session.SafeName(c.id), session.SafeName(c.project)} {
+		for _, name := range []string{archive.SafeName(c.id), archive.SafeName(c.project)} {
 			if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || len(name) > 80 || name == "" {
 				t.Errorf("SafeName gave %q", name)
 			}
 		}
 	}
-	if session.SafeName("a/b") == session.SafeName("a_b") {
+	if archive.SafeName("a/b") == archive.SafeName("a_b") {
 		t.Errorf("SafeName maps a/b and a_b to the same name")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
@@ -50,7 +51,7 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 // and restoredAt. The archive must be a copy of this store's session: its last event must be
 // the stored event at the same sequence. Otherwise the answer is RESTORE_CONFLICT naming the
 // archive that is.
-func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path string, cur *store.Session, lc store.Lifecycle) (*store.Session, error) {
+func (s *Service) reactivate(ctx context.Context, c *archive.Content, sum, path string, cur *store.Session, lc store.Lifecycle) (*store.Session, error) {
 	id := c.SessionID
 	other := func(why string) error {
 		return reject(contract.CodeRestoreConflict, "session %q is archived in this store, but %s is not a copy of it (%s). "+

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 )
 
@@ -21,4 +23,19 @@ func (e *RejectError) Error() string { return string(e.Code) + ": " + e.Message 
 // reject returns a refusal with a formatted message.
 func reject(code contract.ErrorCode, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// archiveRefusal turns a refusal of package archive into the domain's refusal: ARCHIVE_NOT_FOUND
+// for [archive.ErrNotFound], ARCHIVE_INVALID for [archive.ErrInvalid]. Other errors (and nil)
+// pass unchanged.
+func archiveRefusal(err error) error {
+	var e *archive.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	code := contract.CodeArchiveInvalid
+	if errors.Is(e.Kind, archive.ErrNotFound) {
+		code = contract.CodeArchiveNotFound
+	}
+	return &RejectError{Code: code, Message: e.Message}
 }
