@@ -34,7 +34,7 @@ func nullable(s *schema) *schema { c := *s; c.nullable = true; return &c }
 // Enumerations shared by several objects.
 var (
 	// RunStatuses are the statuses of a run, in the contract's order.
-	RunStatuses = []string{"queued", "running", "waiting_approval", "stopping", "stopped", "completed", "failed"}
+	RunStatuses = []string{RunStatusQueued, RunStatusRunning, RunStatusWaitingApproval, RunStatusStopping, RunStatusStopped, RunStatusCompleted, RunStatusFailed}
 	// SessionRunStatuses are the values of a command result's sessionStatus and a view model's
 	// status: the status of the session's current run, or StatusIdle before its first run
 	// (the contract names no value for that case; sessiond documents "idle").
@@ -387,5 +387,5 @@ var sessionRecordSchema = func() *schema {
 // Session record enumerations (cortex-session.schema.json).
 var (
 	SessionRoles    = []string{"implementer", "coordinator", "reviewer", "researcher", "documenter", "memory-curator", "conversation-curator", "user"}
-	SessionStatuses = []string{"running", "paused", "closed", "stale", "archived"}
+	SessionStatuses = []string{SessionStatusRunning, SessionStatusPaused, SessionStatusClosed, SessionStatusStale, SessionStatusArchived}
 )

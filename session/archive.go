@@ -61,7 +61,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if sess.Record.Status == "archived" || lc.CompactedThrough != nil {
+	if sess.Record.Status == contract.SessionStatusArchived || lc.CompactedThrough != nil {
 		return nil, reject(contract.CodeInvalidState, "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
@@ -137,12 +137,12 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: id, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
 	var moved *RejectError
 	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
-		if cur.LastSequence != last || cur.Record.Status == "archived" {
+		if cur.LastSequence != last || cur.Record.Status == contract.SessionStatusArchived {
 			moved = reject(contract.CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
-		rec.Status = "archived"
+		rec.Status = contract.SessionStatusArchived
 		rec.ArchivePath = contract.Some(path)
 		rec.UpdatedAt = contract.Some(c.ArchivedAt)
 		rec.UpdatedByGate = contract.Some(opt.Gate)
@@ -384,8 +384,8 @@ func (s *Service) importOf(c *archive.Content, sum, path string, progress Progre
 	}
 	now := s.stamp()
 	rec := c.Record
-	if rec.Status != "closed" {
-		rec.Status = "paused"
+	if rec.Status != contract.SessionStatusClosed {
+		rec.Status = contract.SessionStatusPaused
 	}
 	rec.LastHeartbeatAt = contract.Some(now)
 	rec.UpdatedAt = contract.Some(now)

@@ -203,7 +203,7 @@ func (s *Service) accepted(c *contract.Command, sid, runID, termination string, 
 		seq := a.Sequence
 		res.AcceptedSequence = &seq
 	}
-	if termination == "requested" && res.SessionStatus == "stopping" {
+	if termination == "requested" && res.SessionStatus == contract.RunStatusStopping {
 		res.Termination = termination
 	}
 	return res
@@ -266,7 +266,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		}
 		a.Status = pl.Decision
 		newEvent("approval", target.RunID, target.SourceMessageID, &a)
-		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: "running", StartedAt: target.StartedAt})
+		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusRunning, StartedAt: target.StartedAt})
 		runID = target.RunID
 	case *contract.RetryCommand:
 		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
@@ -276,7 +276,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		if !retryable(ev, target) {
 			return nil, "", "", reject(contract.CodeTargetEventNotRetryable, "event %q is neither an error event with retryable true nor run %q's failed status", pl.SourceEventID, target.RunID)
 		}
-		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusQueued})
 		runID = newRunID
 	case *contract.ResumeCommand:
 		if pl.ResumeEventID != "" {
@@ -284,7 +284,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 				return nil, "", "", reject(contract.CodeTargetEventNotFound, "resume event %q does not exist in session %q", pl.ResumeEventID, c.SessionID)
 			}
 		}
-		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusQueued})
 		runID = newRunID
 	case *contract.RetrySummaryCommand:
 		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
@@ -302,7 +302,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		newEvent("steer", target.RunID, target.SourceMessageID, &contract.SteerPayload{CommandID: c.CommandID, TargetRunID: target.RunID, Text: pl.Text, Status: "accepted"})
 		runID = target.RunID
 	case *contract.StopCommand:
-		sp := &contract.StatusPayload{Status: "stopping", StoppingRequestedAt: now}
+		sp := &contract.StatusPayload{Status: contract.RunStatusStopping, StoppingRequestedAt: now}
 		if pl.Reason != "" {
 			sp.Detail = &pl.Reason
 		}
@@ -335,7 +335,7 @@ func retryable(ev store.StoredEvent, run *contract.Run) bool {
 	case *contract.ErrorPayload:
 		return p.Retryable
 	case *contract.StatusPayload:
-		return e.RunID == run.RunID && p.Status == "failed"
+		return e.RunID == run.RunID && p.Status == contract.RunStatusFailed
 	}
 	return false
 }
@@ -386,7 +386,7 @@ func (s *Service) waitStopped(ctx context.Context, res *contract.CommandResult, 
 			out.Outcome = "failed"
 			out.SessionStatus = run.Status
 			out.Termination = ""
-			if run.Status == "stopping" {
+			if run.Status == contract.RunStatusStopping {
 				out.Termination = "requested"
 			}
 			out.Error = &contract.CommandError{Code: contract.CodeStopTimeout, Retryable: true,

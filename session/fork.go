@@ -125,7 +125,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 	rec := src.Record
 	thread := &store.Session{
 		Record: contract.SessionRecord{SchemaVersion: 1, SessionID: id, Project: rec.Project, AgentID: rec.AgentID, Role: rec.Role,
-			Mode: rec.Mode, Status: "running", StartedAt: now, UpdatedAt: contract.Some(now)},
+			Mode: rec.Mode, Status: contract.SessionStatusRunning, StartedAt: now, UpdatedAt: contract.Some(now)},
 		Snapshot: spec.snapshot, Lineage: &lin, ActiveBranch: &res.branch, LastSequence: -1,
 	}
 	finishing := false // the thread exists already: look its events up before appending
@@ -165,7 +165,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 		add(r.event.EventType, "", r.messageID, r.event.Payload)
 	}
 	if spec.queueRun {
-		add("status", newRun, spec.sourceMessage, &contract.StatusPayload{Status: "queued"})
+		add("status", newRun, spec.sourceMessage, &contract.StatusPayload{Status: contract.RunStatusQueued})
 	}
 	res.unavailable = inh.unavailable(spec.inheritance)
 	res.context = contract.InheritedContext{SourceThreadID: spec.sourceThread, SourceMessageID: spec.sourceMessage,

@@ -34,15 +34,17 @@ const (
 )
 
 // live reports whether a session status is one the runtime works in (heartbeats expected).
-func live(status string) bool { return status == "running" || status == "paused" || status == "stale" }
+func live(status string) bool {
+	return status == contract.SessionStatusRunning || status == contract.SessionStatusPaused || status == contract.SessionStatusStale
+}
 
 // NotLiveHint says what to do with a session whose status is not live (closed or archived):
 // the way on that works in that status (docs/lifecycle.md). It is "" for a live status.
 func NotLiveHint(status string) string {
 	switch status {
-	case "archived":
+	case contract.SessionStatusArchived:
 		return "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused"
-	case "closed":
+	case contract.SessionStatusClosed:
 		return "a closed session stays closed; create a new session to go on"
 	}
 	return ""
@@ -64,8 +66,8 @@ func (s *Service) Heartbeat(ctx context.Context, id string) (*store.Session, err
 		}
 		now := s.stamp()
 		rec.LastHeartbeatAt = contract.Some(now)
-		if rec.Status == "stale" {
-			rec.Status = "running"
+		if rec.Status == contract.SessionStatusStale {
+			rec.Status = contract.SessionStatusRunning
 			rec.UpdatedAt = contract.Some(now)
 			rec.UpdatedByGate = contract.Some("owner")
 		}

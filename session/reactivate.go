@@ -34,7 +34,7 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 	switch {
 	case cur == nil:
 		return RestoredNew, nil
-	case cur.Record.Status != "archived":
+	case cur.Record.Status != contract.SessionStatusArchived:
 		return "", reject(contract.CodeRestoreConflict, "session %q is %s in this store: it is not archived, so there is nothing to restore (it was restored already, or never archived). "+
 			"Work on it as it is; to get a second copy from %s, restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", id, cur.Record.Status, name)
 	case lc.CompactedThrough != nil:
@@ -79,14 +79,14 @@ func (s *Service) reactivate(ctx context.Context, c *archive.Content, sum, path 
 	var moved error
 	now := s.stamp()
 	sess, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
-		if cur.Record.Status != "archived" || lc.CompactedThrough != nil {
+		if cur.Record.Status != contract.SessionStatusArchived || lc.CompactedThrough != nil {
 			moved = reject(contract.CodeSessionMoved, "session %q changed while it was restored (status %s); restore it again", id, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
-		rec.Status = "paused"
-		if c.Record.Status == "closed" {
-			rec.Status = "closed"
+		rec.Status = contract.SessionStatusPaused
+		if c.Record.Status == contract.SessionStatusClosed {
+			rec.Status = contract.SessionStatusClosed
 		}
 		rec.LastHeartbeatAt = contract.Some(now)
 		rec.UpdatedAt = contract.Some(now)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 		Window: windowOf(id, lc, now), Recommendation: RecommendOK, Reasons: []string{}}
 	started, _ := store.ParseTime(rec.StartedAt)
 	r.HoursSinceStart = hoursBetween(started, now)
-	r.Stale = rec.Status == "stale" || expired(rec, now.Add(-staleAfter))
+	r.Stale = rec.Status == contract.SessionStatusStale || expired(rec, now.Add(-staleAfter))
 	if t, err := store.ParseTime(lc.LastArchivedAt); err == nil {
 		h := hoursBetween(t, now)
 		r.HoursSinceLastArchive = &h

@@ -110,7 +110,7 @@ func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, err
 // expired reports whether a record's heartbeat is before cutoff and its status can go stale.
 func expired(r *contract.SessionRecord, cutoff time.Time) bool {
 	hb, ok := store.HeartbeatOf(r)
-	return ok && (r.Status == "running" || r.Status == "paused") && hb.Before(cutoff)
+	return ok && (r.Status == contract.SessionStatusRunning || r.Status == contract.SessionStatusPaused) && hb.Before(cutoff)
 }
 
 // expire handles one expired session; failed says whether it failed an active run (also when
@@ -164,7 +164,7 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 		if !expired(&sess.Record, cutoff) {
 			return errAlive
 		}
-		sess.Record.Status = "stale"
+		sess.Record.Status = contract.SessionStatusStale
 		sess.Record.UpdatedAt = contract.Some(s.stamp())
 		sess.Record.UpdatedByGate = contract.Null[string]()
 		return nil
@@ -201,7 +201,7 @@ func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.Sess
 	events := []contract.Event{
 		{Contract: "AgentSessionEvent", EventID: statusID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status",
-			Payload: &contract.StatusPayload{Status: "failed", Detail: &detail, FailedAt: ts, DurationMs: &d}},
+			Payload: &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}},
 		{Contract: "AgentSessionEvent", EventID: errID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
 			Payload: &contract.ErrorPayload{Code: HeartbeatLost, Retryable: true, SourceEventID: statusID,
