@@ -9,33 +9,38 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/wire"
 )
 
-// Error codes of the HTTP API. The command error codes of the contract (SESSION_NOT_FOUND,
-// SEQUENCE_CONFLICT, ...) are used with the same meaning.
+// Error codes of the HTTP API, under the names the server and the Go client use. Every code is
+// defined once, in package contract ([contract.ErrorCode]); these are the same constants.
 const (
-	CodeMalformed           = "MALFORMED_REQUEST"      // not acceptable JSON, bad query parameter
-	CodeContractViolation   = "CONTRACT_VIOLATION"     // the body breaks the contract
-	CodeTooLarge            = "TOO_LARGE"              // body, batch or event over a limit
-	CodeSessionNotFound     = "SESSION_NOT_FOUND"      // unknown session
-	CodeSessionExists       = "SESSION_EXISTS"         // create with a taken id
-	CodeRunNotFound         = "RUN_NOT_FOUND"          // unknown run
-	CodeSequenceConflict    = "SEQUENCE_CONFLICT"      // expectedSequence did not match
-	CodeIdempotencyConflict = "IDEMPOTENCY_CONFLICT"   // key reused with other content
-	CodeEventIDConflict     = "EVENT_ID_CONFLICT"      // eventId reused under another key
-	CodeSessionMismatch     = "SESSION_MISMATCH"       // event names another session
-	CodeInvalidTransition   = "INVALID_RUN_TRANSITION" // run status change not allowed
-	CodeInvalidState        = "INVALID_SESSION_STATE"  // lifecycle change not allowed
-	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA_TYPE"
-	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"
-	CodeNotFound            = "NOT_FOUND"   // no such endpoint
-	CodeUnavailable         = "UNAVAILABLE" // shutting down
-	CodeInternal            = "INTERNAL"
+	CodeMalformed           = contract.CodeMalformed
+	CodeContractViolation   = contract.CodeContractViolation
+	CodeTooLarge            = contract.CodeTooLarge
+	CodeSessionNotFound     = contract.CodeSessionNotFound
+	CodeSessionExists       = contract.CodeSessionExists
+	CodeRunNotFound         = contract.CodeRunNotFound
+	CodeSequenceConflict    = contract.CodeSequenceConflict
+	CodeIdempotencyConflict = contract.CodeIdempotencyConflict
+	CodeEventIDConflict     = contract.CodeEventIDConflict
+	CodeSessionMismatch     = contract.CodeSessionMismatch
+	CodeInvalidTransition   = contract.CodeInvalidTransition
+	CodeInvalidState        = contract.CodeInvalidState
+	CodeUnsupportedMedia    = contract.CodeUnsupportedMedia
+	CodeMethodNotAllowed    = contract.CodeMethodNotAllowed
+	CodeNotFound            = contract.CodeNotFound
+	CodeUnavailable         = contract.CodeUnavailable
+	CodeInternal            = contract.CodeInternal
+	CodeArchiveInvalid      = contract.CodeArchiveInvalid
+	CodeArchiveNotFound     = contract.CodeArchiveNotFound
+	CodeRestoreConflict     = contract.CodeRestoreConflict
+	CodeSessionMoved        = contract.CodeSessionMoved
+	CodeNotConfigured       = contract.CodeNotConfigured
 )
 
 // statusByCode is the one table from error code to HTTP status.
-var statusByCode = map[string]int{
+var statusByCode = map[contract.ErrorCode]int{
 	CodeMalformed:           http.StatusBadRequest,
 	CodeContractViolation:   http.StatusUnprocessableEntity,
 	CodeTooLarge:            http.StatusRequestEntityTooLarge,
@@ -61,25 +66,25 @@ var statusByCode = map[string]int{
 
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.
-	"ACTIVE_RUN_NOT_FOUND":       http.StatusConflict,
-	"RUN_ALREADY_FINISHED":       http.StatusConflict,
-	"STOP_TIMEOUT":               http.StatusAccepted, // the stop was requested, not yet confirmed
-	"COMMAND_NOT_SUPPORTED":      http.StatusUnprocessableEntity,
-	"CAPABILITY_UNAVAILABLE":     http.StatusUnprocessableEntity,
-	"TARGET_EVENT_NOT_FOUND":     http.StatusNotFound,
-	"TARGET_EVENT_NOT_RETRYABLE": http.StatusConflict,
-	"APPROVAL_NOT_FOUND":         http.StatusNotFound,
-	"APPROVAL_ALREADY_RESOLVED":  http.StatusConflict,
-	"SOURCE_THREAD_NOT_FOUND":    http.StatusNotFound,
-	"SOURCE_MESSAGE_NOT_FOUND":   http.StatusNotFound,
-	"SOURCE_RUN_NOT_FOUND":       http.StatusNotFound,
-	"SOURCE_LINEAGE_INVALID":     http.StatusUnprocessableEntity,
-	"ACTIVE_BRANCH_NOT_FOUND":    http.StatusNotFound,
-	"COMMAND_EXECUTION_FAILED":   http.StatusServiceUnavailable,
+	contract.CodeActiveRunNotFound:       http.StatusConflict,
+	contract.CodeRunAlreadyFinished:      http.StatusConflict,
+	contract.CodeStopTimeout:             http.StatusAccepted, // the stop was requested, not yet confirmed
+	contract.CodeCommandNotSupported:     http.StatusUnprocessableEntity,
+	contract.CodeCapabilityUnavailable:   http.StatusUnprocessableEntity,
+	contract.CodeTargetEventNotFound:     http.StatusNotFound,
+	contract.CodeTargetEventNotRetryable: http.StatusConflict,
+	contract.CodeApprovalNotFound:        http.StatusNotFound,
+	contract.CodeApprovalAlreadyResolved: http.StatusConflict,
+	contract.CodeSourceThreadNotFound:    http.StatusNotFound,
+	contract.CodeSourceMessageNotFound:   http.StatusNotFound,
+	contract.CodeSourceRunNotFound:       http.StatusNotFound,
+	contract.CodeSourceLineageInvalid:    http.StatusUnprocessableEntity,
+	contract.CodeActiveBranchNotFound:    http.StatusNotFound,
+	contract.CodeCommandExecutionFailed:  http.StatusServiceUnavailable,
 }
 
 // HTTPStatus returns the HTTP status for an error code (500 for an unknown code).
-func HTTPStatus(code string) int {
+func HTTPStatus(code contract.ErrorCode) int {
 	if s, ok := statusByCode[code]; ok {
 		return s
 	}
@@ -90,8 +95,8 @@ func HTTPStatus(code string) int {
 // {"error":{"code":"...","message":"...","details":[...]}}. It implements error, so the Go
 // client returns it as is.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    contract.ErrorCode `json:"code"`
+	Message string             `json:"message"`
 	// Details lists the contract problems of a rejected document (JSON Pointer, rule, layer,
 	// message). For a batch, each path starts with the event's index in the batch ("/3/...").
 	Details []contract.Problem `json:"details,omitempty"`
@@ -119,7 +124,7 @@ func (e *Error) Error() string {
 }
 
 // Errorf returns an *Error with a formatted message.
-func Errorf(code, format string, args ...any) *Error {
+func Errorf(code contract.ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -174,7 +179,7 @@ type Session struct {
 	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
 	// Lifecycle is the lifecycle state: the work window (warm), the latest archive,
 	// compaction and restore. Omitted fields were never set.
-	Lifecycle store.Lifecycle `json:"lifecycle"`
+	Lifecycle wire.Lifecycle `json:"lifecycle"`
 }
 
 // SessionList is the body of GET /v1/sessions.

@@ -10,7 +10,7 @@ import (
 // codes of the contract that the API uses with the same meaning are explained by
 // [contract.CommandErrorMeaning]; a code listed in both (SESSION_NOT_FOUND, ...) has the wider
 // meaning here.
-var codeMeanings = map[string]string{
+var codeMeanings = map[contract.ErrorCode]string{
 	CodeMalformed:           "the request is not acceptable: the body is not acceptable JSON (syntax, invalid UTF-8, duplicate keys, nesting over 128, a number out of range, trailing data), a bad query parameter, or an empty batch",
 	CodeContractViolation:   "the body is JSON but breaks the contract; details lists every problem with its JSON Pointer and rule",
 	CodeTooLarge:            "the body, a batch or one event is over its limit",
@@ -37,8 +37,8 @@ var codeMeanings = map[string]string{
 
 // Codes returns every error code the API answers, sorted: its own codes and the command error
 // codes of the contract.
-func Codes() []string {
-	codes := make([]string, 0, len(statusByCode))
+func Codes() []contract.ErrorCode {
+	codes := make([]contract.ErrorCode, 0, len(statusByCode))
 	for c := range statusByCode {
 		codes = append(codes, c)
 	}
@@ -47,7 +47,7 @@ func Codes() []string {
 }
 
 // CodeMeaning says when the API answers an error code (one of [Codes]); "" for an unknown code.
-func CodeMeaning(code string) string {
+func CodeMeaning(code contract.ErrorCode) string {
 	if m, ok := codeMeanings[code]; ok {
 		return m
 	}

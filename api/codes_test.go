@@ -7,9 +7,10 @@ import (
 	"github.com/sessiond/sessiond/contract"
 )
 
-// TestEveryCodeExplained: every code the API can answer has an HTTP status and a meaning, and
-// every command error code of the contract is one of them, so the reference page lists them
-// all. A new code without a meaning fails here.
+// TestEveryCodeExplained: every code the API can answer has an HTTP status and a meaning, every
+// command error code of the contract and every API code of contract/codes.go is one of them,
+// and the codes that end an event stream are not (they come inside a 200 stream). A new code
+// without a status or a meaning fails here.
 func TestEveryCodeExplained(t *testing.T) {
 	for _, c := range Codes() {
 		if CodeMeaning(c) == "" {
@@ -24,10 +25,28 @@ func TestEveryCodeExplained(t *testing.T) {
 			t.Errorf("codeMeanings explains %s, which has no HTTP status in statusByCode", c)
 		}
 	}
-	for _, c := range contract.ErrorCodes {
-		if _, ok := statusByCode[c]; !ok {
-			t.Errorf("command error code %s has no HTTP status in statusByCode", c)
+	cases := []struct {
+		name       string
+		codes      []contract.ErrorCode
+		wantStatus bool
+	}{
+		{"command error code", contract.ErrorCodes, true},
+		{"API error code", contract.APIErrorCodes, true},
+		{"stream error code", contract.StreamErrorCodes, false},
+	}
+	n := 0
+	for _, tc := range cases {
+		for _, c := range tc.codes {
+			if _, ok := statusByCode[c]; ok != tc.wantStatus {
+				t.Errorf("%s %s: has an HTTP status in statusByCode = %v, want %v", tc.name, c, ok, tc.wantStatus)
+			}
+			if tc.wantStatus {
+				n++
+			}
 		}
+	}
+	if n != len(statusByCode) {
+		t.Errorf("statusByCode has %d codes, contract/codes.go lists %d answered ones", len(statusByCode), n)
 	}
 	if got := CodeMeaning("NO_SUCH_CODE"); got != "" {
 		t.Errorf("CodeMeaning of an unknown code = %q, want empty", got)

@@ -1,16 +1,7 @@
 package api
 
 import (
-	"github.com/sessiond/sessiond/session"
-)
-
-// Error codes of the lifecycle endpoints (docs/lifecycle.md).
-const (
-	CodeArchiveInvalid  = session.CodeArchiveInvalid  // an archive file that fails verification
-	CodeArchiveNotFound = session.CodeArchiveNotFound // no such archive
-	CodeRestoreConflict = session.CodeRestoreConflict // the session is already in the store
-	CodeSessionMoved    = session.CodeSessionMoved    // the log moved while archiving
-	CodeNotConfigured   = "NOT_CONFIGURED"            // the server has no archive directory
+	"github.com/sessiond/sessiond/wire"
 )
 
 // WarmRequest is the body of POST /v1/sessions/{id}/warm (may be empty).
@@ -23,7 +14,7 @@ type WarmRequest struct {
 
 // ArchiveRequest is the body of POST /v1/sessions/{id}/archive (may be empty).
 type ArchiveRequest struct {
-	Note session.Note `json:"note"`
+	Note wire.Note `json:"note"`
 	// Compact removes the session's events from the store once the archive is verified.
 	Compact bool `json:"compact,omitempty"`
 	// UpdatedByGate says who archives (owner, handoff, user, mission; default owner).
@@ -32,23 +23,30 @@ type ArchiveRequest struct {
 
 // ArchiveResponse is the answer of archive: the archive written and the session as it now is.
 type ArchiveResponse struct {
-	Archive   session.ArchiveInfo `json:"archive"`
-	Events    int                 `json:"events"`
-	Compacted int64               `json:"compacted"`
-	Session   Session             `json:"session"`
+	Archive   wire.ArchiveInfo `json:"archive"`
+	Events    int              `json:"events"`
+	Compacted int64            `json:"compacted"`
+	Session   Session          `json:"session"`
 }
 
 // ArchiveList is the body of GET /v1/archives, newest first.
 type ArchiveList struct {
-	Dir      string                `json:"dir"`
-	Archives []session.ArchiveInfo `json:"archives"`
+	Dir      string             `json:"dir"`
+	Archives []wire.ArchiveInfo `json:"archives"`
+}
+
+// RestoreRequest is the body of POST /v1/archives/restore: the archive to restore, by Name, or
+// the newest archive of Project ("-" for sessions without a project).
+type RestoreRequest struct {
+	Name    string `json:"name,omitempty"`
+	Project string `json:"project,omitempty"`
 }
 
 // RestoreResponse is the answer of POST /v1/archives/restore.
 type RestoreResponse struct {
-	Archive  session.ArchiveInfo `json:"archive"`
-	Events   int                 `json:"events"`
-	Replaced bool                `json:"replaced"`
+	Archive  wire.ArchiveInfo `json:"archive"`
+	Events   int              `json:"events"`
+	Replaced bool             `json:"replaced"`
 	// How says what restore did: "imported" (the session was not in the store),
 	// "over-compacted" (its archived, compacted row was replaced) or "reactivated" (it was
 	// archived with its log still in the store, which was kept as it is).

@@ -1,6 +1,6 @@
 package api
 
-import "github.com/sessiond/sessiond/session"
+import "github.com/sessiond/sessiond/wire"
 
 // ProgressMediaType is the media type a client lists in Accept to have archive and restore
 // stream their progress (docs/api.md, "Progress of archive and restore"). The answer is then
@@ -13,5 +13,5 @@ const ProgressMediaType = "application/x-ndjson"
 // ProgressLine is one progress line of a progress stream: {"progress":{"phase":…,"done":N,
 // "total":M}}. The final line of the stream has no "progress" member.
 type ProgressLine struct {
-	Progress *session.Progress `json:"progress"`
+	Progress *wire.Progress `json:"progress"`
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // DefaultServer is the address a local "sessiond serve" listens on.
@@ -345,8 +345,8 @@ func (c *Client) View(ctx context.Context, id string) (*contract.ViewModel, erro
 }
 
 // Transcript returns a session's transcript, the folded state a UI draws.
-func (c *Client) Transcript(ctx context.Context, id string) (*session.Transcript, error) {
-	var out session.Transcript
+func (c *Client) Transcript(ctx context.Context, id string) (*wire.Transcript, error) {
+	var out wire.Transcript
 	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/transcript", nil, "", &out)
 }
 
@@ -362,7 +362,7 @@ func (c *Client) Continue(ctx context.Context, id string, req *contract.Continua
 }
 
 // Lineage returns a session's ancestors and descendants.
-func (c *Client) Lineage(ctx context.Context, id string) (*session.Lineage, error) {
-	var out session.Lineage
+func (c *Client) Lineage(ctx context.Context, id string) (*wire.Lineage, error) {
+	var out wire.Lineage
 	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/lineage", nil, "", &out)
 }

@@ -7,7 +7,7 @@ import (
 	"net/url"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/wire"
 )
 
 func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
@@ -27,14 +27,14 @@ func (c *Client) Heartbeat(ctx context.Context, id string) (*api.Session, error)
 }
 
 // Assess estimates a task's hours and risk from history and cuts it into phases.
-func (c *Client) Assess(ctx context.Context, id string, req session.AssessRequest) (*session.Assessment, error) {
-	var out session.Assessment
+func (c *Client) Assess(ctx context.Context, id string, req wire.AssessRequest) (*wire.Assessment, error) {
+	var out wire.Assessment
 	return &out, c.postJSON(ctx, sessionPath(id, "assess"), req, &out)
 }
 
 // Warm starts the session's work window and says when it closes.
-func (c *Client) Warm(ctx context.Context, id string, req api.WarmRequest) (*session.Window, error) {
-	var out session.Window
+func (c *Client) Warm(ctx context.Context, id string, req api.WarmRequest) (*wire.Window, error) {
+	var out wire.Window
 	return &out, c.postJSON(ctx, sessionPath(id, "warm"), req, &out)
 }
 
@@ -45,8 +45,8 @@ func (c *Client) Archive(ctx context.Context, id string, req api.ArchiveRequest)
 }
 
 // Status reports hours since the last archive, the window, staleness and a recommendation.
-func (c *Client) Status(ctx context.Context, id string) (*session.StatusReport, error) {
-	var out session.StatusReport
+func (c *Client) Status(ctx context.Context, id string) (*wire.StatusReport, error) {
+	var out wire.StatusReport
 	return &out, c.do(ctx, http.MethodGet, sessionPath(id, "status"), nil, "", &out)
 }
 
@@ -63,19 +63,19 @@ func (c *Client) Archives(ctx context.Context, project string) (*api.ArchiveList
 
 // UploadArchive sends an archive file (from another host) to the server, which verifies and
 // stores it; restore it then by name.
-func (c *Client) UploadArchive(ctx context.Context, data []byte) (*session.ArchiveInfo, error) {
-	var out session.ArchiveInfo
+func (c *Client) UploadArchive(ctx context.Context, data []byte) (*wire.ArchiveInfo, error) {
+	var out wire.ArchiveInfo
 	return &out, c.do(ctx, http.MethodPost, "/v1/archives", bytes.NewReader(data), "application/json", &out)
 }
 
 // Restore restores an archive (by name, or the latest of a project) into the server's store.
-func (c *Client) Restore(ctx context.Context, req session.RestoreRequest) (*api.RestoreResponse, error) {
+func (c *Client) Restore(ctx context.Context, req api.RestoreRequest) (*api.RestoreResponse, error) {
 	var out api.RestoreResponse
 	return &out, c.postJSON(ctx, "/v1/archives/restore", req, &out)
 }
 
 // Sweep runs the stale sweeper now.
-func (c *Client) Sweep(ctx context.Context) (*session.SweepResult, error) {
-	var out session.SweepResult
+func (c *Client) Sweep(ctx context.Context) (*wire.SweepResult, error) {
+	var out wire.SweepResult
 	return &out, c.do(ctx, http.MethodPost, "/v1/sweep", nil, "", &out)
 }

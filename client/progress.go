@@ -12,19 +12,19 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // ArchiveWithProgress is [Client.Archive], with progress told how far the server has come
 // (at most about every 200 ms, only if the archive takes that long). A nil progress is Archive.
-func (c *Client) ArchiveWithProgress(ctx context.Context, id string, req api.ArchiveRequest, progress func(session.Progress)) (*api.ArchiveResponse, error) {
+func (c *Client) ArchiveWithProgress(ctx context.Context, id string, req api.ArchiveRequest, progress func(wire.Progress)) (*api.ArchiveResponse, error) {
 	var out api.ArchiveResponse
 	return &out, c.postProgress(ctx, sessionPath(id, "archive"), req, &out, progress)
 }
 
 // RestoreWithProgress is [Client.Restore], with progress told how far the server has come
 // (at most about every 200 ms, only if the restore takes that long). A nil progress is Restore.
-func (c *Client) RestoreWithProgress(ctx context.Context, req session.RestoreRequest, progress func(session.Progress)) (*api.RestoreResponse, error) {
+func (c *Client) RestoreWithProgress(ctx context.Context, req api.RestoreRequest, progress func(wire.Progress)) (*api.RestoreResponse, error) {
 	var out api.RestoreResponse
 	return &out, c.postProgress(ctx, "/v1/archives/restore", req, &out, progress)
 }
@@ -32,7 +32,7 @@ func (c *Client) RestoreWithProgress(ctx context.Context, req session.RestoreReq
 // postProgress posts a JSON body to an endpoint that can stream its progress (docs/api.md,
 // "Progress of archive and restore") and decodes the answer into out. With progress nil it is
 // an ordinary request.
-func (c *Client) postProgress(ctx context.Context, path string, in, out any, progress func(session.Progress)) error {
+func (c *Client) postProgress(ctx context.Context, path string, in, out any, progress func(wire.Progress)) error {
 	if progress == nil {
 		return c.postJSON(ctx, path, in, out)
 	}
@@ -70,14 +70,14 @@ func (c *Client) postProgress(ctx context.Context, path string, in, out any, pro
 
 // readProgressStream reads progress lines, telling progress of each, up to the final line,
 // which it decodes into out (or returns as the *api.Error it holds).
-func readProgressStream(r io.Reader, path string, out any, progress func(session.Progress)) error {
+func readProgressStream(r io.Reader, path string, out any, progress func(wire.Progress)) error {
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var l struct {
-				Progress *session.Progress `json:"progress"`
-				Error    *api.Error        `json:"error"`
+				Progress *wire.Progress `json:"progress"`
+				Error    *api.Error     `json:"error"`
 			}
 			if jerr := json.Unmarshal(line, &l); jerr != nil {
 				return fmt.Errorf("POST %s: decode progress stream line %q: %w", path, bytes.TrimSpace(line), jerr)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // TestProgressStreamEnds checks how the client reads a progress stream's end: the result, an
@@ -41,7 +41,7 @@ func TestProgressStreamEnds(t *testing.T) {
 			}))
 			defer ts.Close()
 			told := 0
-			res, err := New(ts.URL, nil).ArchiveWithProgress(context.Background(), "S", api.ArchiveRequest{}, func(session.Progress) { told++ })
+			res, err := New(ts.URL, nil).ArchiveWithProgress(context.Background(), "S", api.ArchiveRequest{}, func(wire.Progress) { told++ })
 			switch {
 			case c.wantErr == "" && (err != nil || res.Events != 3000):
 				t.Errorf("got %+v, %v", res, err)

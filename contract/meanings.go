@@ -6,7 +6,7 @@ package contract
 // tables to the enumerations they explain.
 
 // commandErrorMeanings says when each command error code ([ErrorCodes]) is used.
-var commandErrorMeanings = map[string]string{
+var commandErrorMeanings = map[ErrorCode]string{
 	"SESSION_NOT_FOUND":          "the session does not exist",
 	"RUN_NOT_FOUND":              "the command's runId names no run of the session",
 	"ACTIVE_RUN_NOT_FOUND":       "the command needs an active run and the session has none",
@@ -30,7 +30,7 @@ var commandErrorMeanings = map[string]string{
 
 // CommandErrorMeaning says when a command error code (one of [ErrorCodes]) is used; "" for an
 // unknown code.
-func CommandErrorMeaning(code string) string { return commandErrorMeanings[code] }
+func CommandErrorMeaning(code ErrorCode) string { return commandErrorMeanings[code] }
 
 // CapabilityPresets are the capability sets of the two snapshot modes, as the CLI's create
 // turns them on: chat, and work (chat's set and more).

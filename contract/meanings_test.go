@@ -11,12 +11,16 @@ import (
 // TestMeaningsCoverEnumerations: every enumerated value the reference page explains has a
 // meaning, and every meaning explains a value that exists.
 func TestMeaningsCoverEnumerations(t *testing.T) {
+	codeMeanings := map[string]string{}
+	for c, m := range commandErrorMeanings {
+		codeMeanings[string(c)] = m
+	}
 	cases := []struct {
 		name     string
 		values   []string
 		meanings map[string]string
 	}{
-		{"command error codes", ErrorCodes, commandErrorMeanings},
+		{"command error codes", codeStrings(ErrorCodes), codeMeanings},
 		{"run statuses", RunStatuses, runStatusMeanings},
 		{"session record statuses", SessionStatuses, sessionStatusMeanings},
 	}
@@ -37,7 +41,10 @@ func TestMeaningsCoverEnumerations(t *testing.T) {
 			t.Errorf("RunStatusMeaning(%q) is empty", s)
 		}
 	}
-	for _, f := range []func(string) string{CommandErrorMeaning, RunStatusMeaning, SessionStatusMeaning} {
+	if CommandErrorMeaning("no-such-value") != "" {
+		t.Error("an unknown code has a meaning")
+	}
+	for _, f := range []func(string) string{RunStatusMeaning, SessionStatusMeaning} {
 		if f("no-such-value") != "" {
 			t.Error("an unknown value has a meaning")
 		}

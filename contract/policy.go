@@ -34,25 +34,25 @@ type CommandPolicy struct {
 	Effect string
 }
 
-var terminalStatuses = []string{"stopped", "completed", "failed"}
+var terminalStatuses = []string{RunStatusStopped, RunStatusCompleted, RunStatusFailed}
 
 // commandPolicies is the policy table, one row per command type.
 var commandPolicies = map[string]CommandPolicy{
-	"stop": {AllowedStatuses: []string{"queued", "running", "waiting_approval"}, NeedsRunID: true, NeedsActiveRun: true,
+	"stop": {AllowedStatuses: []string{RunStatusQueued, RunStatusRunning, RunStatusWaitingApproval}, NeedsRunID: true, NeedsActiveRun: true,
 		Sequence: SequenceTargetRun, Effect: "the target run's status becomes `stopping`; the runtime then appends `stopped` (or `completed`, `failed`)"},
 	"resume": {Capability: "resume", AllowedStatuses: terminalStatuses, NeedsRunID: true,
 		Sequence: SequenceMatchCurrent, Effect: "a new run is `queued`, started by the same source message as the target run"},
-	"retry": {AllowedStatuses: []string{"failed"}, NeedsRunID: true,
+	"retry": {AllowedStatuses: []string{RunStatusFailed}, NeedsRunID: true,
 		Sequence: SequenceMatchCurrent, Effect: "a new run is `queued`, started by the same source message as the failed run"},
 	"retry-summary": {Capability: "summary", AllowedStatuses: terminalStatuses, NeedsRunID: true,
 		Sequence: SequenceMatchCurrent, Effect: "the failed summary is appended again as `generating`; run statuses are preserved"},
-	"approval": {Capability: "approval", AllowedStatuses: []string{"waiting_approval"}, NeedsRunID: true, NeedsActiveRun: true,
+	"approval": {Capability: "approval", AllowedStatuses: []string{RunStatusWaitingApproval}, NeedsRunID: true, NeedsActiveRun: true,
 		Sequence: SequenceMatchCurrent, Effect: "the approval is appended with the decision, and the run's status becomes `running`"},
 	"fork": {Capability: "threadForking",
 		Sequence: SequenceMatchCurrent, Effect: "none: a new thread (session) is created from the source message"},
 	"edit-and-rerun": {Capability: "editAndRerun", AllowedStatuses: terminalStatuses,
 		Sequence: SequenceMatchCurrent, Effect: "none: a new thread is created with the source message's parts replaced, and a run is queued in it"},
-	"steer": {Capability: "steering", AllowedStatuses: []string{"queued", "running"}, NeedsRunID: true, NeedsActiveRun: true,
+	"steer": {Capability: "steering", AllowedStatuses: []string{RunStatusQueued, RunStatusRunning}, NeedsRunID: true, NeedsActiveRun: true,
 		Sequence: SequenceMatchCurrent, Effect: "a `steer` event is appended as `accepted`; the runtime applies it and appends it as `applied` or `failed`"},
 }
 

@@ -23,10 +23,10 @@ type RunStatusFields struct {
 // runTransitions is the run status table (docs/reference.md#runs); a status may always be
 // re-applied to itself.
 var runTransitions = map[string][]string{
-	"queued":           {"running", "stopping", "failed"},
-	"running":          {"waiting_approval", "stopping", "completed", "failed"},
-	"waiting_approval": {"running", "stopping", "failed"},
-	"stopping":         {"stopped", "completed", "failed"},
+	RunStatusQueued:          {RunStatusRunning, RunStatusStopping, RunStatusFailed},
+	RunStatusRunning:         {RunStatusWaitingApproval, RunStatusStopping, RunStatusCompleted, RunStatusFailed},
+	RunStatusWaitingApproval: {RunStatusRunning, RunStatusStopping, RunStatusFailed},
+	RunStatusStopping:        {RunStatusStopped, RunStatusCompleted, RunStatusFailed},
 }
 
 // CanTransition reports whether a run may go from one status to another.
@@ -80,18 +80,18 @@ func ApplyRunStatus(prev *Run, sessionID string, f RunStatusFields) (*Run, error
 		r.StartedAt = f.StartedAt
 	}
 	switch f.Status {
-	case "stopping":
+	case RunStatusStopping:
 		if r.StoppingRequestedAt == "" || f.StoppingRequestedAt != "" {
 			r.StoppingRequestedAt = firstNonEmpty(f.StoppingRequestedAt, f.OccurredAt)
 		}
-	case "stopped":
+	case RunStatusStopped:
 		r.StoppedAt = f.StoppedAt
 		if r.StoppingRequestedAt == "" {
 			r.StoppingRequestedAt = firstNonEmpty(f.StoppingRequestedAt, f.StoppedAt)
 		}
-	case "completed":
+	case RunStatusCompleted:
 		r.CompletedAt = f.CompletedAt
-	case "failed":
+	case RunStatusFailed:
 		r.FailedAt = f.FailedAt
 	}
 	if IsTerminal(f.Status) {

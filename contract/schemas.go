@@ -34,20 +34,11 @@ func nullable(s *schema) *schema { c := *s; c.nullable = true; return &c }
 // Enumerations shared by several objects.
 var (
 	// RunStatuses are the statuses of a run, in the contract's order.
-	RunStatuses = []string{"queued", "running", "waiting_approval", "stopping", "stopped", "completed", "failed"}
+	RunStatuses = []string{RunStatusQueued, RunStatusRunning, RunStatusWaitingApproval, RunStatusStopping, RunStatusStopped, RunStatusCompleted, RunStatusFailed}
 	// SessionRunStatuses are the values of a command result's sessionStatus and a view model's
 	// status: the status of the session's current run, or StatusIdle before its first run
 	// (the contract names no value for that case; sessiond documents "idle").
 	SessionRunStatuses = append(append([]string(nil), RunStatuses...), StatusIdle)
-	// ErrorCodes are the command error codes of the contract.
-	ErrorCodes = []string{
-		"SESSION_NOT_FOUND", "RUN_NOT_FOUND", "ACTIVE_RUN_NOT_FOUND", "RUN_ALREADY_FINISHED",
-		"STOP_TIMEOUT", "COMMAND_NOT_SUPPORTED", "CAPABILITY_UNAVAILABLE", "SEQUENCE_CONFLICT",
-		"INVALID_SESSION_STATE", "TARGET_EVENT_NOT_FOUND", "TARGET_EVENT_NOT_RETRYABLE",
-		"APPROVAL_NOT_FOUND", "APPROVAL_ALREADY_RESOLVED", "SOURCE_THREAD_NOT_FOUND",
-		"SOURCE_MESSAGE_NOT_FOUND", "SOURCE_RUN_NOT_FOUND", "SOURCE_LINEAGE_INVALID",
-		"ACTIVE_BRANCH_NOT_FOUND", "COMMAND_EXECUTION_FAILED",
-	}
 	// CapabilityNames are the capability flags of a session snapshot.
 	CapabilityNames = []string{
 		"text", "reasoning", "plan", "tasks", "tools", "mcp", "shell", "fileChange", "skills",
@@ -194,7 +185,7 @@ var EventTypes = []string{
 }
 
 var commandErrorSchema = object(
-	req("code", enum(ErrorCodes...)),
+	req("code", enum(codeStrings(ErrorCodes)...)),
 	req("message", str()),
 	req("retryable", boolean()),
 )
@@ -396,5 +387,5 @@ var sessionRecordSchema = func() *schema {
 // Session record enumerations (cortex-session.schema.json).
 var (
 	SessionRoles    = []string{"implementer", "coordinator", "reviewer", "researcher", "documenter", "memory-curator", "conversation-curator", "user"}
-	SessionStatuses = []string{"running", "paused", "closed", "stale", "archived"}
+	SessionStatuses = []string{SessionStatusRunning, SessionStatusPaused, SessionStatusClosed, SessionStatusStale, SessionStatusArchived}
 )

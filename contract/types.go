@@ -308,9 +308,9 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 
 // CommandError is the error of a command result or a failed steer.
 type CommandError struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	Code      ErrorCode `json:"code"`
+	Message   string    `json:"message"`
+	Retryable bool      `json:"retryable"`
 }
 
 // Command is an AgentSessionCommand (docs/reference.md#commands). Payload holds one of the 8 command

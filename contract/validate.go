@@ -140,16 +140,16 @@ func strField(v *Value, name string) (string, bool) {
 
 // runStatusTimestamp names the timestamp each run status needs (rule run-status-timestamp).
 var runStatusTimestamp = map[string]string{
-	"running":   "startedAt",
-	"stopping":  "stoppingRequestedAt",
-	"stopped":   "stoppedAt",
-	"completed": "completedAt",
-	"failed":    "failedAt",
+	RunStatusRunning:   "startedAt",
+	RunStatusStopping:  "stoppingRequestedAt",
+	RunStatusStopped:   "stoppedAt",
+	RunStatusCompleted: "completedAt",
+	RunStatusFailed:    "failedAt",
 }
 
 // IsTerminal reports whether a run status is terminal (stopped, completed, failed).
 func IsTerminal(status string) bool {
-	return status == "stopped" || status == "completed" || status == "failed"
+	return status == RunStatusStopped || status == RunStatusCompleted || status == RunStatusFailed
 }
 
 func (c *checker) eventRules(v *Value, eventType string, pl *Value) {
@@ -293,7 +293,7 @@ func (c *checker) plainRules(kind string, v *Value) {
 		status, _ := strField(v, "sessionStatus")
 		switch term, _ := strField(v, "termination"); term {
 		case "requested":
-			if status != "stopping" {
+			if status != RunStatusStopping {
 				c.rule("/termination", "result-termination", fmt.Sprintf("termination requested needs sessionStatus stopping, not %q", status))
 			}
 		case "confirmed":
@@ -355,7 +355,7 @@ func RunProblems(has func(string) bool, status string) []Problem {
 			add("/durationMs", fmt.Sprintf("durationMs is only present on a terminal run, not %s", status))
 		}
 	}
-	if (status == "stopping" || status == "stopped") && !has("stoppingRequestedAt") {
+	if (status == RunStatusStopping || status == RunStatusStopped) && !has("stoppingRequestedAt") {
 		add("/stoppingRequestedAt", fmt.Sprintf("a %s run needs stoppingRequestedAt", status))
 	}
 	return out

@@ -87,7 +87,7 @@ func (b *bundle) command(t testing.TB, sid, cmdType, runID, key string, expected
 	return resp.status, res
 }
 
-func wantRejected(t *testing.T, status int, res contract.CommandResult, code string, httpStatus int) {
+func wantRejected(t *testing.T, status int, res contract.CommandResult, code contract.ErrorCode, httpStatus int) {
 	t.Helper()
 	if res.Outcome != "rejected" || res.Error == nil || res.Error.Code != code || status != httpStatus || len(res.ResultEventIDs) != 0 {
 		t.Fatalf("got %d %+v (error %+v), want rejected %s with HTTP %d", status, res, res.Error, code, httpStatus)
@@ -190,7 +190,7 @@ func TestCommandApproval(t *testing.T) {
 	for _, res := range results {
 		key := res.Outcome
 		if res.Error != nil {
-			key += "/" + res.Error.Code
+			key += "/" + string(res.Error.Code)
 		}
 		outcomes[key]++
 	}
@@ -314,8 +314,9 @@ func TestCommandRejectionsWithoutRuns(t *testing.T) {
 	b := setup(t, server.Options{})
 	r := b.runtime(t, "S-empty", allCaps)
 	tests := []struct {
-		cmdType, runID, payload, code string
-		status                        int
+		cmdType, runID, payload string
+		code                    contract.ErrorCode
+		status                  int
 	}{
 		{"stop", "r1", `{}`, "ACTIVE_RUN_NOT_FOUND", 409},
 		{"steer", "r1", `{"targetRunId":"r1","text":"x"}`, "ACTIVE_RUN_NOT_FOUND", 409},

@@ -163,16 +163,17 @@ func TestForkSourceErrors(t *testing.T) {
 	b := setup(t, server.Options{})
 	r := forkSource(t, b, "S-src")
 	for _, tc := range []struct {
-		payload, code string
-		status        int
+		payload string
+		code    contract.ErrorCode
+		status  int
 	}{
 		{forkPayload("S-nope", "a1", "r1", inheritAll), "SOURCE_THREAD_NOT_FOUND", 404},
 		{forkPayload("S-src", "nope", "r1", inheritAll), "SOURCE_MESSAGE_NOT_FOUND", 404},
 		{forkPayload("S-src", "a1", "nope", inheritAll), "SOURCE_RUN_NOT_FOUND", 404},
 		{forkPayload("S-src", "u2", "r1", inheritAll), "SOURCE_LINEAGE_INVALID", 422},
 	} {
-		t.Run(tc.code, func(t *testing.T) {
-			status, res := b.command(t, "S-src", "fork", "", "k-"+tc.code, r.last(), tc.payload, "")
+		t.Run(string(tc.code), func(t *testing.T) {
+			status, res := b.command(t, "S-src", "fork", "", "k-"+string(tc.code), r.last(), tc.payload, "")
 			wantRejected(t, status, res, tc.code, tc.status)
 		})
 	}
@@ -181,7 +182,7 @@ func TestForkSourceErrors(t *testing.T) {
 	r2 := b.runtime(t, "S-nofork", `{}`)
 	status, res = b.command(t, "S-nofork", "fork", "", "k", r2.last(), forkPayload("S-src", "a1", "r1", inheritAll), "")
 	wantRejected(t, status, res, "CAPABILITY_UNAVAILABLE", 422)
-	for _, code := range []string{"SOURCE_MESSAGE_NOT_FOUND", "SOURCE_RUN_NOT_FOUND"} {
+	for _, code := range []contract.ErrorCode{"SOURCE_MESSAGE_NOT_FOUND", "SOURCE_RUN_NOT_FOUND"} {
 		msg, run := "nope", "r1"
 		if code == "SOURCE_RUN_NOT_FOUND" {
 			msg, run = "a1", "nope"

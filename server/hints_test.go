@@ -70,8 +70,9 @@ func (e *hintEnv) start(t *testing.T, st *sqlite.Store) {
 
 // failure is an error the API answered: its HTTP status, code and message.
 type failure struct {
-	status        int
-	code, message string
+	status  int
+	code    contract.ErrorCode
+	message string
 }
 
 func (e *hintEnv) call(t *testing.T, method, path, contentType, body string) failure {
@@ -142,7 +143,7 @@ type hintCase struct {
 	// hint is the part of the message that names the next step, verbatim from the message's
 	// literal in the source (TestEveryHintHasACase matches the two).
 	hint string
-	code string
+	code contract.ErrorCode
 	opt  server.Options
 	// provoke makes the API answer the error.
 	provoke func(t *testing.T, e *hintEnv) failure
@@ -660,7 +661,7 @@ var hintCases = []hintCase{
 			if !ok {
 				t.Fatalf("the sweep appended no error event: %s", page.Events[len(page.Events)-1])
 			}
-			return failure{0, p.Code, p.Message + " " + last.EventID}
+			return failure{0, contract.ErrorCode(p.Code), p.Message + " " + last.EventID}
 		},
 		follow: func(t *testing.T, e *hintEnv, f failure) {
 			id := f.message[strings.LastIndex(f.message, " ")+1:]
@@ -756,7 +757,7 @@ var notTestedHere = map[string]string{
 // TestErrorHintsWork, or listed in notTestedHere with a reason: a new hint cannot go untested.
 func TestEveryHintHasACase(t *testing.T) {
 	var literals, all []string
-	for _, dir := range []string{".", "../session", "../api", "../store"} {
+	for _, dir := range []string{".", "../session", "../archive", "../api", "../store"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, file := range files {
 			if strings.HasSuffix(file, "_test.go") {

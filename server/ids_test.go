@@ -92,7 +92,7 @@ func TestPathIDs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		resp := b.do(t, "GET", tc.path, "", "")
-		if e := errorBody(t, resp.body); resp.status != tc.status || !strings.Contains(e.Code+": "+e.Message, tc.want) {
+		if e := errorBody(t, resp.body); resp.status != tc.status || !strings.Contains(string(e.Code)+": "+e.Message, tc.want) {
 			t.Errorf("GET %.60s: %d %s, want %d with %q", tc.path, resp.status, resp.body, tc.status, tc.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -186,7 +187,7 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	list, err := session.ListArchives(dir, r.URL.Query().Get("project"))
+	list, err := archive.List(dir, r.URL.Query().Get("project"))
 	if err != nil {
 		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/session"
 )
@@ -24,7 +25,7 @@ type fakeClock struct {
 func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func apiCode(err error) string {
+func apiCode(err error) contract.ErrorCode {
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		return ae.Code
@@ -93,14 +94,14 @@ func TestLifecycleEndpoints(t *testing.T) {
 		t.Fatalf("Archives = %+v, %v", list, err)
 	}
 	// Restore in place (the log was compacted), then again: a conflict.
-	rr, err := b.cl.Restore(ctx, session.RestoreRequest{Name: ar.Archive.Name})
+	rr, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name})
 	if err != nil || !rr.Replaced || rr.Session.Record.Status != "paused" || rr.Session.LastSequence != 0 {
 		t.Fatalf("Restore = %+v, %v", rr, err)
 	}
-	if _, err := b.cl.Restore(ctx, session.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != api.CodeRestoreConflict {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != api.CodeRestoreConflict {
 		t.Errorf("second Restore: %v", err)
 	}
-	if _, err := b.cl.Restore(ctx, session.RestoreRequest{Name: "../x.json"}); apiCode(err) != api.CodeArchiveNotFound {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: "../x.json"}); apiCode(err) != api.CodeArchiveNotFound {
 		t.Errorf("Restore of a bad name: %v", err)
 	}
 	// Another server: upload the file, restore it; a tampered upload is refused.
@@ -112,7 +113,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if _, err := b2.cl.UploadArchive(ctx, data); err != nil {
 		t.Fatal(err)
 	}
-	rr2, err := b2.cl.Restore(ctx, session.RestoreRequest{Project: "-"})
+	rr2, err := b2.cl.Restore(ctx, api.RestoreRequest{Project: "-"})
 	if err != nil || rr2.Events != 1 {
 		t.Fatalf("Restore on the other server = %+v, %v", rr2, err)
 	}

@@ -171,7 +171,7 @@ func TestClientFollowsProgress(t *testing.T) {
 		t.Errorf("archiving a missing session: %v", err)
 	}
 	got = nil
-	rr, err := b.cl.RestoreWithProgress(ctx, session.RestoreRequest{Name: res.Archive.Name}, func(p session.Progress) { got = append(got, p) })
+	rr, err := b.cl.RestoreWithProgress(ctx, api.RestoreRequest{Name: res.Archive.Name}, func(p session.Progress) { got = append(got, p) })
 	if err != nil || rr.Events != n || !rr.Replaced {
 		t.Fatalf("RestoreWithProgress = %+v, %v", rr, err)
 	}

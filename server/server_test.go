@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
@@ -135,7 +136,7 @@ func TestCreateSessionRejections(t *testing.T) {
 	tests := []struct {
 		name, body string
 		status     int
-		code       string
+		code       contract.ErrorCode
 		paths      []string
 	}{
 		{"not json", `{"agent_id":`, 400, api.CodeMalformed, []string{"/agent_id"}},
@@ -309,7 +310,7 @@ func TestAppendRejections(t *testing.T) {
 	tests := []struct {
 		name, path, ctype, body string
 		status                  int
-		code                    string
+		code                    contract.ErrorCode
 		detail                  string // a problem path that must be reported
 	}{
 		{"malformed", "/v1/sessions/S-r/events", "", `{"contract":`, 400, api.CodeMalformed, ""},

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -24,7 +24,7 @@ func TestPatchSnapshotRejections(t *testing.T) {
 	tests := []struct {
 		name, body string
 		status     int
-		code       string
+		code       contract.ErrorCode
 		problems   []string // path (rule)
 	}{
 		{"unknown field", `{"updated_by_gate":"user","colour":"red"}`, 422, api.CodeContractViolation, []string{"/colour (additionalProperties)"}},
@@ -149,7 +149,7 @@ func TestPatchSnapshotOfAnArchivedSession(t *testing.T) {
 	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != api.CodeInvalidState || !strings.Contains(e.Message, "restore it first") {
 		t.Fatalf("PATCH snapshot of an archived session: %d %s", resp.status, resp.body)
 	}
-	if _, err := b.cl.Restore(ctx, session.RestoreRequest{Name: ar.Archive.Name}); err != nil {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); err != nil {
 		t.Fatalf("restore as the hint says: %v", err)
 	}
 	if resp := b.do(t, "PATCH", "/v1/sessions/S-arc", "application/json", patch); resp.status != http.StatusOK {

@@ -212,7 +212,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			evs, err := s.st.ReadEvents(ctx, id, cursor, streamBatch)
 			if err != nil {
 				if ctx.Err() == nil {
-					sw.finalMessage("STREAM_FAILED", fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
+					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
 				}
 				return
 			}
@@ -231,7 +231,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			// A long replay never waits, so look for shutdown and a gone client here too.
 			select {
 			case <-s.shutdown:
-				sw.finalMessage("SHUTTING_DOWN", fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+				sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
 				return
 			case <-sw.gone:
 				return
@@ -242,7 +242,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
-				sw.finalMessage("SUBSCRIBER_TOO_SLOW", fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
+				sw.finalMessage(contract.CodeSubscriberTooSlow, fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
 				return
 			}
 			continue
@@ -259,7 +259,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		case <-sw.gone:
 			return
 		case <-s.shutdown:
-			sw.finalMessage("SHUTTING_DOWN", fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+			sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
 			return
 		}
 	}
@@ -408,7 +408,7 @@ func (sw *sseWriter) end() {
 
 // finalMessage sends the api.SSEStreamError block that tells the subscriber why the stream
 // ends and how to resume.
-func (sw *sseWriter) finalMessage(code, msg string) {
+func (sw *sseWriter) finalMessage(code contract.ErrorCode, msg string) {
 	b, _ := contract.Marshal(api.Error{Code: code, Message: msg})
 	out := append([]byte("event: "+api.SSEStreamError+"\ndata: "), b...)
 	sw.flush(append(out, "\n\n"...))

@@ -3,226 +3,16 @@ package session
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"time"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
-
-// Archive file format (docs/lifecycle.md).
-const (
-	// ArchiveFormat is the "format" of every archive file.
-	ArchiveFormat = "sessiond-archive"
-	// ArchiveVersion is the version this code writes and the newest it reads.
-	ArchiveVersion = 1
-	// noProject is the directory of the archives of sessions without a project.
-	noProject = "_no-project"
-	// maxNameBytes bounds a file or directory name built from a session id or project.
-	maxNameBytes = 80
-)
-
-// Error codes of the archive modes (also in api.go's table).
-const (
-	CodeArchiveInvalid  = "ARCHIVE_INVALID"   // a file that fails verification
-	CodeArchiveNotFound = "ARCHIVE_NOT_FOUND" // no such archive
-	CodeRestoreConflict = "RESTORE_CONFLICT"  // the session is already in the store
-	CodeSessionMoved    = "SESSION_MOVED"     // the log moved while archiving
-)
-
-// Note is what the runtime says about the work when it archives.
-type Note struct {
-	Done       string `json:"done"`
-	InProgress string `json:"inProgress"`
-	Next       string `json:"next"`
-}
-
-// ArchiveSummary is derived from the log (the transcript fold) when the archive is written.
-type ArchiveSummary struct {
-	Plan             *contract.PlanPayload      `json:"plan"`
-	OpenTasks        []contract.TaskPayload     `json:"openTasks"`
-	PendingApprovals []contract.ApprovalPayload `json:"pendingApprovals"`
-	LastSummary      *contract.SummaryPayload   `json:"lastSummary"`
-	Usage            Usage                      `json:"usage"`
-	Events           int                        `json:"events"`
-	Runs             int                        `json:"runs"`
-}
-
-// ArchiveContent is the checksummed content of an archive file.
-type ArchiveContent struct {
-	SessionID    string                 `json:"sessionId"`
-	Project      *string                `json:"project"`
-	ArchivedAt   string                 `json:"archivedAt"`
-	Record       contract.SessionRecord `json:"record"` // as stored before archiving
-	Snapshot     contract.Snapshot      `json:"snapshot"`
-	Lineage      *contract.Lineage      `json:"lineage"`
-	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
-	LastSequence int64                  `json:"lastSequence"`
-	Lifecycle    store.Lifecycle        `json:"lifecycle"`
-	Note         Note                   `json:"note"`
-	Summary      ArchiveSummary         `json:"summary"`
-	Runs         []contract.Run         `json:"runs"`
-	// Events are the stored events, byte for byte, in sequence order.
-	Events []json.RawMessage `json:"events"`
-}
-
-// archiveHeader is the envelope of an archive file. The header fields repeat facts of the
-// content so that a listing reads only the start of each file; restore checks they agree.
-type archiveHeader struct {
-	Format       string  `json:"format"`
-	Version      int     `json:"version"`
-	SessionID    string  `json:"sessionId"`
-	Project      *string `json:"project"`
-	ArchivedAt   string  `json:"archivedAt"`
-	Checksum     string  `json:"checksum"` // "sha256:<hex>" of the content's bytes
-	ContentBytes int     `json:"contentBytes"`
-}
-
-type archiveFile struct {
-	archiveHeader
-	Content json.RawMessage `json:"content"`
-}
-
-// ArchiveInfo describes an archive file.
-type ArchiveInfo struct {
-	// Name is the archive's id: RC-<stamp>-<session>.json.
-	Name       string  `json:"name"`
-	Path       string  `json:"path"`
-	SessionID  string  `json:"sessionId"`
-	Project    *string `json:"project"`
-	ArchivedAt string  `json:"archivedAt"`
-	Checksum   string  `json:"checksum"`
-	Bytes      int64   `json:"bytes"`
-}
-
-func archiveErr(code, format string, args ...any) *RejectError {
-	return &RejectError{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// SafeName turns s (a session id or project name) into one file name component that cannot
-// escape a directory: bytes other than ASCII letters, digits, '.', '_' and '-' become '_', a
-// leading '.' becomes '_' (no ".", "..", or hidden files), and the result is at most
-// maxNameBytes long. When anything was changed, a hash of s is appended, so that different
-// inputs keep different names.
-func SafeName(s string) string {
-	var b strings.Builder
-	changed := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || (c == '.' && i > 0)
-		if !ok {
-			c, changed = '_', true
-		}
-		b.WriteByte(c)
-	}
-	out := b.String()
-	if len(out) > maxNameBytes-9 {
-		out, changed = out[:maxNameBytes-9], true
-	}
-	if out == "" || changed {
-		h := sha256.Sum256([]byte(s))
-		out += "-" + hex.EncodeToString(h[:4])
-	}
-	return out
-}
-
-func projectDir(project *string) string {
-	if project == nil || *project == "" {
-		return noProject
-	}
-	return "p-" + SafeName(*project)
-}
-
-// archiveName is RC-<stamp>-<session>.json.
-func archiveName(sessionID string, at time.Time) string {
-	return "RC-" + at.UTC().Format("20060102T150405.000Z") + "-" + SafeName(sessionID) + ".json"
-}
-
-// validName reports whether name is an archive name this package writes.
-func validName(name string) bool {
-	return strings.HasPrefix(name, "RC-") && strings.HasSuffix(name, ".json") && len(name) <= 128 &&
-		SafeName(strings.TrimSuffix(name, ".json")) == strings.TrimSuffix(name, ".json")
-}
-
-// within fails unless path is inside dir (defence in depth: names are already safe).
-func within(dir, path string) error {
-	rel, err := filepath.Rel(dir, path)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
-		return fmt.Errorf("archive path %q is outside the archive directory %q", path, dir)
-	}
-	return nil
-}
-
-// EncodeArchive returns the bytes of an archive file holding c.
-func EncodeArchive(c *ArchiveContent) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // events stay byte for byte
-	if err := enc.Encode(c); err != nil {
-		return nil, fmt.Errorf("encode archive content: %w", err)
-	}
-	content := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	sum := sha256.Sum256(content)
-	h := archiveHeader{Format: ArchiveFormat, Version: ArchiveVersion, SessionID: c.SessionID, Project: c.Project,
-		ArchivedAt: c.ArchivedAt, Checksum: "sha256:" + hex.EncodeToString(sum[:]), ContentBytes: len(content)}
-	hb, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(hb)+len(content)+16)
-	out = append(out, hb[:len(hb)-1]...)
-	out = append(out, `,"content":`...)
-	out = append(out, content...)
-	out = append(out, "}\n"...)
-	return out, nil
-}
-
-// DecodeArchive verifies an archive file and returns its content and header checksum. It
-// refuses (ARCHIVE_INVALID) a file that is not complete JSON (truncated), has another format
-// or a newer version, whose content's SHA-256 is not the checksum (tampered), or whose header
-// disagrees with the content.
-func DecodeArchive(data []byte) (*ArchiveContent, string, error) {
-	var f archiveFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, "", archiveErr(CodeArchiveInvalid, "not a complete archive file (truncated or corrupt): %v", err)
-	}
-	if f.Format != ArchiveFormat {
-		return nil, "", archiveErr(CodeArchiveInvalid, "format is %q, want %q", f.Format, ArchiveFormat)
-	}
-	if f.Version < 1 || f.Version > ArchiveVersion {
-		return nil, "", archiveErr(CodeArchiveInvalid, "archive version %d is not supported (this sessiond reads 1 to %d); upgrade sessiond", f.Version, ArchiveVersion)
-	}
-	if len(f.Content) != f.ContentBytes {
-		return nil, "", archiveErr(CodeArchiveInvalid, "content is %d bytes, the header says %d: the file was truncated or edited", len(f.Content), f.ContentBytes)
-	}
-	sum := sha256.Sum256(f.Content)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != f.Checksum {
-		return nil, "", archiveErr(CodeArchiveInvalid, "checksum mismatch: the content hashes to %s but the header says %s; the file was altered, restore another archive", got, f.Checksum)
-	}
-	var c ArchiveContent
-	dec := json.NewDecoder(bytes.NewReader(f.Content))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, "", archiveErr(CodeArchiveInvalid, "decode archive content: %v", err)
-	}
-	if c.SessionID != f.SessionID || c.ArchivedAt != f.ArchivedAt || !sameProject(c.Project, f.Project) || c.Record.SessionID != c.SessionID {
-		return nil, "", archiveErr(CodeArchiveInvalid, "the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", f.SessionID, f.ArchivedAt, c.SessionID, c.ArchivedAt)
-	}
-	return &c, f.Checksum, nil
-}
-
-func sameProject(a, b *string) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
-}
 
 // ArchiveOptions configure [Service.Archive].
 type ArchiveOptions struct {
@@ -271,8 +61,8 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if sess.Record.Status == "archived" || lc.CompactedThrough != nil {
-		return nil, archiveErr("INVALID_SESSION_STATE", "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
+	if sess.Record.Status == contract.SessionStatusArchived || lc.CompactedThrough != nil {
+		return nil, reject(contract.CodeInvalidState, "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
 	}
 	last := sess.LastSequence
 	total := last + 1
@@ -312,7 +102,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	}
 	now := s.now()
 	t := fold.Transcript()
-	c := &ArchiveContent{SessionID: id, ArchivedAt: store.FormatTime(now), Record: sess.Record, Snapshot: sess.Snapshot,
+	c := &archive.Content{SessionID: id, ArchivedAt: store.FormatTime(now), Record: sess.Record, Snapshot: sess.Snapshot,
 		Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, LastSequence: last, Lifecycle: lc, Note: opt.Note,
 		Summary: summarize(&t, len(runs)), Runs: runs, Events: events}
 	if c.Events == nil {
@@ -321,16 +111,16 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if p := sess.Record.Project.Get(); p != "" {
 		c.Project = &p
 	}
-	data, err := EncodeArchive(c)
+	data, err := archive.Encode(c)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opt.Dir, projectDir(c.Project))
-	path := filepath.Join(dir, archiveName(id, now))
-	if err := within(opt.Dir, path); err != nil {
+	dir := filepath.Join(opt.Dir, archive.ProjectDir(c.Project))
+	path := filepath.Join(dir, archive.FileName(id, now))
+	if err := archive.Within(opt.Dir, path); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(opt.Dir, dir, path, data); err != nil {
+	if err := archive.WriteFileAtomic(opt.Dir, dir, path, data); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	// Read back what the disk holds and verify it before anything depends on it.
@@ -338,7 +128,8 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("archive: read back %s: %w", path, err)
 	}
-	got, sum, err := DecodeArchive(back)
+	got, sum, err := archive.Decode(back)
+	err = archiveRefusal(err)
 	if err != nil || len(got.Events) != len(events) {
 		os.Remove(path)
 		return nil, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
@@ -346,12 +137,12 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: id, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
 	var moved *RejectError
 	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
-		if cur.LastSequence != last || cur.Record.Status == "archived" {
-			moved = archiveErr(CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
+		if cur.LastSequence != last || cur.Record.Status == contract.SessionStatusArchived {
+			moved = reject(contract.CodeSessionMoved, "session %q changed while it was archived (log now ends at %d, archived through %d; status %s); archive it again", id, cur.LastSequence, last, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
-		rec.Status = "archived"
+		rec.Status = contract.SessionStatusArchived
 		rec.ArchivePath = contract.Some(path)
 		rec.UpdatedAt = contract.Some(c.ArchivedAt)
 		rec.UpdatedByGate = contract.Some(opt.Gate)
@@ -391,8 +182,8 @@ func validRecord(rec *contract.SessionRecord) error {
 }
 
 // summarize derives the archive summary from the folded log.
-func summarize(t *Transcript, runs int) ArchiveSummary {
-	s := ArchiveSummary{Plan: t.Plan, OpenTasks: []contract.TaskPayload{}, PendingApprovals: []contract.ApprovalPayload{},
+func summarize(t *Transcript, runs int) archive.Summary {
+	s := archive.Summary{Plan: t.Plan, OpenTasks: []contract.TaskPayload{}, PendingApprovals: []contract.ApprovalPayload{},
 		Usage: t.Usage, Events: int(t.LastSequence + 1), Runs: runs}
 	for _, task := range t.Tasks {
 		if task.Status == "pending" || task.Status == "running" {
@@ -416,215 +207,13 @@ func summarize(t *Transcript, runs int) ArchiveSummary {
 	return s
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same directory: write,
-// fsync, rename, fsync the directory (and root, when dir was created under it).
-func writeFileAtomic(root, dir, path string, data []byte) error {
-	created := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
-		}
-		created = true
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s already exists; archive again in a moment", path)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-RC-*")
-	if err != nil {
-		return fmt.Errorf("create a temporary file in %s: %w", dir, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename into %s: %w", path, err)
-	}
-	ok = true
-	if err := syncDir(dir); err != nil {
-		return err
-	}
-	if created {
-		return syncDir(root)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// readHeader reads the header of an archive file without reading its content.
-func readHeader(path string) (archiveHeader, error) {
-	var h archiveHeader
-	f, err := os.Open(path)
-	if err != nil {
-		return h, err
-	}
-	defer f.Close()
-	dec := json.NewDecoder(io.LimitReader(f, 64<<10))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return h, fmt.Errorf("%s is not an archive file", path)
-	}
-	fields := map[string]any{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return h, err
-		}
-		key, _ := tok.(string)
-		if key == "content" {
-			break
-		}
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return h, err
-		}
-		fields[key] = v
-	}
-	b, _ := json.Marshal(fields)
-	if err := json.Unmarshal(b, &h); err != nil || h.Format != ArchiveFormat {
-		return h, fmt.Errorf("%s is not an archive file", path)
-	}
-	return h, nil
-}
-
-// ListArchives lists the archive files in dir, newest first (then by name): those of project
-// when it is not empty ("-" for sessions without a project), else all. Temporary files and
-// files that are not archives are skipped; listed files are not verified (restore does).
-func ListArchives(dir, project string) ([]ArchiveInfo, error) {
-	var dirs []string
-	switch project {
-	case "":
-		ents, err := os.ReadDir(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			return []ArchiveInfo{}, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list archives: %w", err)
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				dirs = append(dirs, filepath.Join(dir, e.Name()))
-			}
-		}
-	case "-":
-		dirs = []string{filepath.Join(dir, noProject)}
-	default:
-		dirs = []string{filepath.Join(dir, projectDir(&project))}
-	}
-	out := []ArchiveInfo{}
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list archives: %w", err)
-		}
-		for _, e := range ents {
-			if !e.Type().IsRegular() || !validName(e.Name()) {
-				continue
-			}
-			p := filepath.Join(d, e.Name())
-			h, err := readHeader(p)
-			if err != nil {
-				continue
-			}
-			if project != "" && project != "-" && (h.Project == nil || *h.Project != project) {
-				continue
-			}
-			fi, _ := e.Info()
-			var size int64
-			if fi != nil {
-				size = fi.Size()
-			}
-			out = append(out, ArchiveInfo{Name: e.Name(), Path: p, SessionID: h.SessionID, Project: h.Project, ArchivedAt: h.ArchivedAt, Checksum: h.Checksum, Bytes: size})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].ArchivedAt != out[j].ArchivedAt {
-			return out[i].ArchivedAt > out[j].ArchivedAt
-		}
-		return out[i].Name > out[j].Name
-	})
-	return out, nil
-}
-
-// FindArchive returns the path of the archive called name in dir, or ARCHIVE_NOT_FOUND. name
-// must be an archive name (RC-….json, no path separators).
-func FindArchive(dir, name string) (string, error) {
-	if !validName(name) {
-		return "", archiveErr(CodeArchiveNotFound, "%q is not an archive name (RC-<stamp>-<session>.json); list them with sessiond session restore --list", name)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("find archive: %w", err)
-	}
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		p := filepath.Join(dir, e.Name(), name)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
-			if err := within(dir, p); err != nil {
-				return "", err
-			}
-			return p, nil
-		}
-	}
-	return "", archiveErr(CodeArchiveNotFound, "no archive %q in %s", name, dir)
-}
-
 // SaveArchive verifies an archive file's bytes (from another host) and stores them in dir under
-// the name and project directory they would have been written with. Saving the same file
-// twice is a no-op; another file under the same name is ARCHIVE_INVALID.
+// the name and project directory they would have been written with ([archive.Save]). Saving
+// the same file twice is a no-op; another file under the same name, or a file that fails
+// verification, is refused with ARCHIVE_INVALID.
 func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
-	c, sum, err := DecodeArchive(data)
-	if err != nil {
-		return nil, err
-	}
-	at, err := store.ParseTime(c.ArchivedAt)
-	if err != nil {
-		return nil, archiveErr(CodeArchiveInvalid, "archivedAt: %v", err)
-	}
-	sub := filepath.Join(dir, projectDir(c.Project))
-	path := filepath.Join(sub, archiveName(c.SessionID, at))
-	if err := within(dir, path); err != nil {
-		return nil, err
-	}
-	info := &ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
-	if old, err := os.ReadFile(path); err == nil {
-		if bytes.Equal(old, data) {
-			return info, nil
-		}
-		return nil, archiveErr(CodeArchiveInvalid, "another archive is already stored as %s", path)
-	}
-	if err := writeFileAtomic(dir, sub, path, data); err != nil {
-		return nil, fmt.Errorf("save archive: %w", err)
-	}
-	return info, nil
+	info, err := archive.Save(dir, data)
+	return info, archiveRefusal(err)
 }
 
 // RestoreRequest selects the archive to restore: Name, or the newest archive of Project
@@ -663,29 +252,30 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	var path string
 	switch {
 	case req.Name != "":
-		p, err := FindArchive(dir, req.Name)
+		p, err := archive.Find(dir, req.Name)
 		if err != nil {
-			return nil, err
+			return nil, archiveRefusal(err)
 		}
 		path = p
 	case req.Project != "":
-		list, err := ListArchives(dir, req.Project)
+		list, err := archive.List(dir, req.Project)
 		if err != nil {
 			return nil, err
 		}
 		if len(list) == 0 {
-			return nil, archiveErr(CodeArchiveNotFound, "no archive of project %q in %s", req.Project, dir)
+			return nil, reject(contract.CodeArchiveNotFound, "no archive of project %q in %s", req.Project, dir)
 		}
 		path = list[0].Path
 	default:
-		return nil, archiveErr("MALFORMED_REQUEST", "say which archive to restore: a name, or a project for its latest archive")
+		return nil, reject(contract.CodeMalformed, "say which archive to restore: a name, or a project for its latest archive")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("restore: read %s: %w", path, err)
 	}
-	c, sum, err := DecodeArchive(data)
+	c, sum, err := archive.Decode(data)
 	if err != nil {
+		err = archiveRefusal(err)
 		var rej *RejectError
 		if errors.As(err, &rej) {
 			rej.Message = filepath.Base(path) + ": " + rej.Message
@@ -745,9 +335,9 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 // importOf checks an archive's content (every event against the contract and in sequence, the
 // runs against those the log folds to) and builds the store import, telling progress how far
 // it has come (phase verify).
-func (s *Service) importOf(c *ArchiveContent, sum, path string, progress ProgressFunc) (*store.Import, error) {
+func (s *Service) importOf(c *archive.Content, sum, path string, progress ProgressFunc) (*store.Import, error) {
 	bad := func(format string, args ...any) error {
-		return archiveErr(CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
+		return reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
 	}
 	if c.LastSequence != int64(len(c.Events))-1 {
 		return nil, bad("lastSequence is %d but the archive holds %d events", c.LastSequence, len(c.Events))
@@ -794,8 +384,8 @@ func (s *Service) importOf(c *ArchiveContent, sum, path string, progress Progres
 	}
 	now := s.stamp()
 	rec := c.Record
-	if rec.Status != "closed" {
-		rec.Status = "paused"
+	if rec.Status != contract.SessionStatusClosed {
+		rec.Status = contract.SessionStatusPaused
 	}
 	rec.LastHeartbeatAt = contract.Some(now)
 	rec.UpdatedAt = contract.Some(now)

@@ -57,7 +57,7 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 	for attempt := 0; attempt < 10; attempt++ {
 		st, err := s.load(ctx, sid, l.fold)
 		if errors.Is(err, store.ErrSessionNotFound) {
-			return s.rejected(c, StatusIdle, reject("SESSION_NOT_FOUND", "session %q does not exist", sid)), nil
+			return s.rejected(c, StatusIdle, reject(contract.CodeSessionNotFound, "session %q does not exist", sid)), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("command %s: %w", c.CommandID, err)
@@ -103,15 +103,15 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		}
 		var runErr *store.RunError
 		if errors.As(err, &runErr) {
-			return s.rejected(c, st.status(), &errResult{code: "INVALID_SESSION_STATE", msg: runErr.Err.Error()}), nil
+			return s.rejected(c, st.status(), &RejectError{Code: contract.CodeInvalidState, Message: runErr.Err.Error()}), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("command %s: append: %w", c.CommandID, err)
 		}
 		return res, nil
 	}
-	res := s.rejected(c, status, &errResult{code: "COMMAND_EXECUTION_FAILED", retryable: true,
-		msg: "the session kept changing while the command was applied; send it again"})
+	res := s.rejected(c, status, &RejectError{Code: contract.CodeCommandExecutionFailed, Retryable: true,
+		Message: "the session kept changing while the command was applied; send it again"})
 	res.Outcome = "failed" // it was accepted by the policy but could not be applied
 	return res, nil
 }
@@ -203,7 +203,7 @@ func (s *Service) accepted(c *contract.Command, sid, runID, termination string, 
 		seq := a.Sequence
 		res.AcceptedSequence = &seq
 	}
-	if termination == "requested" && res.SessionStatus == "stopping" {
+	if termination == "requested" && res.SessionStatus == contract.RunStatusStopping {
 		res.Termination = termination
 	}
 	return res
@@ -217,29 +217,29 @@ func (s *Service) currentStatus(ctx context.Context, sid string) string {
 	return StatusIdle
 }
 
-func (s *Service) rejected(c *contract.Command, status string, e *errResult) *contract.CommandResult {
+func (s *Service) rejected(c *contract.Command, status string, e *RejectError) *contract.CommandResult {
 	return &contract.CommandResult{Contract: "AgentSessionCommandResult", CommandID: c.CommandID, SessionID: c.SessionID,
 		RunID: c.RunID, IdempotencyKey: c.IdempotencyKey, Outcome: "rejected", SessionStatus: status,
-		ResultEventIDs: []string{}, Error: &contract.CommandError{Code: e.code, Message: e.msg, Retryable: e.retryable},
+		ResultEventIDs: []string{}, Error: &contract.CommandError{Code: e.Code, Message: e.Message, Retryable: e.Retryable},
 		OccurredAt: s.timestamp()}
 }
 
 // decide judges a command against the session's state. It returns the events to append, the
 // run the result is about, and the termination for a stop; or a rejection.
-func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *errResult) {
+func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *RejectError) {
 	p, _ := contract.PolicyOf(c.CommandType)
 	if p.Capability != "" && !st.sess.Snapshot.Capabilities.Has(p.Capability) {
-		return nil, "", "", reject("CAPABILITY_UNAVAILABLE", "the session's snapshot lacks the %q capability that %s needs; if the runtime supports it, turn it on with PATCH /v1/sessions/%s {\"snapshot\":…} (sessiond patch --enable %s %s), then send the command again", p.Capability, c.CommandType, c.SessionID, p.Capability, c.SessionID)
+		return nil, "", "", reject(contract.CodeCapabilityUnavailable, "the session's snapshot lacks the %q capability that %s needs; if the runtime supports it, turn it on with PATCH /v1/sessions/%s {\"snapshot\":…} (sessiond patch --enable %s %s), then send the command again", p.Capability, c.CommandType, c.SessionID, p.Capability, c.SessionID)
 	}
 	target := st.run(c.RunID)
 	if p.NeedsRunID && target == nil {
 		if p.NeedsActiveRun && (st.current == nil || contract.IsTerminal(st.current.Status)) {
-			return nil, "", "", reject("ACTIVE_RUN_NOT_FOUND", "%s needs an active run and the session has none", c.CommandType)
+			return nil, "", "", reject(contract.CodeActiveRunNotFound, "%s needs an active run and the session has none", c.CommandType)
 		}
-		return nil, "", "", reject("RUN_NOT_FOUND", "run %q does not exist in session %q", c.RunID, c.SessionID)
+		return nil, "", "", reject(contract.CodeRunNotFound, "run %q does not exist in session %q", c.RunID, c.SessionID)
 	}
 	if p.NeedsActiveRun && contract.IsTerminal(target.Status) {
-		return nil, "", "", reject("RUN_ALREADY_FINISHED", "run %q is already %s", target.RunID, target.Status)
+		return nil, "", "", reject(contract.CodeRunAlreadyFinished, "run %q is already %s", target.RunID, target.Status)
 	}
 
 	now := s.timestamp()
@@ -259,41 +259,41 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 	case *contract.ApprovalCommand:
 		a, ok := st.fold.approval(pl.ApprovalID)
 		if !ok {
-			return nil, "", "", reject("APPROVAL_NOT_FOUND", "approval %q was never requested in this session", pl.ApprovalID)
+			return nil, "", "", reject(contract.CodeApprovalNotFound, "approval %q was never requested in this session", pl.ApprovalID)
 		}
 		if a.Status != "requested" {
-			return nil, "", "", reject("APPROVAL_ALREADY_RESOLVED", "approval %q is already %s", pl.ApprovalID, a.Status)
+			return nil, "", "", reject(contract.CodeApprovalAlreadyResolved, "approval %q is already %s", pl.ApprovalID, a.Status)
 		}
 		a.Status = pl.Decision
 		newEvent("approval", target.RunID, target.SourceMessageID, &a)
-		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: "running", StartedAt: target.StartedAt})
+		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusRunning, StartedAt: target.StartedAt})
 		runID = target.RunID
 	case *contract.RetryCommand:
 		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
 		if err != nil {
-			return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
+			return nil, "", "", reject(contract.CodeTargetEventNotFound, "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
 		}
 		if !retryable(ev, target) {
-			return nil, "", "", reject("TARGET_EVENT_NOT_RETRYABLE", "event %q is neither an error event with retryable true nor run %q's failed status", pl.SourceEventID, target.RunID)
+			return nil, "", "", reject(contract.CodeTargetEventNotRetryable, "event %q is neither an error event with retryable true nor run %q's failed status", pl.SourceEventID, target.RunID)
 		}
-		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusQueued})
 		runID = newRunID
 	case *contract.ResumeCommand:
 		if pl.ResumeEventID != "" {
 			if _, err := s.st.EventByID(ctx, c.SessionID, pl.ResumeEventID); err != nil {
-				return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "resume event %q does not exist in session %q", pl.ResumeEventID, c.SessionID)
+				return nil, "", "", reject(contract.CodeTargetEventNotFound, "resume event %q does not exist in session %q", pl.ResumeEventID, c.SessionID)
 			}
 		}
-		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: "queued"})
+		newEvent("status", newRunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusQueued})
 		runID = newRunID
 	case *contract.RetrySummaryCommand:
 		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)
 		if err != nil {
-			return nil, "", "", reject("TARGET_EVENT_NOT_FOUND", "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
+			return nil, "", "", reject(contract.CodeTargetEventNotFound, "event %q does not exist in session %q", pl.SourceEventID, c.SessionID)
 		}
 		sum, ok := failedSummary(ev, pl.SourceRunID, st.fold)
 		if !ok {
-			return nil, "", "", reject("TARGET_EVENT_NOT_RETRYABLE", "event %q is not a failed summary of run %q", pl.SourceEventID, pl.SourceRunID)
+			return nil, "", "", reject(contract.CodeTargetEventNotRetryable, "event %q is not a failed summary of run %q", pl.SourceEventID, pl.SourceRunID)
 		}
 		sum.Status = "generating"
 		newEvent("summary", pl.SourceRunID, target.SourceMessageID, &sum)
@@ -302,7 +302,7 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		newEvent("steer", target.RunID, target.SourceMessageID, &contract.SteerPayload{CommandID: c.CommandID, TargetRunID: target.RunID, Text: pl.Text, Status: "accepted"})
 		runID = target.RunID
 	case *contract.StopCommand:
-		sp := &contract.StatusPayload{Status: "stopping", StoppingRequestedAt: now}
+		sp := &contract.StatusPayload{Status: contract.RunStatusStopping, StoppingRequestedAt: now}
 		if pl.Reason != "" {
 			sp.Detail = &pl.Reason
 		}
@@ -315,11 +315,11 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		status = target.Status
 	}
 	if p.AllowedStatuses != nil && !slices.Contains(p.AllowedStatuses, status) {
-		return nil, "", "", reject("INVALID_SESSION_STATE", "%s is allowed when the run is %s; it is %s", c.CommandType, strings.Join(p.AllowedStatuses, " or "), status)
+		return nil, "", "", reject(contract.CodeInvalidState, "%s is allowed when the run is %s; it is %s", c.CommandType, strings.Join(p.AllowedStatuses, " or "), status)
 	}
 	if p.Sequence != contract.SequenceTargetRun && c.ExpectedSequence != st.last {
-		return nil, "", "", &errResult{code: "SEQUENCE_CONFLICT", retryable: true,
-			msg: fmt.Sprintf("expectedSequence is %d but the log ends at %d; read the new events and send a new command with expectedSequence %d", c.ExpectedSequence, st.last, st.last)}
+		return nil, "", "", &RejectError{Code: contract.CodeSequenceConflict, Retryable: true,
+			Message: fmt.Sprintf("expectedSequence is %d but the log ends at %d; read the new events and send a new command with expectedSequence %d", c.ExpectedSequence, st.last, st.last)}
 	}
 	return events, runID, termination, nil
 }
@@ -335,7 +335,7 @@ func retryable(ev store.StoredEvent, run *contract.Run) bool {
 	case *contract.ErrorPayload:
 		return p.Retryable
 	case *contract.StatusPayload:
-		return e.RunID == run.RunID && p.Status == "failed"
+		return e.RunID == run.RunID && p.Status == contract.RunStatusFailed
 	}
 	return false
 }
@@ -386,10 +386,10 @@ func (s *Service) waitStopped(ctx context.Context, res *contract.CommandResult, 
 			out.Outcome = "failed"
 			out.SessionStatus = run.Status
 			out.Termination = ""
-			if run.Status == "stopping" {
+			if run.Status == contract.RunStatusStopping {
 				out.Termination = "requested"
 			}
-			out.Error = &contract.CommandError{Code: "STOP_TIMEOUT", Retryable: true,
+			out.Error = &contract.CommandError{Code: contract.CodeStopTimeout, Retryable: true,
 				Message: fmt.Sprintf("run %q did not stop within %s; it is %s. Send the same command again to keep waiting", res.RunID, wait, run.Status)}
 			return &out, nil
 		case <-tick.C:

@@ -67,18 +67,18 @@ type resource struct {
 }
 
 // fork creates (or, for a repeated request, finishes) the new thread. A rejection is returned as
-// *errResult with the SOURCE_* codes; other errors are storage failures.
-func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *errResult, error) {
+// *RejectError with the SOURCE_* codes; other errors are storage failures.
+func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *RejectError, error) {
 	src, err := s.st.GetSession(ctx, spec.sourceThread)
 	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil, reject("SOURCE_THREAD_NOT_FOUND", "source thread %q does not exist", spec.sourceThread), nil
+		return nil, reject(contract.CodeSourceThreadNotFound, "source thread %q does not exist", spec.sourceThread), nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	run, err := s.st.Run(ctx, spec.sourceThread, spec.sourceRun)
 	if errors.Is(err, store.ErrRunNotFound) {
-		return nil, reject("SOURCE_RUN_NOT_FOUND", "run %q does not exist in thread %q", spec.sourceRun, spec.sourceThread), nil
+		return nil, reject(contract.CodeSourceRunNotFound, "run %q does not exist in thread %q", spec.sourceRun, spec.sourceThread), nil
 	}
 	if err != nil {
 		return nil, nil, err
@@ -97,10 +97,10 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *errRe
 		}
 	}
 	if msg == nil {
-		return nil, reject("SOURCE_MESSAGE_NOT_FOUND", "message %q does not exist in thread %q", spec.sourceMessage, spec.sourceThread), nil
+		return nil, reject(contract.CodeSourceMessageNotFound, "message %q does not exist in thread %q", spec.sourceMessage, spec.sourceThread), nil
 	}
 	if run.SourceMessageID != msg.MessageID && msg.RunID != run.RunID {
-		return nil, reject("SOURCE_LINEAGE_INVALID", "message %q neither started run %q nor belongs to it (the run was started by %q)",
+		return nil, reject(contract.CodeSourceLineageInvalid, "message %q neither started run %q nor belongs to it (the run was started by %q)",
 			msg.MessageID, run.RunID, run.SourceMessageID), nil
 	}
 
@@ -125,7 +125,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *errRe
 	rec := src.Record
 	thread := &store.Session{
 		Record: contract.SessionRecord{SchemaVersion: 1, SessionID: id, Project: rec.Project, AgentID: rec.AgentID, Role: rec.Role,
-			Mode: rec.Mode, Status: "running", StartedAt: now, UpdatedAt: contract.Some(now)},
+			Mode: rec.Mode, Status: contract.SessionStatusRunning, StartedAt: now, UpdatedAt: contract.Some(now)},
 		Snapshot: spec.snapshot, Lineage: &lin, ActiveBranch: &res.branch, LastSequence: -1,
 	}
 	finishing := false // the thread exists already: look its events up before appending
@@ -165,7 +165,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *errRe
 		add(r.event.EventType, "", r.messageID, r.event.Payload)
 	}
 	if spec.queueRun {
-		add("status", newRun, spec.sourceMessage, &contract.StatusPayload{Status: "queued"})
+		add("status", newRun, spec.sourceMessage, &contract.StatusPayload{Status: contract.RunStatusQueued})
 	}
 	res.unavailable = inh.unavailable(spec.inheritance)
 	res.context = contract.InheritedContext{SourceThreadID: spec.sourceThread, SourceMessageID: spec.sourceMessage,
@@ -416,7 +416,7 @@ func forkSpecFor(c *contract.Command, snapshot contract.Snapshot) *forkSpec {
 func (s *Service) executeFork(ctx context.Context, sid string, c *contract.Command, l *sessionLock) (*contract.CommandResult, error) {
 	st, err := s.load(ctx, sid, l.fold)
 	if errors.Is(err, store.ErrSessionNotFound) {
-		return s.rejected(c, StatusIdle, reject("SESSION_NOT_FOUND", "session %q does not exist", sid)), nil
+		return s.rejected(c, StatusIdle, reject(contract.CodeSessionNotFound, "session %q does not exist", sid)), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("command %s: %w", c.CommandID, err)
@@ -458,7 +458,7 @@ func (s *Service) executeFork(ctx context.Context, sid string, c *contract.Comma
 func (s *Service) Continue(ctx context.Context, id string, req *contract.ContinuationRequest) (*contract.ContinuationResult, error) {
 	sess, err := s.st.GetSession(ctx, id)
 	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil, &RejectError{Code: "SOURCE_THREAD_NOT_FOUND", Message: fmt.Sprintf("session %q does not exist", id)}
+		return nil, reject(contract.CodeSourceThreadNotFound, "session %q does not exist", id)
 	}
 	if err != nil {
 		return nil, err
@@ -478,39 +478,11 @@ func (s *Service) Continue(ctx context.Context, id string, req *contract.Continu
 		return nil, fmt.Errorf("continuation: %w", err)
 	}
 	if rej != nil {
-		return nil, &RejectError{Code: rej.code, Message: rej.msg}
+		return nil, rej
 	}
 	return &contract.ContinuationResult{IdempotencyKey: req.IdempotencyKey, ThreadID: fr.thread.Record.SessionID,
 		Lineage: fr.lineage, Inheritance: req.Inheritance, UnavailableResources: fr.unavailable,
 		Duplicate: fr.alreadyExist, CreatedAt: fr.thread.Record.StartedAt}, nil
-}
-
-// RejectError is a request the contract refuses, with its error code.
-type RejectError struct {
-	Code    string
-	Message string
-}
-
-func (e *RejectError) Error() string { return e.Code + ": " + e.Message }
-
-// Lineage is a session's place in its tree of forks.
-type Lineage struct {
-	SessionID    string                 `json:"sessionId"`
-	Lineage      *contract.Lineage      `json:"lineage"`
-	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
-	// Ancestors are the sessions it was forked from, nearest first, up to the root.
-	Ancestors []LineageNode `json:"ancestors"`
-	// Descendants are its forks, each with their own forks.
-	Descendants []LineageNode `json:"descendants"`
-	// Truncated is true when the tree was larger than the limits and was cut.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// LineageNode is one session in a lineage tree.
-type LineageNode struct {
-	SessionID string            `json:"sessionId"`
-	Lineage   *contract.Lineage `json:"lineage,omitempty"`
-	Children  []LineageNode     `json:"children,omitempty"`
 }
 
 // Limits of a lineage answer.

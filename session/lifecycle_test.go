@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
@@ -40,7 +41,7 @@ func lifecycleSetup(t *testing.T) (*bundle, *clock) {
 	return b, c
 }
 
-func rejectCode(t *testing.T, err error) string {
+func rejectCode(t *testing.T, err error) contract.ErrorCode {
 	t.Helper()
 	var rej *session.RejectError
 	if !errors.As(err, &rej) {
@@ -315,7 +316,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 		t.Errorf("archiving an archived session: %v", err)
 	}
 	data, _ := os.ReadFile(res.Path)
-	content, _, err := session.DecodeArchive(data)
+	content, _, err := archive.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _ := session.ListArchives(dir2, "demo")
+	list, _ := archive.List(dir2, "demo")
 	if len(list) != 1 || list[0].Name != info.Name {
 		t.Fatalf("ListArchives = %+v", list)
 	}
@@ -369,14 +370,14 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 		t.Errorf("status after restore = %+v; want the archive 1 h old and the window kept", rep)
 	}
 	// Restoring twice is a conflict, and so is restoring into the store that still has it.
-	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("second restore: %v", err)
 	}
 	// The first store still has the session, archived with its log: restore reactivates it.
 	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); err != nil || rr.How != session.RestoredReactivated || rr.Session.Record.Status != "paused" {
 		t.Errorf("restore into the store that has the archived session = %+v, %v; want it reactivated", rr, err)
 	}
-	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: info.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("restore into the store where the session is live again: %v", err)
 	}
 	// The restored session takes appends after the restored log.
@@ -412,7 +413,7 @@ func TestArchiveCompactThenRestoreInPlace(t *testing.T) {
 	if diff := cmp.Diff(wantT, gotT); diff != "" {
 		t.Errorf("transcript after restore differs:\n%s", diff)
 	}
-	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeRestoreConflict {
+	if _, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != contract.CodeRestoreConflict {
 		t.Errorf("restoring again: %v", err)
 	}
 }
@@ -441,7 +442,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 		p := filepath.Join(d, "p-demo", res.Name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, data, 0o644)
-		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != session.CodeArchiveInvalid {
+		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != contract.CodeArchiveInvalid {
 			t.Errorf("%s: Restore = %v, want ARCHIVE_INVALID", name, err)
 		}
 		if _, err := session.SaveArchive(t.TempDir(), data); err == nil {
@@ -454,11 +455,11 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 	// A crash mid-archive leaves a temporary file: never listed, never restorable.
 	tmp := filepath.Join(dir, "p-demo", ".tmp-RC-123")
 	os.WriteFile(tmp, good[:100], 0o644)
-	if list, _ := session.ListArchives(dir, ""); len(list) != 1 || list[0].Name != res.Name {
+	if list, _ := archive.List(dir, ""); len(list) != 1 || list[0].Name != res.Name {
 		t.Errorf("ListArchives with a leftover temp file = %+v", list)
 	}
 	for _, name := range []string{".tmp-RC-123", "../p-demo/" + res.Name, "RC-x/../../y.json", "RC-a\x00.json"} {
-		if _, err := svc2.Restore(ctx, dir, session.RestoreRequest{Name: name}); rejectCode(t, err) != session.CodeArchiveNotFound {
+		if _, err := svc2.Restore(ctx, dir, session.RestoreRequest{Name: name}); rejectCode(t, err) != contract.CodeArchiveNotFound {
 			t.Errorf("Restore(%q) = %v, want ARCHIVE_NOT_FOUND", name, err)
 		}
 	}
@@ -494,17 +495,17 @@ func TestArchivePathsStayInTheArchiveDirectory(t *testing.T) {
 		if err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, string(filepath.Separator)) != 1 || len(filepath.Base(filepath.Dir(res.Path))) > 90 {
 			t.Errorf("project %q: archive written to %s", c.project, res.Path)
 		}
-		if list, _ := session.ListArchives(dir, c.project); len(list) != 1 {
+		if list, _ := archive.List(dir, c.project); len(list) != 1 {
 			t.Errorf("project %q: ListArchives = %+v", c.project, list)
 		}
 		st.Close()
-		for _, name := range []string{session.SafeName(c.id), session.SafeName(c.project)} {
+		for _, name := range []string{archive.SafeName(c.id), archive.SafeName(c.project)} {
 			if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || len(name) > 80 || name == "" {
 				t.Errorf("SafeName gave %q", name)
 			}
 		}
 	}
-	if session.SafeName("a/b") == session.SafeName("a_b") {
+	if archive.SafeName("a/b") == archive.SafeName("a_b") {
 		t.Errorf("SafeName maps a/b and a_b to the same name")
 	}
 }
@@ -524,7 +525,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 			t.Fatalf("status = %+v, %v; want %s", sess, err, want)
 		}
 	}
-	refused := func(err error, code, hint string) {
+	refused := func(err error, code contract.ErrorCode, hint string) {
 		t.Helper()
 		var rej *session.RejectError
 		if !errors.As(err, &rej) || rej.Code != code || !strings.Contains(rej.Message, hint) {
@@ -565,7 +566,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 
 	// 2. Live again: restoring is a conflict that says to work on it, or to use another store.
 	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a1.Name})
-	refused(err, session.CodeRestoreConflict, "restore it into another data directory")
+	refused(err, contract.CodeRestoreConflict, "restore it into another data directory")
 	st2, err := sqlite.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -632,7 +633,7 @@ func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
 	}
 	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: oa.Name})
 	var rej *session.RejectError
-	if !errors.As(err, &rej) || rej.Code != session.CodeRestoreConflict || !strings.Contains(rej.Message, "Restore its latest archive "+own.Name) {
+	if !errors.As(err, &rej) || rej.Code != contract.CodeRestoreConflict || !strings.Contains(rej.Message, "Restore its latest archive "+own.Name) {
 		t.Fatalf("restore of another copy's archive: %v", err)
 	}
 	if rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: own.Name}); err != nil || rr.How != session.RestoredReactivated {
@@ -742,8 +743,8 @@ func TestConcurrentChangesSayToTryAgain(t *testing.T) {
 			c.Add(time.Second)
 			err := tc.try(svc, dir, name)
 			var rej *session.RejectError
-			if !errors.As(err, &rej) || rej.Code != session.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
-				t.Fatalf("first attempt: %v; want %s saying %q", err, session.CodeSessionMoved, tc.hint)
+			if !errors.As(err, &rej) || rej.Code != contract.CodeSessionMoved || !strings.Contains(rej.Message, tc.hint) {
+				t.Fatalf("first attempt: %v; want %s saying %q", err, contract.CodeSessionMoved, tc.hint)
 			}
 			c.Add(time.Second)
 			if err := tc.try(svc, dir, name); err != nil {

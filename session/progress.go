@@ -1,17 +1,5 @@
 package session
 
-// Progress is how far a long operation (archive, restore) has come: Done of Total events in
-// its current Phase. Phases come in a fixed order per operation (archive: read, write,
-// compact; restore: verify, import); within a phase Done never decreases and ends at Total.
-type Progress struct {
-	// Phase is what the operation is doing: one of the Phase… constants.
-	Phase string `json:"phase"`
-	// Done is how many of the session's events this phase has handled.
-	Done int64 `json:"done"`
-	// Total is the number of events of the session.
-	Total int64 `json:"total"`
-}
-
 // Phases of [Progress].
 const (
 	// PhaseRead: archive reads the log and folds it (the summary), event by event.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
@@ -33,8 +34,8 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 	switch {
 	case cur == nil:
 		return RestoredNew, nil
-	case cur.Record.Status != "archived":
-		return "", archiveErr(CodeRestoreConflict, "session %q is %s in this store: it is not archived, so there is nothing to restore (it was restored already, or never archived). "+
+	case cur.Record.Status != contract.SessionStatusArchived:
+		return "", reject(contract.CodeRestoreConflict, "session %q is %s in this store: it is not archived, so there is nothing to restore (it was restored already, or never archived). "+
 			"Work on it as it is; to get a second copy from %s, restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", id, cur.Record.Status, name)
 	case lc.CompactedThrough != nil:
 		return RestoredOverCompacted, nil
@@ -50,10 +51,10 @@ func restoreHow(id, name string, cur *store.Session, lc store.Lifecycle) (string
 // and restoredAt. The archive must be a copy of this store's session: its last event must be
 // the stored event at the same sequence. Otherwise the answer is RESTORE_CONFLICT naming the
 // archive that is.
-func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path string, cur *store.Session, lc store.Lifecycle) (*store.Session, error) {
+func (s *Service) reactivate(ctx context.Context, c *archive.Content, sum, path string, cur *store.Session, lc store.Lifecycle) (*store.Session, error) {
 	id := c.SessionID
 	other := func(why string) error {
-		return archiveErr(CodeRestoreConflict, "session %q is archived in this store, but %s is not a copy of it (%s). "+
+		return reject(contract.CodeRestoreConflict, "session %q is archived in this store, but %s is not a copy of it (%s). "+
 			"Restore its latest archive %s to bring it back, or restore %s into another data directory",
 			id, filepath.Base(path), why, lc.LastArchiveName, filepath.Base(path))
 	}
@@ -68,7 +69,7 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 		if len(got) == 0 {
 			// The event is gone: another instance compacted the log since restore looked.
 			if now, err := s.st.Lifecycle(ctx, id); err == nil && now.CompactedThrough != nil {
-				return nil, archiveErr(CodeSessionMoved, "session %q changed while it was restored (its log was compacted meanwhile); restore it again", id)
+				return nil, reject(contract.CodeSessionMoved, "session %q changed while it was restored (its log was compacted meanwhile); restore it again", id)
 			}
 		}
 		if len(got) != 1 || got[0].Sequence != c.LastSequence || !bytes.Equal(got[0].Data, c.Events[c.LastSequence]) {
@@ -78,14 +79,14 @@ func (s *Service) reactivate(ctx context.Context, c *ArchiveContent, sum, path s
 	var moved error
 	now := s.stamp()
 	sess, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
-		if cur.Record.Status != "archived" || lc.CompactedThrough != nil {
-			moved = archiveErr(CodeSessionMoved, "session %q changed while it was restored (status %s); restore it again", id, cur.Record.Status)
+		if cur.Record.Status != contract.SessionStatusArchived || lc.CompactedThrough != nil {
+			moved = reject(contract.CodeSessionMoved, "session %q changed while it was restored (status %s); restore it again", id, cur.Record.Status)
 			return moved
 		}
 		rec := &cur.Record
-		rec.Status = "paused"
-		if c.Record.Status == "closed" {
-			rec.Status = "closed"
+		rec.Status = contract.SessionStatusPaused
+		if c.Record.Status == contract.SessionStatusClosed {
+			rec.Status = contract.SessionStatusClosed
 		}
 		rec.LastHeartbeatAt = contract.Some(now)
 		rec.UpdatedAt = contract.Some(now)
@@ -113,11 +114,11 @@ func restoreConflict(id, name string, last int64, lc store.Lifecycle, err error)
 	}
 	through := derefOr(lc.CompactedThrough, -1)
 	if last > through {
-		return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and events %d to %d were appended after that: "+
+		return reject(contract.CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and events %d to %d were appended after that: "+
 			"restore cannot join them to the archived part in place. Restore %s into another data directory to read the archived part (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR); "+
 			"the later events stay readable here", id, through, through+1, last, name)
 	}
-	return archiveErr(CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and %s does not hold exactly that log (%v). "+
+	return reject(contract.CodeRestoreConflict, "session %q is archived in this store with its log compacted through %d, and %s does not hold exactly that log (%v). "+
 		"Restore its latest archive %s, or restore %s into another data directory", id, through, name, err, lc.LastArchiveName, name)
 }
 

@@ -218,17 +218,6 @@ func commandEventKey(sessionID, key string, n int) string {
 	return fmt.Sprintf("cmd-%s-%d", hex.EncodeToString(h[:12]), n)
 }
 
-// errResult is a command's refusal: the contract's error code and a message.
-type errResult struct {
-	code      string
-	msg       string
-	retryable bool
-}
-
-func reject(code, format string, args ...any) *errResult {
-	return &errResult{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
 // state is what a command is judged against, read under the session's lock.
 type state struct {
 	sess    *store.Session

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // TimeFormat is the layout of every timestamp sessiond writes: RFC 3339 in UTC with
@@ -41,26 +42,10 @@ type ExpiredSession struct {
 	Heartbeat time.Time
 }
 
-// Lifecycle is the lifecycle state of a session that the session record has no field for.
-// Timestamps use TimeFormat; empty strings mean "never". The store keeps it as JSON beside the
-// session, and it travels in archives.
-type Lifecycle struct {
-	// WindowStartedAt and WindowClosesAt bound the session's work window, set by warm.
-	WindowStartedAt string `json:"windowStartedAt,omitempty"`
-	WindowClosesAt  string `json:"windowClosesAt,omitempty"`
-	// LastArchivedAt, LastArchiveName and LastArchiveChecksum describe the session's latest
-	// archive (the record's archive_path is its full path).
-	LastArchivedAt      string `json:"lastArchivedAt,omitempty"`
-	LastArchiveName     string `json:"lastArchiveName,omitempty"`
-	LastArchiveChecksum string `json:"lastArchiveChecksum,omitempty"`
-	// CompactedThrough, set by CompactEvents, is the last sequence removed from the hot
-	// store's log; nil when the log was never compacted.
-	CompactedThrough *int64 `json:"compactedThrough,omitempty"`
-	// RestoredFrom and RestoredAt say which archive (by checksum) the session was last
-	// restored from, and when.
-	RestoredFrom string `json:"restoredFrom,omitempty"`
-	RestoredAt   string `json:"restoredAt,omitempty"`
-}
+// Lifecycle is [wire.Lifecycle]: the lifecycle state of a session that the session record has
+// no field for, kept as JSON beside the session. It is defined in package wire so that the Go
+// client reads it without importing the store.
+type Lifecycle = wire.Lifecycle
 
 // Import is a whole session for Store.ImportSession.
 type Import struct {

@@ -200,7 +200,7 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	req := session.RestoreRequest{Project: *project}
+	req := api.RestoreRequest{Project: *project}
 	switch {
 	case *file != "":
 		data, err := os.ReadFile(*file)
@@ -212,7 +212,7 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "session restore", err)
 		}
-		req = session.RestoreRequest{Name: info.Name}
+		req = api.RestoreRequest{Name: info.Name}
 	case len(pos) == 1:
 		req.Name = pos[0]
 	case *project == "":

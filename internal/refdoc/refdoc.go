@@ -682,7 +682,7 @@ func (g *gen) errorCodes() error {
 			where = "command result"
 		}
 		st := api.HTTPStatus(c)
-		rows = append(rows, []string{code(c), fmt.Sprintf("%d %s", st, http.StatusText(st)), where, m})
+		rows = append(rows, []string{code(string(c)), fmt.Sprintf("%d %s", st, http.StatusText(st)), where, m})
 	}
 	g.table([]string{"code", "HTTP status", "answered in", "meaning"}, rows)
 	return nil

@@ -128,7 +128,7 @@ func TestReferenceCoversEverything(t *testing.T) {
 		}
 	}
 	for _, c := range contract.ErrorCodes {
-		if !strings.Contains(s, "| `"+c+"` |") {
+		if !strings.Contains(s, "| `"+string(c)+"` |") {
 			t.Errorf("error code %s is not in the table", c)
 		}
 	}

@@ -1,0 +1,167 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/wire"
+)
+
+// readHeader reads the header of an archive file without reading its content.
+func readHeader(path string) (header, error) {
+	var h header
+	f, err := os.Open(path)
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 64<<10))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return h, fmt.Errorf("%s is not an archive file", path)
+	}
+	fields := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return h, err
+		}
+		key, _ := tok.(string)
+		if key == "content" {
+			break
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return h, err
+		}
+		fields[key] = v
+	}
+	b, _ := json.Marshal(fields)
+	if err := json.Unmarshal(b, &h); err != nil || h.Format != Format {
+		return h, fmt.Errorf("%s is not an archive file", path)
+	}
+	return h, nil
+}
+
+// List lists the archive files in dir, newest first (then by name): those of project
+// when it is not empty ("-" for sessions without a project), else all. Temporary files and
+// files that are not archives are skipped; listed files are not verified (restore does).
+func List(dir, project string) ([]wire.ArchiveInfo, error) {
+	var dirs []string
+	switch project {
+	case "":
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return []wire.ArchiveInfo{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list archives: %w", err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
+			}
+		}
+	case "-":
+		dirs = []string{filepath.Join(dir, noProject)}
+	default:
+		dirs = []string{filepath.Join(dir, ProjectDir(&project))}
+	}
+	out := []wire.ArchiveInfo{}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list archives: %w", err)
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !ValidName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			h, err := readHeader(p)
+			if err != nil {
+				continue
+			}
+			if project != "" && project != "-" && (h.Project == nil || *h.Project != project) {
+				continue
+			}
+			fi, _ := e.Info()
+			var size int64
+			if fi != nil {
+				size = fi.Size()
+			}
+			out = append(out, wire.ArchiveInfo{Name: e.Name(), Path: p, SessionID: h.SessionID, Project: h.Project, ArchivedAt: h.ArchivedAt, Checksum: h.Checksum, Bytes: size})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ArchivedAt != out[j].ArchivedAt {
+			return out[i].ArchivedAt > out[j].ArchivedAt
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out, nil
+}
+
+// Find returns the path of the archive called name in dir, or an [*Error] wrapping [ErrNotFound]. name
+// must be an archive name (RC-….json, no path separators).
+func Find(dir, name string) (string, error) {
+	if !ValidName(name) {
+		return "", notFound("%q is not an archive name (RC-<stamp>-<session>.json); list them with sessiond session restore --list", name)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("find archive: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name(), name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			if err := Within(dir, p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+	}
+	return "", notFound("no archive %q in %s", name, dir)
+}
+
+// Save verifies an archive file's bytes (from another host) and stores them in dir under
+// the name and project directory they would have been written with. Saving the same file
+// twice is a no-op; another file under the same name is refused ([ErrInvalid]).
+func Save(dir string, data []byte) (*wire.ArchiveInfo, error) {
+	c, sum, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	at, err := store.ParseTime(c.ArchivedAt)
+	if err != nil {
+		return nil, invalid("archivedAt: %v", err)
+	}
+	sub := filepath.Join(dir, ProjectDir(c.Project))
+	path := filepath.Join(sub, FileName(c.SessionID, at))
+	if err := Within(dir, path); err != nil {
+		return nil, err
+	}
+	info := &wire.ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	if old, err := os.ReadFile(path); err == nil {
+		if bytes.Equal(old, data) {
+			return info, nil
+		}
+		return nil, invalid("another archive is already stored as %s", path)
+	}
+	if err := WriteFileAtomic(dir, sub, path, data); err != nil {
+		return nil, fmt.Errorf("save archive: %w", err)
+	}
+	return info, nil
+}
