@@ -1,6 +1,8 @@
 # sessiond developer tasks. Run 'make help' for the list.
 GO ?= go
 PKGS ?= ./...
+# staticcheck, pinned (2026.2.2); .ci/run runs the same version.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help build run test bench lint fuzz
 
@@ -21,9 +23,10 @@ bench: ## run the benchmarks recorded in docs/benchmarks.md (PostgreSQL's too wh
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 5 ./server/
 	$(GO) test -run '^$$' -bench . -count 5 ./store/postgres/
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'run gofmt -w on the files above'; exit 1)
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 fuzz: ## fuzz the contract parser and validator for a minute each
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m ./contract/

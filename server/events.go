@@ -17,15 +17,14 @@ import (
 // (Content-Type: application/x-ndjson) to a session's log, all or nothing.
 func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
-	opts := store.AppendOptions{Heartbeat: s.opt.Now()}
+	var expected *int64
 	if r.URL.Query().Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
 		if aerr != nil {
 			writeError(w, aerr)
 			return
 		}
-		opts.ExpectedSequence = &n
+		expected = &n
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).
 	mt := mediaType(r)
@@ -58,29 +57,23 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	// The append is not tied to the request's context: once the body is read, a client that
 	// disconnects gets its batch either fully committed or not at all, never half.
-	res, err := s.st.Append(context.WithoutCancel(r.Context()), id, events, opts)
+	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
+	res, err := s.svc.Append(context.WithoutCancel(r.Context()), id, events, expected)
 	if err != nil {
 		writeError(w, storeError(err, id))
 		return
 	}
-	out := api.AppendResponse{Results: make([]api.AppendResult, len(res)), LastSequence: -1}
-	status := http.StatusOK
-	for i, a := range res {
+	out := api.AppendResponse{Results: make([]api.AppendResult, len(res.Results)), LastSequence: res.LastSequence}
+	for i, a := range res.Results {
 		st := api.Accepted
 		if a.Duplicate {
 			st = api.Duplicate
-		} else {
-			status = http.StatusCreated
 		}
 		out.Results[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
-		if !a.Duplicate && a.Sequence > out.LastSequence {
-			out.LastSequence = a.Sequence // the log's end when this append committed
-		}
 	}
-	if status == http.StatusOK { // only duplicates: the log's end is wherever it is now
-		if last, err := s.st.LastSequence(r.Context(), id); err == nil {
-			out.LastSequence = last
-		}
+	status := http.StatusOK // only duplicates
+	if res.Added {
+		status = http.StatusCreated
 	}
 	writeJSON(w, status, out)
 }
@@ -193,12 +186,7 @@ func (s *Server) handleReadEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, id string, after int64, limit int) {
-	evs, err := s.st.ReadEvents(r.Context(), id, after, limit)
-	if err != nil {
-		writeError(w, storeError(err, id))
-		return
-	}
-	last, err := s.st.LastSequence(r.Context(), id)
+	evs, last, err := s.svc.ReadEvents(r.Context(), id, after, limit)
 	if err != nil {
 		writeError(w, storeError(err, id))
 		return

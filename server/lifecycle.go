@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -26,18 +25,6 @@ func (s *Server) lifecycleRoutes() []route {
 		{pattern: "POST /v1/archives/restore", handle: s.handleRestore, body: jsonBody},
 		{pattern: "POST /v1/sweep", handle: s.handleSweep},
 	}
-}
-
-// serverHint says what to do instead of a status change PATCH refuses: the endpoint that makes
-// it when the server makes it, else the way on from a closed or archived session.
-func serverHint(from, to string) string {
-	if what, ok := serverLifecycle[from][to]; ok {
-		return fmt.Sprintf("; %s → %s is made by the server, through %s (docs/lifecycle.md)", from, to, what)
-	}
-	if h := session.NotLiveHint(from); h != "" {
-		return "; " + h
-	}
-	return ""
 }
 
 // startSweeper runs Sweep every SweepInterval until Close.
@@ -70,10 +57,18 @@ func (s *Server) startSweeper() {
 	}()
 }
 
-// lifecycleError maps a lifecycle error to the API error.
-func lifecycleError(err error, id string) *api.Error {
-	var rej *session.RejectError
-	if errors.As(err, &rej) {
+// serviceError maps an error of the session service to the API error: a document that
+// breaks the contract to a 400 or 422 with its problems, a refusal to its code, anything
+// else as a store error.
+func serviceError(err error, id string) *api.Error {
+	var (
+		inv *session.InvalidError
+		rej *session.RejectError
+	)
+	switch {
+	case errors.As(err, &inv):
+		return validationError(inv.What, inv.Problems)
+	case errors.As(err, &rej):
 		return &api.Error{Code: rej.Code, Message: rej.Message}
 	}
 	return storeError(err, id)
@@ -95,7 +90,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.svc.Heartbeat(r.Context(), id)
 	if err != nil {
-		writeError(w, lifecycleError(err, id))
+		writeError(w, serviceError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.resource(r.Context(), sess))
@@ -110,7 +105,7 @@ func (s *Server) handleAssess(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := s.svc.Assess(r.Context(), id, req)
 	if err != nil {
-		writeError(w, lifecycleError(err, id))
+		writeError(w, serviceError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
@@ -133,7 +128,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 	}
 	win, err := s.svc.Warm(r.Context(), id, opt)
 	if err != nil {
-		writeError(w, lifecycleError(err, id))
+		writeError(w, serviceError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, win)
@@ -143,7 +138,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	rep, err := s.svc.Status(r.Context(), id, s.opt.StaleAfter)
 	if err != nil {
-		writeError(w, lifecycleError(err, id))
+		writeError(w, serviceError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
@@ -175,7 +170,7 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 	ps := s.newProgressStream(w, r)
 	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact, Progress: ps.callback()})
 	if err != nil {
-		ps.fail(lifecycleError(err, id))
+		ps.fail(serviceError(err, id))
 		return
 	}
 	ps.answer(http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
@@ -210,7 +205,7 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := session.SaveArchive(dir, body)
 	if err != nil {
-		writeError(w, lifecycleError(err, ""))
+		writeError(w, serviceError(err, ""))
 		return
 	}
 	writeJSON(w, http.StatusCreated, info)
@@ -231,7 +226,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	req.Progress = ps.callback()
 	res, err := s.svc.Restore(r.Context(), dir, req)
 	if err != nil {
-		ps.fail(lifecycleError(err, ""))
+		ps.fail(serviceError(err, ""))
 		return
 	}
 	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})

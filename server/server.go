@@ -98,8 +98,11 @@ func (o Options) withDefaults() Options {
 }
 
 // Server serves the v1 HTTP API over a store. Create it with [New]; it is an http.Handler.
+//
+// The server reaches the store only through the session service, but for one thing: the live
+// stream hub subscribes to the store's commit notifications (New), which is transport (the
+// events it fans out are already committed and encoded).
 type Server struct {
-	st       store.Store
 	svc      *session.Service
 	opt      Options
 	hub      *hub
@@ -114,7 +117,7 @@ type Server struct {
 
 // New returns a server over st. Call Close when done, before closing the store.
 func New(st store.Store, opt Options) *Server {
-	s := &Server{st: st, opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
@@ -206,7 +209,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting-down"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.st.Capabilities().Driver})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.svc.StoreDriver()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -329,10 +332,6 @@ func jsonErrorText(err error) string {
 		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
 	}
 	return err.Error()
-}
-
-func now(s *Server) string {
-	return s.opt.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // Service returns the domain service the server executes commands and projections with.

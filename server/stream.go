@@ -150,7 +150,7 @@ const streamBatch = 512
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx := r.Context()
-	last, err := s.st.LastSequence(ctx, id)
+	last, err := s.svc.LastSequence(ctx, id)
 	if err != nil {
 		writeError(w, storeError(err, id))
 		return
@@ -209,7 +209,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		blocks, next, ok := v.since(cursor, streamBatch)
 		if !ok {
-			evs, err := s.st.ReadEvents(ctx, id, cursor, streamBatch)
+			evs, err := s.svc.Events(ctx, id, cursor, streamBatch)
 			if err != nil {
 				if ctx.Err() == nil {
 					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))

@@ -50,7 +50,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -263,9 +262,10 @@ func newDocRun(t *testing.T, name string) *docRun {
 // goBuild builds pkg of the checkout into out.
 func (r *docRun) goBuild(out, pkg string) {
 	r.t.Helper()
+	// go test puts its own GOROOT/bin first on the PATH of the test binary.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		r.t.Fatalf("no go command on PATH to build %s with (%v): run this test with go test, or put $(go env GOROOT)/bin on PATH", pkg, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

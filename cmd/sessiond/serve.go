@@ -76,11 +76,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	where := *data
 	if pg {
 		where = redactURL(*storeURL)
-		if st, err = postgres.Open(ctx, *storeURL); err != nil {
+		if st, err = postgres.Open(ctx, *storeURL, postgres.Options{Logger: log}); err != nil {
 			fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that PostgreSQL at %s is reachable and that its user may create tables in the schema named by search_path\n", err, where)
 			return 1
 		}
-	} else if st, err = sqlite.Open(ctx, *data); err != nil {
+	} else if st, err = sqlite.Open(ctx, *data, sqlite.Options{Logger: log}); err != nil {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}

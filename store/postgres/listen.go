@@ -96,12 +96,15 @@ func (l *listener) run(ready chan<- error) {
 	defer close(l.done)
 	first := true
 	backoff := minBackoff
+	failures := 0 // failed connections since the last one that listened
 	confirmed := func() {
 		if first {
 			first = false
 			ready <- nil
+		} else {
+			l.s.log.Info("postgres store: the commit listener is listening again; missed commits were caught up", "channel", l.s.channel, "failedAttempts", failures)
 		}
-		backoff = minBackoff
+		backoff, failures = minBackoff, 0
 	}
 	for {
 		err := l.session(confirmed)
@@ -115,8 +118,10 @@ func (l *listener) run(ready chan<- error) {
 			ready <- err
 			return
 		}
-		_ = err // a lost connection: reconnect; the catch-up covers what was missed
+		// A lost connection: reconnect; the catch-up covers what was missed.
+		failures++
 		d := backoff/2 + mrand.N(backoff/2+1)
+		l.s.log.Warn("postgres store: the commit listener lost its connection; reconnecting", "channel", l.s.channel, "err", err, "retryIn", d, "failedAttempts", failures)
 		t := time.NewTimer(d)
 		select {
 		case <-l.ctx.Done():

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,7 @@ const maxNotifyPayload = 7999
 // with Close. All methods are safe for concurrent use, and any number of Stores, in any number
 // of processes, may share one database schema.
 type Store struct {
+	log      *slog.Logger // Options.Logger
 	pool     *pgxpool.Pool
 	schema   string
 	channel  string
@@ -51,6 +54,13 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Options configure a [Store]. Zero fields take the defaults documented on each field.
+type Options struct {
+	// Logger receives what the store's background work cannot return to a caller: the commit
+	// listener losing its connection and reconnecting. Default: discard.
+	Logger *slog.Logger
+}
+
 // Open connects to the PostgreSQL database at url (postgres://user:pass@host:port/db?...),
 // applies the embedded migrations to the connection's current schema (the first schema of its
 // search_path, which must exist; set it with search_path=... in the URL) and starts the
@@ -61,7 +71,19 @@ var _ store.Store = (*Store)(nil)
 // other pgxpool settings; any run-time parameter such as search_path or synchronous_commit. When
 // the URL does not set synchronous_commit and the server's default is "off", the store sets it
 // to "on" for its connections: an append is durable before it is acknowledged.
-func Open(ctx context.Context, url string) (*Store, error) {
+//
+// opt, at most one, configures the store (the zero Options when none is given).
+func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
+	if len(opt) > 1 {
+		return nil, errors.New("open postgres store: give at most one Options")
+	}
+	var o Options
+	if len(opt) == 1 {
+		o = opt[0]
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: parse the database URL: %w", err)
@@ -101,7 +123,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
 	}
-	s := &Store{pool: pool, schema: *schema, channel: channelFor(*schema)}
+	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema)}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
 	s.lis = newListener(s, lcfg)

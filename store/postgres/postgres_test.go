@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,21 +31,30 @@ func openURL(t testing.TB, url string) *Store {
 // TestConformance runs the storage conformance suite, each of its tests in a fresh schema.
 func TestConformance(t *testing.T) {
 	pgtest.BaseURL(t)
-	urls := map[store.Store]string{}
+	var (
+		mu   sync.Mutex // the suite opens stores from parallel tests
+		urls = map[store.Store]string{}
+	)
 	storetest.Exercise(t, storetest.Harness{
 		Open: func(t *testing.T) store.Store {
 			u := pgtest.Schema(t)
 			st := openURL(t, u)
+			mu.Lock()
 			urls[st] = u
+			mu.Unlock()
 			return st
 		},
 		Reopen: func(t *testing.T, old store.Store) store.Store {
+			mu.Lock()
 			u := urls[old]
+			mu.Unlock()
 			if err := old.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
 			st := openURL(t, u)
+			mu.Lock()
 			urls[st] = u
+			mu.Unlock()
 			return st
 		},
 	})

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"log"
 	"time"
 )
 
@@ -36,7 +35,7 @@ func (s *Store) checkpointer() {
 			continue
 		}
 		if err := s.checkpoint(context.Background()); err != nil {
-			log.Printf("sessiond store %s: checkpoint: %v (will retry)", s.dir, err)
+			s.log.Warn("sqlite store: checkpoint failed; retrying at the next one", "dir", s.dir, "err", err)
 		}
 	}
 }

@@ -177,8 +177,8 @@ func (s *Store) syncer() {
 		}
 		err := d.err()
 		if err == nil {
-			if err = d.syncWAL(); err != nil {
-				d.failed.CompareAndSwap(nil, &err)
+			if err = d.syncWAL(); err != nil && d.failed.CompareAndSwap(nil, &err) {
+				s.log.Error("sqlite store: syncing the WAL failed; the store refuses writes until sessiond restarts", "dir", s.dir, "err", err)
 			}
 		}
 		subs := s.subs.List()

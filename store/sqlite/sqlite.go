@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -50,6 +51,7 @@ const (
 type Store struct {
 	dir  string
 	lock *dirLock
+	log  *slog.Logger // Options.Logger
 
 	wdb *sql.DB // exactly one connection, owned by the writer goroutine
 	rdb *sql.DB // read-only pool
@@ -79,10 +81,29 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Options configure a [Store]. Zero fields take the defaults documented on each field.
+type Options struct {
+	// Logger receives what the store's background work (the checkpointer, the syncer) cannot
+	// return to a caller: a failed checkpoint (retried), a failed sync (the store refuses
+	// writes from then on). Default: discard.
+	Logger *slog.Logger
+}
+
 // Open opens (creating when needed) the store in dir: it creates dir and dir/sessiond.db, takes
 // the directory's lock, applies the embedded migrations and starts the writer. It fails when
 // another process holds the directory, or when the database was written by a newer sessiond.
-func Open(ctx context.Context, dir string) (*Store, error) {
+// opt, at most one, configures the store (the zero Options when none is given).
+func Open(ctx context.Context, dir string, opt ...Options) (*Store, error) {
+	if len(opt) > 1 {
+		return nil, errors.New("open store: give at most one Options")
+	}
+	var o Options
+	if len(opt) == 1 {
+		o = opt[0]
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if dir == "" {
 		return nil, errors.New("open store: no data directory given")
 	}
@@ -105,7 +126,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock}
+	s := &Store{dir: dir, lock: lock, log: o.Logger}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		lock.release()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/store"
@@ -35,7 +36,11 @@ func TestConformance(t *testing.T) {
 		bits uint
 	}{{"default", 0}, {"generations-of-16", 4}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dirs := map[store.Store]string{}
+			t.Parallel()
+			var (
+				mu   sync.Mutex // the suite opens stores from parallel tests
+				dirs = map[store.Store]string{}
+			)
 			storetest.Exercise(t, storetest.Harness{
 				Open: func(t *testing.T) store.Store {
 					dir := t.TempDir()
@@ -43,16 +48,22 @@ func TestConformance(t *testing.T) {
 						setGenerationBits(t, dir, tc.bits)
 					}
 					st := openAt(t, dir)
+					mu.Lock()
 					dirs[st] = dir
+					mu.Unlock()
 					return st
 				},
 				Reopen: func(t *testing.T, old store.Store) store.Store {
+					mu.Lock()
 					dir := dirs[old]
+					mu.Unlock()
 					if err := old.Close(); err != nil {
 						t.Fatalf("Close: %v", err)
 					}
 					st := openAt(t, dir)
+					mu.Lock()
 					dirs[st] = dir
+					mu.Unlock()
 					return st
 				},
 			})

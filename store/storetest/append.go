@@ -44,6 +44,7 @@ func results(evs []*contract.EncodedEvent, seqs []int64, dups []bool) []store.Ap
 
 func (s *suite) testAppend(t *testing.T) {
 	t.Run("GapFreeSequences", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		if n := lastSeq(t, ctx, st, id); n != -1 {
 			t.Fatalf("LastSequence of a new session = %d, want -1", n)
@@ -70,6 +71,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("SessionsAreSeparate", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		if err := st.CreateSession(ctx, NewSession("S-other", SessionSpec{})); err != nil {
 			t.Fatal(err)
@@ -86,6 +88,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("AtomicBatch", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		first := Batch(t, id, "old", 2)
 		mustAppend(t, ctx, st, id, first, store.AppendOptions{})
@@ -123,6 +126,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("ExpectedSequence", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		a := Batch(t, id, "a", 2)
 		mustAppend(t, ctx, st, id, a, store.AppendOptions{ExpectedSequence: ptr(int64(-1))})
@@ -142,6 +146,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("Duplicates", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		a := Batch(t, id, "a", 3)
 		mustAppend(t, ctx, st, id, a, store.AppendOptions{})
@@ -167,6 +172,7 @@ func (s *suite) testAppend(t *testing.T) {
 		}
 
 		t.Run("mixed with new events", func(t *testing.T) {
+			t.Parallel()
 			ctx, st, id := s.setup(t)
 			a := Batch(t, id, "a", 2)
 			mustAppend(t, ctx, st, id, a, store.AppendOptions{})
@@ -189,6 +195,7 @@ func (s *suite) testAppend(t *testing.T) {
 		})
 
 		t.Run("repeated key in one batch", func(t *testing.T) {
+			t.Parallel()
 			ctx, st, id := s.setup(t)
 			x := TerminalEvent(t, id, "x", "same")
 			y := TerminalEvent(t, id, "y", "other")
@@ -207,6 +214,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("Conflicts", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		a := Batch(t, id, "a", 3)
 		mustAppend(t, ctx, st, id, a, store.AppendOptions{})
@@ -241,6 +249,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("SessionMismatch", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		batch := []*contract.EncodedEvent{TerminalEvent(t, id, "a", "a"), TerminalEvent(t, "S-elsewhere", "b", "b")}
 		_, err := st.Append(ctx, id, batch, store.AppendOptions{})
@@ -252,6 +261,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("Limits", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		_, err := st.Append(ctx, id, Batch(t, id, "over", store.MaxBatchEvents+1), store.AppendOptions{})
 		le := errorAs[*store.LimitError](t, "Append of a batch over the limit", err)
@@ -277,6 +287,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("UnknownSession", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t)
 		const id = "S-missing"
 		_, err := st.Append(ctx, id, Batch(t, id, "k", 1), store.AppendOptions{})
@@ -302,6 +313,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("CancelledContext", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
@@ -313,6 +325,7 @@ func (s *suite) testAppend(t *testing.T) {
 	})
 
 	t.Run("EmptyBatch", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		res, err := st.Append(ctx, id, nil, store.AppendOptions{ExpectedSequence: ptr(int64(-1))})
 		if err != nil || len(res) != 0 {

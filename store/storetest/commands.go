@@ -48,6 +48,7 @@ func (s *suite) testCommandResults(t *testing.T) {
 // testCommandResultWithAppend: a result given with an append is stored in its transaction,
 // only when the append writes; a refused append stores nothing.
 func (s *suite) testCommandResultWithAppend(t *testing.T) {
+	t.Parallel()
 	ctx, st, id := s.setup(t)
 	res := []byte(`{"outcome":"accepted"}`)
 	stale := int64(5)

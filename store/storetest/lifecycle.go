@@ -20,6 +20,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // the fixtures' started_at
 
 	t.Run("AppendHeartbeat", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		mustAppend(t, ctx, st, id, Batch(t, id, "quiet", 1), store.AppendOptions{})
 		sess, err := st.GetSession(ctx, id)
@@ -76,6 +77,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	})
 
 	t.Run("ExpiredSessions", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t) // S-test: running, never a heartbeat: started_at = base
 		type sess struct {
 			id, status string
@@ -149,6 +151,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	})
 
 	t.Run("LifecycleState", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		lc, err := st.Lifecycle(ctx, id)
 		if err != nil || !cmp.Equal(lc, store.Lifecycle{}) {
@@ -195,6 +198,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	})
 
 	t.Run("CompactAndImport", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{
 			RunStatusEvent(t, id, "q", "R-1", "M-1", "queued"),

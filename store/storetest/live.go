@@ -76,6 +76,7 @@ func (s *suite) testSubscribe(t *testing.T) {
 
 func (s *suite) testConcurrency(t *testing.T) {
 	t.Run("OverlappingKeysOneSession", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		const writers, keys = 16, 60
 		evs := make([]*contract.EncodedEvent, keys)
@@ -137,6 +138,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 	})
 
 	t.Run("ManySessions", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t)
 		const sessions, batches = 8, 20
 		var wg sync.WaitGroup
@@ -176,6 +178,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 	})
 
 	t.Run("TailingReaders", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		const writers, perWriter, readers = 4, 150, 4
 		total := int64(writers * perWriter)

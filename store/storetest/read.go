@@ -14,6 +14,7 @@ import (
 
 func (s *suite) testRead(t *testing.T) {
 	t.Run("ManyConcurrentReaders", func(t *testing.T) {
+		t.Parallel()
 		// Far more readers than any driver keeps connections, each reading a page large
 		// enough to need the whole read path: they must all finish (no pool deadlock).
 		ctx, st, id := s.setup(t)
@@ -52,6 +53,7 @@ func (s *suite) testRead(t *testing.T) {
 	})
 
 	t.Run("Ranges", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		evs := Batch(t, id, "k", 10)
 		mustAppend(t, ctx, st, id, evs, store.AppendOptions{})
@@ -88,6 +90,7 @@ func (s *suite) testRead(t *testing.T) {
 	})
 
 	t.Run("LimitCap", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		const n = 10005
 		for i := 0; i < n; i += store.MaxBatchEvents {
@@ -116,6 +119,7 @@ func (s *suite) testRead(t *testing.T) {
 	})
 
 	t.Run("Lookups", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		evs := []*contract.EncodedEvent{
 			TerminalEvent(t, id, "a", "1"),

@@ -15,6 +15,7 @@ func (s *suite) testRuns(t *testing.T) {
 	ms := func(v string) *json.Number { n := json.Number(v); return &n }
 
 	t.Run("Projection", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		if runs, err := st.Runs(ctx, id); err != nil || len(runs) != 0 {
 			t.Errorf("Runs of a new session = %v, %v; want none", runs, err)
@@ -61,6 +62,7 @@ func (s *suite) testRuns(t *testing.T) {
 	})
 
 	t.Run("Refused", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		base := []*contract.EncodedEvent{
 			RunStatusEvent(t, id, "q", "R-1", "M-1", "queued"),

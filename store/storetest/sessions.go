@@ -14,6 +14,7 @@ import (
 
 func (s *suite) testSessions(t *testing.T) {
 	t.Run("CreateGet", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		got, err := st.GetSession(ctx, id)
 		if err != nil {
@@ -49,6 +50,7 @@ func (s *suite) testSessions(t *testing.T) {
 	})
 
 	t.Run("List", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t) // holds S-test: running, agent-1, no project
 		for _, c := range []struct {
 			id   string
@@ -110,6 +112,7 @@ func (s *suite) testSessions(t *testing.T) {
 	})
 
 	t.Run("ListForkedFrom", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t)
 		for _, c := range []struct{ id, parent string }{{"S-f1", "S-test"}, {"S-f2", "S-test"}, {"S-g1", "S-f1"}, {"S-solo", ""}} {
 			sess := NewSession(c.id, SessionSpec{Status: "running", AgentID: "agent-1"})
@@ -136,6 +139,7 @@ func (s *suite) testSessions(t *testing.T) {
 	})
 
 	t.Run("ListLimits", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, _ := s.setup(t)
 		// 1200 sessions in all, created by 16 goroutines at once.
 		const n = 1199
@@ -195,6 +199,7 @@ func (s *suite) testSessions(t *testing.T) {
 	})
 
 	t.Run("Update", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		mustAppend(t, ctx, st, id, Batch(t, id, "k", 3), store.AppendOptions{})
 		lineage := &contract.Lineage{ForkedFromThreadID: "T-1", ForkedFromMessageID: "M-1", SourceRunID: "R-1"}
@@ -260,6 +265,7 @@ func (s *suite) testSessions(t *testing.T) {
 	// the same update. The snapshot reads back exactly, through GetSession, ListSessions,
 	// UpdateLifecycle (which must keep it) and, when the harness can, after a reopen.
 	t.Run("UpdateSnapshot", func(t *testing.T) {
+		t.Parallel()
 		ctx, st, id := s.setup(t)
 		on, off := true, false
 		if _, err := st.UpdateSession(ctx, id, func(sess *store.Session) error {

@@ -19,29 +19,43 @@ type Harness struct {
 	// Open returns a new, empty store of its own (a fresh data directory, a fresh database).
 	// It is responsible for closing the store when the test ends (t.Cleanup); Close may by
 	// then already have been called, by the suite or by Reopen, and must answer nil again.
+	// The suite's tests run in parallel (t.Parallel), each on stores of its own: Open and
+	// Reopen are called concurrently, and must be safe for that.
 	Open func(t *testing.T) store.Store
 	// Reopen closes old and opens the same data again, as a restarted process would. When it
 	// is nil the durability tests are skipped.
 	Reopen func(t *testing.T, old store.Store) store.Store
 }
 
-// Exercise runs the conformance suite against the driver h describes, as subtests of t.
+// Exercise runs the conformance suite against the driver h describes, as subtests of t. The
+// subtests run in parallel with each other where each has a store of its own; those that
+// share one store run one after the other.
 func Exercise(t *testing.T, h Harness) {
 	if h.Open == nil {
 		t.Fatal("storetest: Harness.Open is nil")
 	}
 	s := &suite{h: h}
-	t.Run("Capabilities", s.testCapabilities)
-	t.Run("Sessions", s.testSessions)
-	t.Run("Append", s.testAppend)
-	t.Run("Read", s.testRead)
-	t.Run("Runs", s.testRuns)
-	t.Run("CommandResults", s.testCommandResults)
-	t.Run("Subscribe", s.testSubscribe)
-	t.Run("Concurrency", s.testConcurrency)
-	t.Run("Durability", s.testDurability)
-	t.Run("Lifecycle", s.testLifecycle)
-	t.Run("Close", s.testClose)
+	for _, g := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"Capabilities", s.testCapabilities},
+		{"Sessions", s.testSessions},
+		{"Append", s.testAppend},
+		{"Read", s.testRead},
+		{"Runs", s.testRuns},
+		{"CommandResults", s.testCommandResults},
+		{"Subscribe", s.testSubscribe},
+		{"Concurrency", s.testConcurrency},
+		{"Durability", s.testDurability},
+		{"Lifecycle", s.testLifecycle},
+		{"Close", s.testClose},
+	} {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.test(t)
+		})
+	}
 }
 
 type suite struct {
