@@ -35,7 +35,7 @@ func (s *Service) Create(ctx context.Context, req []byte) (*Detail, error) {
 	}
 	if err := s.st.CreateSession(ctx, sess); err != nil {
 		if errors.Is(err, store.ErrSessionExists) {
-			return nil, &RejectError{Code: "SESSION_EXISTS", Message: fmt.Sprintf("session %q already exists; pick another session_id or omit it to have one generated", sess.Record.SessionID)}
+			return nil, &RejectError{Code: contract.CodeSessionExists, Message: fmt.Sprintf("session %q already exists; pick another session_id or omit it to have one generated", sess.Record.SessionID)}
 		}
 		return nil, err
 	}

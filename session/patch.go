@@ -71,13 +71,13 @@ func (s *Service) applyPatch(id string, sess *store.Session, req *PatchRequest) 
 	rec := &sess.Record
 	if req.Snapshot != nil {
 		if rec.Status == "archived" {
-			return &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is archived: its snapshot is kept in its archive %s and cannot change; %s, then change the snapshot", id, rec.ArchivePath.Get(), NotLiveHint(rec.Status))}
+			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is archived: its snapshot is kept in its archive %s and cannot change; %s, then change the snapshot", id, rec.ArchivePath.Get(), NotLiveHint(rec.Status))}
 		}
 		sess.Snapshot = *req.Snapshot
 	}
 	if req.Status != nil && *req.Status != rec.Status {
 		if !contract.CanPatchStatus(rec.Status, *req.Status) {
-			return &RejectError{Code: "INVALID_SESSION_STATE", Message: fmt.Sprintf("session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, contract.PatchTargets(rec.Status), patchHint(rec.Status, *req.Status))}
+			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, contract.PatchTargets(rec.Status), patchHint(rec.Status, *req.Status))}
 		}
 		rec.Status = *req.Status
 		if rec.Status == "closed" {
