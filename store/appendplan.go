@@ -140,20 +140,22 @@ func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {
 func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, opts AppendOptions, lk AppendLookup) (AppendPlan, error) {
 	p := planner{sid: sessionID, lk: lk, events: events}
 	p.results = make([]AppendResult, len(events))
-	p.datas = make([][]byte, len(events))
+	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
+	// then keeps it on the stack.
+	datas := make([][]byte, len(events))
 	if len(events) > 1 {
 		p.byKey = make(map[string]int, len(events))
 		p.byID = make(map[string]int, len(events))
 	}
 	if exp := opts.ExpectedSequence; exp != nil && *exp != last {
-		if err := p.allDuplicates(&SequenceConflictError{SessionID: sessionID, Expected: *exp, Actual: last}); err != nil {
+		if err := p.allDuplicates(datas, &SequenceConflictError{SessionID: sessionID, Expected: *exp, Actual: last}); err != nil {
 			return AppendPlan{}, err
 		}
 		return AppendPlan{Results: p.results, Last: last}, nil
 	}
 	next := last + 1
 	for i, ev := range events {
-		added, err := p.event(i, ev, next)
+		added, err := p.event(i, ev, next, datas)
 		if err != nil {
 			return AppendPlan{}, err
 		}
@@ -171,7 +173,6 @@ type planner struct {
 	events []*contract.EncodedEvent
 
 	results []AppendResult
-	datas   [][]byte // the stored bytes each event was matched with
 	byKey   map[string]int
 	byID    map[string]int // within the batch; nil for a batch of one
 	added   []StoredEvent
@@ -192,14 +193,15 @@ type planRun struct {
 }
 
 // allDuplicates answers the batch as duplicates when every event is stored with the same
-// content (rule 2), else returns conflict.
-func (p *planner) allDuplicates(conflict *SequenceConflictError) error {
+// content (rule 2), else returns conflict. datas[i] is set to the stored bytes event i matched.
+func (p *planner) allDuplicates(datas [][]byte, conflict *SequenceConflictError) error {
 	if len(p.events) == 0 {
 		return conflict
 	}
 	for i, ev := range p.events {
-		if j, ok := p.byKey[ev.IdempotencyKey]; ok && ev.SameContent(p.datas[j]) {
-			p.duplicate(i, p.results[j].Sequence, p.datas[j])
+		if j, ok := p.byKey[ev.IdempotencyKey]; ok && ev.SameContent(datas[j]) {
+			p.duplicate(i, p.results[j].Sequence)
+			datas[i] = datas[j]
 			continue
 		}
 		seq, data, found, err := p.lk.StoredKey(ev.IdempotencyKey)
@@ -209,7 +211,8 @@ func (p *planner) allDuplicates(conflict *SequenceConflictError) error {
 		if !found || !ev.SameContent(data) {
 			return conflict
 		}
-		p.duplicate(i, seq, data)
+		p.duplicate(i, seq)
+		datas[i] = data
 		if p.byKey != nil {
 			p.byKey[ev.IdempotencyKey] = i
 		}
@@ -218,13 +221,15 @@ func (p *planner) allDuplicates(conflict *SequenceConflictError) error {
 }
 
 // event decides event i, which would take sequence next (rule 3); added says it took it.
-func (p *planner) event(i int, ev *contract.EncodedEvent, next int64) (added bool, err error) {
+// datas[i] is set to the bytes event i was stored or matched with.
+func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]byte) (added bool, err error) {
 	if p.byKey != nil {
 		if j, ok := p.byKey[ev.IdempotencyKey]; ok {
-			if !ev.SameContent(p.datas[j]) {
+			if !ev.SameContent(datas[j]) {
 				return false, conflict(i, ev, ConflictIdempotencyKey, p.results[j].Sequence)
 			}
-			p.duplicate(i, p.results[j].Sequence, p.datas[j])
+			p.duplicate(i, p.results[j].Sequence)
+			datas[i] = datas[j]
 			return false, nil
 		}
 		if j, ok := p.byID[ev.EventID]; ok {
@@ -244,7 +249,8 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64) (added boo
 	case m.KeyFound && !ev.SameContent(m.KeyData):
 		return false, conflict(i, ev, ConflictIdempotencyKey, m.KeySeq)
 	case m.KeyFound:
-		p.duplicate(i, m.KeySeq, m.KeyData)
+		p.duplicate(i, m.KeySeq)
+		datas[i] = m.KeyData
 		return false, nil
 	case m.IDFound:
 		return false, conflict(i, ev, ConflictEventID, m.IDSeq)
@@ -255,7 +261,7 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64) (added boo
 		}
 	}
 	p.results[i] = AppendResult{EventID: ev.EventID, Sequence: next}
-	p.datas[i] = data
+	datas[i] = data
 	if p.added == nil {
 		p.added = make([]StoredEvent, 0, len(p.events)-i)
 	}
@@ -263,9 +269,8 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64) (added boo
 	return true, nil
 }
 
-func (p *planner) duplicate(i int, seq int64, data []byte) {
+func (p *planner) duplicate(i int, seq int64) {
 	p.results[i] = AppendResult{EventID: p.events[i].EventID, Sequence: seq, Duplicate: true}
-	p.datas[i] = data
 }
 
 func conflict(i int, ev *contract.EncodedEvent, reason string, existing int64) *ConflictError {
