@@ -47,7 +47,8 @@ type Store interface {
 	// or wrapping *contract.ActiveRunError for a run status event that would create a new run
 	// while another run of the session is active (contract.CheckNewRun: one active run per
 	// session, checked against the runs as they stand inside the same transaction).
-	// On any error nothing of the batch is written.
+	// On any error nothing of the batch is written. Drivers take every one of these decisions
+	// with CheckBatch and PlanAppend (appendplan.go) and only look up and write.
 	Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts AppendOptions) ([]AppendResult, error)
 	// ReadEvents returns the events with sequence > after, in order, at most limit (default
 	// and cap 10000). It returns ErrSessionNotFound for an unknown session.

@@ -71,16 +71,8 @@ const (
 // after such failures means the batch may or may not be stored; retrying it with the same
 // idempotency keys is always safe.
 func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
-	if len(events) > store.MaxBatchEvents {
-		return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.LimitError{What: "batch", Limit: store.MaxBatchEvents, Got: len(events)})
-	}
-	for i, ev := range events {
-		if ev == nil {
-			return nil, fmt.Errorf("append to session %q: event %d is nil", sessionID, i)
-		}
-		if ev.SessionID != sessionID {
-			return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.SessionMismatchError{Index: i, SessionID: sessionID, EventSID: ev.SessionID})
-		}
+	if err := store.CheckBatch(sessionID, events); err != nil {
+		return nil, err
 	}
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
@@ -122,19 +114,6 @@ type appendOutcome struct {
 	sk      int64 // the session's internal key
 }
 
-// existingEvent is an event already in the log that the batch names by key or eventId.
-type existingEvent struct {
-	seq  int64
-	data []byte
-}
-
-// runState is a run of the session as the append sees it.
-type runState struct {
-	run   *contract.Run
-	ord   int32
-	dirty bool // changed by this batch: to be written
-}
-
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
@@ -146,7 +125,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		return out, nil, fmt.Errorf("acquire a connection: %w", err)
 	}
 	defer conn.Release()
-	inTx := false
+	inTx := true // from the first batch on, which begins the transaction
 	defer func() {
 		if inTx {
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -156,6 +135,87 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	}()
 
 	// Round trip 1: lock the session, then find the stored events and runs the batch names.
+	// The decision is taken while holding the lock: the log cannot move under it.
+	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events)
+	if final != nil || err != nil {
+		return out, final, err
+	}
+	plan, final := store.PlanAppend(sid, lk.last, events, opts, lk)
+	if final != nil || len(plan.Added) == 0 {
+		return appendOutcome{results: plan.Results, last: lk.last}, final, nil
+	}
+
+	// Round trip 2: write. From here on the append no longer listens to ctx.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	b, final := writeBatch(lk, plan, opts)
+	if final != nil {
+		return out, final, nil
+	}
+	if err := conn.SendBatch(wctx, b).Close(); err != nil {
+		// Not committed, or (the connection lost during COMMIT) not known: a new try is
+		// safe either way.
+		return out, nil, fmt.Errorf("write and commit: %w", err)
+	}
+	inTx = false
+	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk}, nil, nil
+}
+
+// appendLookup answers store.PlanAppend from what round trip 1 read: the session's key and
+// last sequence, the stored events with the batch's keys or eventIds, and the stored runs the
+// batch names or that are active.
+type appendLookup struct {
+	sk, last int64
+	byKey    map[string]existingEvent
+	byID     map[string]int64
+	runs     map[string]store.StoredRun
+	maxOrd   int64 // the largest stored run order, -1 when the session has no run
+}
+
+// existingEvent is an event already in the log that the batch names by key or eventId.
+type existingEvent struct {
+	seq  int64
+	data []byte
+}
+
+// StoredKey answers from the events read.
+func (lk *appendLookup) StoredKey(key string) (int64, []byte, bool, error) {
+	e, ok := lk.byKey[key]
+	return e.seq, e.data, ok, nil
+}
+
+// Stored answers from the events read: the key first, then the eventId.
+func (lk *appendLookup) Stored(ev *contract.EncodedEvent, _ int64, _ []byte) (store.StoredMatch, error) {
+	if e, ok := lk.byKey[ev.IdempotencyKey]; ok {
+		return store.StoredMatch{KeyFound: true, KeySeq: e.seq, KeyData: e.data}, nil
+	}
+	if seq, ok := lk.byID[ev.EventID]; ok {
+		return store.StoredMatch{IDFound: true, IDSeq: seq}, nil
+	}
+	return store.StoredMatch{}, nil
+}
+
+// Run answers from the runs read, which hold every run the batch names.
+func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
+	r, ok := lk.runs[runID]
+	return r, ok, nil
+}
+
+// ActiveRuns answers from the runs read, which hold every active run.
+func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
+	var out []store.StoredRun
+	for _, r := range lk.runs {
+		if !contract.IsTerminal(r.Run.Status) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// readForAppend begins the transaction on conn, locks the session's row and reads what the
+// plan needs (round trip 1). final is store.ErrSessionNotFound or an undecodable stored run, err
+// a database failure.
+func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent) (lk *appendLookup, final, err error) {
 	keys := make([]string, len(events))
 	ids := make([]string, len(events))
 	var runIDs []string
@@ -177,239 +237,117 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		b.Queue(qRuns, sid, runIDs)
 		b.Queue(qMaxOrd, sid)
 	}
-	inTx = true
 	br := conn.SendBatch(ctx, b)
+	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return out, nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
-	var sk, last int64
-	if err := br.QueryRow().Scan(&sk, &last); err != nil {
-		br.Close()
+	lk = &appendLookup{byKey: map[string]existingEvent{}, byID: map[string]int64{}, runs: map[string]store.StoredRun{}, maxOrd: -1}
+	if err := br.QueryRow().Scan(&lk.sk, &lk.last); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return out, store.ErrSessionNotFound, nil
+			return nil, store.ErrSessionNotFound, nil
 		}
-		return out, nil, fmt.Errorf("lock session: %w", err)
+		return nil, nil, fmt.Errorf("lock session: %w", err)
 	}
-	byKeyDB := map[string]existingEvent{}
-	byIDDB := map[string]int64{}
 	if len(events) > 0 {
-		rows, _ := br.Query()
-		for rows.Next() {
-			var e existingEvent
-			var id, key string
-			if err := rows.Scan(&e.seq, &id, &key, &e.data); err != nil {
-				rows.Close()
-				br.Close()
-				return out, nil, fmt.Errorf("look up stored events: %w", err)
-			}
-			byKeyDB[key] = e
-			byIDDB[id] = e.seq
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			br.Close()
-			return out, nil, fmt.Errorf("look up stored events: %w", err)
+		if err := lk.readEvents(br); err != nil {
+			return nil, nil, err
 		}
 	}
-	runs := map[string]*runState{}
-	var maxOrd int32 = -1
 	if len(runIDs) > 0 {
-		rows, _ := br.Query()
-		for rows.Next() {
-			var id string
-			var rs runState
-			var data []byte
-			if err := rows.Scan(&id, &rs.ord, &data); err != nil {
-				rows.Close()
-				br.Close()
-				return out, nil, fmt.Errorf("load runs: %w", err)
-			}
-			rs.run = new(contract.Run)
-			if err := json.Unmarshal(data, rs.run); err != nil {
-				rows.Close()
-				br.Close()
-				return out, fmt.Errorf("decode stored run %q: %w", id, err), nil
-			}
-			runs[id] = &rs
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			br.Close()
-			return out, nil, fmt.Errorf("load runs: %w", err)
-		}
-		if err := br.QueryRow().Scan(&maxOrd); err != nil {
-			br.Close()
-			return out, nil, fmt.Errorf("load runs: %w", err)
+		if final, err := lk.readRuns(br); final != nil || err != nil {
+			return nil, final, err
 		}
 	}
 	if err := br.Close(); err != nil {
-		return out, nil, fmt.Errorf("look up stored events: %w", err)
+		return nil, nil, fmt.Errorf("look up stored events: %w", err)
 	}
-
-	// Decide every event while holding the lock: the log cannot move under us.
-	results := make([]store.AppendResult, len(events))
-	datas := make([][]byte, len(events)) // the stored bytes each event was matched with
-	var byKey, byID map[string]int       // within the batch
-	if len(events) > 1 {
-		byKey = make(map[string]int, len(events))
-		byID = make(map[string]int, len(events))
-	}
-	if exp := opts.ExpectedSequence; exp != nil && *exp != last {
-		// The log has moved: refuse, unless every event is already stored (a retry of an
-		// append that succeeded), in which case the answer is the duplicates. An empty batch
-		// is a bare precondition check and fails.
-		conflict := &store.SequenceConflictError{SessionID: sid, Expected: *exp, Actual: last}
-		if len(events) == 0 {
-			return out, conflict, nil
-		}
-		for i, ev := range events {
-			if j, ok := byKey[ev.IdempotencyKey]; ok && ev.SameContent(datas[j]) {
-				results[i] = store.AppendResult{EventID: ev.EventID, Sequence: results[j].Sequence, Duplicate: true}
-				datas[i] = datas[j]
-				continue
-			}
-			e, found := byKeyDB[ev.IdempotencyKey]
-			if !found || !ev.SameContent(e.data) {
-				return out, conflict, nil
-			}
-			results[i] = store.AppendResult{EventID: ev.EventID, Sequence: e.seq, Duplicate: true}
-			datas[i] = e.data
-			if byKey != nil {
-				byKey[ev.IdempotencyKey] = i
-			}
-		}
-		return appendOutcome{results: results, last: last}, nil, nil
-	}
-
-	next := last + 1
-	var ins struct {
-		seqs                     []int64
-		ids, keys, types, runIDs []string
-		datas                    [][]byte
-	}
-	for i, ev := range events {
-		if byKey != nil {
-			if j, ok := byKey[ev.IdempotencyKey]; ok {
-				if !ev.SameContent(datas[j]) {
-					return out, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: results[j].Sequence}, nil
-				}
-				results[i] = store.AppendResult{EventID: ev.EventID, Sequence: results[j].Sequence, Duplicate: true}
-				datas[i] = datas[j]
-				continue
-			}
-			if j, ok := byID[ev.EventID]; ok {
-				return out, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: results[j].Sequence}, nil
-			}
-			byKey[ev.IdempotencyKey] = i
-			byID[ev.EventID] = i
-		}
-		data := ev.JSON(next)
-		if len(data) > store.MaxEventBytes {
-			return out, &store.LimitError{What: "event", Index: i, Limit: store.MaxEventBytes, Got: len(data)}, nil
-		}
-		if e, found := byKeyDB[ev.IdempotencyKey]; found {
-			if !ev.SameContent(e.data) {
-				return out, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: e.seq}, nil
-			}
-			results[i] = store.AppendResult{EventID: ev.EventID, Sequence: e.seq, Duplicate: true}
-			datas[i] = e.data
-			continue
-		}
-		if seq, found := byIDDB[ev.EventID]; found {
-			return out, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}, nil
-		}
-		if ev.RunStatus != nil {
-			rs := runs[ev.RunID]
-			var prev *contract.Run
-			if rs != nil {
-				prev = rs.run
-			} else {
-				// The event creates a run: one active run per session.
-				if err := contract.CheckNewRun(activeRun(runs, ev.RunID), *ev.RunStatus); err != nil {
-					return out, &store.RunError{Index: i, Err: err}, nil
-				}
-				maxOrd++
-				rs = &runState{ord: maxOrd}
-			}
-			run, err := contract.ApplyRunStatus(prev, sid, *ev.RunStatus)
-			if err != nil {
-				return out, &store.RunError{Index: i, Err: err}, nil
-			}
-			rs.run, rs.dirty = run, true
-			runs[ev.RunID] = rs
-		}
-		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: next}
-		datas[i] = data
-		ins.seqs = append(ins.seqs, next)
-		ins.ids = append(ins.ids, ev.EventID)
-		ins.keys = append(ins.keys, ev.IdempotencyKey)
-		ins.types = append(ins.types, ev.EventType)
-		ins.runIDs = append(ins.runIDs, ev.RunID)
-		ins.datas = append(ins.datas, data)
-		next++
-	}
-	if len(ins.seqs) == 0 {
-		return appendOutcome{results: results, last: last}, nil, nil
-	}
-
-	// Round trip 2: write. From here on the append no longer listens to ctx.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	newLast := next - 1
-	b = &pgx.Batch{}
-	b.Queue(qInsertEvents, sk, ins.seqs, ins.ids, ins.keys, ins.types, ins.runIDs, ins.datas)
-	var rIDs, rDatas []string
-	var rOrds []int32
-	var rActive []bool
-	for _, id := range runIDs {
-		rs := runs[id]
-		if rs == nil || !rs.dirty {
-			continue
-		}
-		data, err := json.Marshal(rs.run)
-		if err != nil {
-			return out, fmt.Errorf("encode run %q: %w", id, err), nil
-		}
-		rIDs = append(rIDs, id)
-		rOrds = append(rOrds, rs.ord)
-		rActive = append(rActive, !contract.IsTerminal(rs.run.Status))
-		rDatas = append(rDatas, string(data))
-	}
-	if len(rIDs) > 0 {
-		b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas)
-	}
-	b.Queue(qSetLast, sk, newLast)
-	queueHeartbeat(b, sk, opts) // lifecycle.go: the append counts as a heartbeat
-	if cr := opts.CommandResult; cr != nil {
-		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, sk, cr.Key, cr.Result)
-	}
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(wctx, b).Close(); err != nil {
-		// Not committed, or (the connection lost during COMMIT) not known: a new try is
-		// safe either way.
-		return out, nil, fmt.Errorf("write and commit: %w", err)
-	}
-	inTx = false
-	return appendOutcome{results: results, added: len(ins.seqs), last: newLast, sk: sk}, nil, nil
+	return lk, nil, nil
 }
 
-// activeRun returns the session's active run other than except, as the batch leaves it: the
-// earliest created one that is not terminal, or nil.
-func activeRun(runs map[string]*runState, except string) *contract.Run {
-	var best *runState
-	for id, rs := range runs {
-		if id == except || rs.run == nil || contract.IsTerminal(rs.run.Status) {
-			continue
+// readEvents reads the result of qExisting.
+func (lk *appendLookup) readEvents(br pgx.BatchResults) error {
+	rows, _ := br.Query()
+	defer rows.Close()
+	for rows.Next() {
+		var e existingEvent
+		var id, key string
+		if err := rows.Scan(&e.seq, &id, &key, &e.data); err != nil {
+			return fmt.Errorf("look up stored events: %w", err)
 		}
-		if best == nil || rs.ord < best.ord {
-			best = rs
+		lk.byKey[key] = e
+		lk.byID[id] = e.seq
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look up stored events: %w", err)
+	}
+	return nil
+}
+
+// readRuns reads the results of qRuns and qMaxOrd.
+func (lk *appendLookup) readRuns(br pgx.BatchResults) (final, err error) {
+	rows, _ := br.Query()
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var ord int32
+		var data []byte
+		if err := rows.Scan(&id, &ord, &data); err != nil {
+			return nil, fmt.Errorf("load runs: %w", err)
 		}
+		r := new(contract.Run)
+		if err := json.Unmarshal(data, r); err != nil {
+			return fmt.Errorf("decode stored run %q: %w", id, err), nil
+		}
+		lk.runs[id] = store.StoredRun{Run: r, Ord: int64(ord)}
 	}
-	if best == nil {
-		return nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load runs: %w", err)
 	}
-	return best.run
+	var maxOrd int32
+	if err := br.QueryRow().Scan(&maxOrd); err != nil {
+		return nil, fmt.Errorf("load runs: %w", err)
+	}
+	lk.maxOrd = int64(maxOrd)
+	return nil, nil
+}
+
+// writeBatch builds round trip 2: the plan's events and runs, the last sequence, the heartbeat
+// and the command result, and COMMIT. final is a run that does not encode.
+func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOptions) (b *pgx.Batch, final error) {
+	n := len(plan.Added)
+	seqs := make([]int64, n)
+	ids, keys, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	datas := make([][]byte, n)
+	for i, e := range plan.Added {
+		seqs[i], ids[i], keys[i], types[i], runIDs[i], datas[i] = e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data
+	}
+	b = &pgx.Batch{}
+	b.Queue(qInsertEvents, lk.sk, seqs, ids, keys, types, runIDs, datas)
+	if len(plan.Runs) > 0 {
+		rIDs, rDatas := make([]string, len(plan.Runs)), make([]string, len(plan.Runs))
+		rOrds, rActive := make([]int32, len(plan.Runs)), make([]bool, len(plan.Runs))
+		for i, rw := range plan.Runs {
+			data, err := json.Marshal(rw.Run)
+			if err != nil {
+				return nil, fmt.Errorf("encode run %q: %w", rw.Run.RunID, err)
+			}
+			ord := rw.Ord
+			if rw.Created {
+				ord += lk.maxOrd + 1
+			}
+			rIDs[i], rOrds[i], rActive[i], rDatas[i] = rw.Run.RunID, int32(ord), !contract.IsTerminal(rw.Run.Status), string(data)
+		}
+		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas)
+	}
+	b.Queue(qSetLast, lk.sk, plan.Last)
+	queueHeartbeat(b, lk.sk, opts) // lifecycle.go: the append counts as a heartbeat
+	if cr := opts.CommandResult; cr != nil {
+		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, lk.sk, cr.Key, cr.Result)
+	}
+	b.Queue("COMMIT")
+	return b, nil
 }
 
 // commitPayload is the NOTIFY payload of a commit: "c <lastSeq> <sessionID>", or, for a session

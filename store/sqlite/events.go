@@ -48,16 +48,8 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 // for an event are ev.JSON(sequence). Concurrent appends share one transaction and one sync
 // (group commit) but each is all or nothing on its own. See submit for how ctx is honoured.
 func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
-	if len(events) > store.MaxBatchEvents {
-		return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.LimitError{What: "batch", Limit: store.MaxBatchEvents, Got: len(events)})
-	}
-	for i, ev := range events {
-		if ev == nil {
-			return nil, fmt.Errorf("append to session %q: event %d is nil", sessionID, i)
-		}
-		if ev.SessionID != sessionID {
-			return nil, fmt.Errorf("append to session %q: %w", sessionID, &store.SessionMismatchError{Index: i, SessionID: sessionID, EventSID: ev.SessionID})
-		}
+	if err := store.CheckBatch(sessionID, events); err != nil {
+		return nil, err
 	}
 	r := &request{ctx: ctx, sessionID: sessionID, events: events, opts: opts}
 	if err := s.submit(ctx, r); err != nil {

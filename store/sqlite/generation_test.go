@@ -309,6 +309,40 @@ func TestGenerationsRolledBackBatch(t *testing.T) {
 	}
 }
 
+// TestGenerationsKeyDecidesFirst: an event whose key the current generation holds with other
+// content and whose eventId an earlier generation holds is an idempotency-key conflict, as in
+// every driver (store.PlanAppend: the key decides first, over the whole log), before and after a
+// restart; with the same content it is a duplicate.
+func TestGenerationsKeyDecidesFirst(t *testing.T) {
+	b := setupGenerations(t) // sequences 0-21; generation 5 holds 20 and 21
+	check := func(t *testing.T) {
+		clash := storetest.EventWithID(t, b.sess, "ev-3", "key-20", "other content")
+		_, err := b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{clash}, store.AppendOptions{})
+		var ce *store.ConflictError
+		if !errors.As(err, &ce) || ce.Reason != store.ConflictIdempotencyKey || ce.Existing != 20 || ce.Index != 0 {
+			t.Errorf("key of sequence 20 with the eventId of sequence 3: %v; want an idempotency key conflict with sequence 20", err)
+		}
+		idOnly := storetest.EventWithID(t, b.sess, "ev-3", "key-fresh", "x")
+		_, err = b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{idOnly}, store.AppendOptions{})
+		if !errors.As(err, &ce) || ce.Reason != store.ConflictEventID || ce.Existing != 3 {
+			t.Errorf("eventId of sequence 3 under a new key: %v; want an eventId conflict with sequence 3", err)
+		}
+		res, err := b.st.Append(b.ctx, b.sess, []*contract.EncodedEvent{b.evs[20]}, store.AppendOptions{})
+		if err != nil || !res[0].Duplicate || res[0].Sequence != 20 {
+			t.Errorf("repeat of sequence 20: %+v, %v", res, err)
+		}
+		if last, err := b.st.LastSequence(b.ctx, b.sess); err != nil || last != 21 {
+			t.Errorf("last sequence %d, %v; want 21", last, err)
+		}
+	}
+	t.Run("open", check)
+	if err := b.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.st = openAt(t, b.dir)
+	t.Run("reopened", check)
+}
+
 // TestGenerationsMemoryBound: the open generation lists of many sessions count against the
 // filter budget and are dropped past it, and every key is still found.
 func TestGenerationsMemoryBound(t *testing.T) {

@@ -78,7 +78,8 @@ type writer struct {
 	st    writeStmts
 	cache map[string]*sessState
 	ctx   context.Context
-	bits  uint // generation size: 2^bits sequences (generation.go)
+	lk    appendLookup // the lookup of the append being planned
+	bits  uint         // generation size: 2^bits sequences (generation.go)
 
 	groups      uint64 // groups committed or attempted so far
 	filterBytes int    // memory held by the filters and open lists of the cached sessions
@@ -269,8 +270,11 @@ func (w *writer) session(id string) (*sessState, error) {
 	return ss, nil
 }
 
-// appendEvents appends r's batch inside the current savepoint. A returned error that is not a
-// *fatalError is the request's answer and the caller rolls the savepoint back.
+// appendEvents appends r's batch inside the current savepoint: store.PlanAppend decides, asking
+// the writer's lookup (which inserts each new event as it looks it up, see appendLookup.Stored),
+// and the runs, the last sequence, the heartbeat and the command result are written after it. A
+// returned error that is not a *fatalError is the request's answer and the caller rolls the
+// savepoint back.
 func (w *writer) appendEvents(r *request) error {
 	ss, err := w.session(r.sessionID)
 	if err != nil {
@@ -280,117 +284,27 @@ func (w *writer) appendEvents(r *request) error {
 		return fmt.Errorf("append to session %q: %w", r.sessionID, store.ErrSessionNotFound)
 	}
 	ss.used = w.groups
-	sealed := w.sealed(ss)
-	events := r.events
-	results := make([]store.AppendResult, len(events))
-	datas := make([][]byte, len(events)) // the stored bytes each event was matched with
-	var byKey, byID map[string]int
-	if len(events) > 1 {
-		byKey = make(map[string]int, len(events))
-		byID = make(map[string]int, len(events))
+	w.lk = appendLookup{w: w, ss: ss, r: r, sealed: w.sealed(ss)}
+	plan, err := store.PlanAppend(r.sessionID, ss.last, r.events, r.opts, &w.lk)
+	w.lk = appendLookup{}
+	if err != nil {
+		return err
 	}
-
-	if exp := r.opts.ExpectedSequence; exp != nil && *exp != ss.last {
-		// The log has moved: refuse, unless every event is already stored (a retry of an
-		// append that succeeded), in which case the answer is the duplicates. An empty batch
-		// is a bare precondition check and fails.
-		if len(events) == 0 {
-			return &store.SequenceConflictError{SessionID: r.sessionID, Expected: *exp, Actual: ss.last}
-		}
-		for i, ev := range events {
-			if j, ok := byKey[ev.IdempotencyKey]; ok && ev.SameContent(datas[j]) {
-				results[i] = store.AppendResult{EventID: ev.EventID, Sequence: results[j].Sequence, Duplicate: true}
-				datas[i] = datas[j]
-				continue
-			}
-			seq, data, found, err := w.findKey(ss, ev.IdempotencyKey, sealed, 0, w.gen(ss.last))
-			if err != nil {
-				return err
-			}
-			if !found || !ev.SameContent(data) {
-				return &store.SequenceConflictError{SessionID: r.sessionID, Expected: *exp, Actual: ss.last}
-			}
-			results[i] = store.AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
-			datas[i] = data
-			if byKey != nil {
-				byKey[ev.IdempotencyKey] = i
-			}
-		}
-		r.results = results
+	r.results = plan.Results
+	if len(plan.Added) == 0 {
 		return nil
 	}
-
-	next := ss.last + 1
-	var added []store.StoredEvent
-	for i, ev := range events {
-		if byKey != nil {
-			if j, ok := byKey[ev.IdempotencyKey]; ok {
-				if !ev.SameContent(datas[j]) {
-					return &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: results[j].Sequence}
-				}
-				results[i] = store.AppendResult{EventID: ev.EventID, Sequence: results[j].Sequence, Duplicate: true}
-				datas[i] = datas[j]
-				continue
-			}
-			if j, ok := byID[ev.EventID]; ok {
-				return &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: results[j].Sequence}
-			}
-			byKey[ev.IdempotencyKey] = i
-			byID[ev.EventID] = i
-		}
-		data := ev.JSON(next)
-		if len(data) > store.MaxEventBytes {
-			return &store.LimitError{What: "event", Index: i, Limit: store.MaxEventBytes, Got: len(data)}
-		}
-		// The unique indexes cover the event's own generation; the earlier ones are looked
-		// up first (generation.go), then the insert finds what the current one holds.
-		g := w.gen(next)
-		hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
-		var dup bool
-		if g > 0 {
-			if dup, err = w.checkStored(ss, i, ev, hk, hi, sealed, 0, g-1, results, datas); err != nil {
-				return err
-			}
-			if dup {
-				continue
-			}
-		}
-		res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, next, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
+	for _, rw := range plan.Runs {
+		data, err := json.Marshal(rw.Run)
 		if err != nil {
-			return fatal("insert event", err)
+			return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fatal("insert event", err)
-		}
-		if n == 0 {
-			// A uniqueness constraint held: the key or the eventId is already in this
-			// generation.
-			if dup, err = w.checkStored(ss, i, ev, hk, hi, sealed, g, g, results, datas); err != nil {
-				return err
-			}
-			if dup {
-				continue
-			}
-			return fatal("insert event", fmt.Errorf("sequence %d of session %q is already taken; the writer's view of the log is out of step", next, r.sessionID))
-		}
-		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: next}
-		datas[i] = data
-		r.inserted = append(r.inserted, insertedEvent{seq: next, key: hk, id: hi})
-		added = append(added, store.StoredEvent{Sequence: next, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: data})
-		next++
-
-		if ev.RunStatus != nil {
-			if err := w.applyRunStatus(ss.sk, r.sessionID, i, ev.RunStatus); err != nil {
-				return err
-			}
+		// A created run's ord is the session's next one: runs are written in creation order.
+		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, data); err != nil {
+			return fatal("store run", err)
 		}
 	}
-	r.results = results
-	if len(added) == 0 {
-		return nil
-	}
-	if _, err := w.st.setLastSeq.ExecContext(w.ctx, next-1, ss.sk); err != nil {
+	if _, err := w.st.setLastSeq.ExecContext(w.ctx, plan.Last, ss.sk); err != nil {
 		return fatal("update last sequence", err)
 	}
 	if err := w.heartbeat(ss.sk, r.opts); err != nil {
@@ -401,85 +315,142 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("store command result", err)
 		}
 	}
-	r.sess, r.newLast = ss, next-1
-	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: next - 1, Events: added}
+	r.sess, r.newLast = ss, plan.Last
+	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added}
 	return nil
 }
 
-// applyRunStatus folds the run status event at index i into the run table, inside the current
-// transaction, so that later events of the batch and later appends of the group see the result.
-// A refused event is answered with a *store.RunError.
-func (w *writer) applyRunStatus(sk int64, sessionID string, i int, f *contract.RunStatusFields) error {
-	prev, err := w.loadRun(w.st.runByID, sk, f.RunID)
-	if err != nil {
-		return err
+// appendLookup answers store.PlanAppend for one append request of the writer, inside its
+// savepoint. It lives in the writer (w.lk) so that a plan costs no allocation for it.
+type appendLookup struct {
+	w      *writer
+	ss     *sessState
+	r      *request
+	sealed int64 // the first generation of ss that was not sealed when the request began
+}
+
+// StoredKey looks the key up in every generation of the log, newest first.
+func (lk *appendLookup) StoredKey(key string) (int64, []byte, bool, error) {
+	return lk.w.findKey(lk.ss, key, lk.sealed, 0, lk.w.gen(lk.ss.last))
+}
+
+// Stored looks ev up in the generations before the one seq falls in (through their filters
+// where sealed), then inserts it at seq: the unique indexes on the current generation refuse
+// it when that generation holds its key or its id, and only then is the generation looked up.
+// An inserted event is noted in r.inserted for the open generation's hashes; should the plan
+// fail, the savepoint is rolled back and r.inserted is dropped with it.
+func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte) (store.StoredMatch, error) {
+	w, ss := lk.w, lk.ss
+	g := w.gen(seq)
+	hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
+	if g > 0 {
+		m, err := lk.findStored(ev, true, hk, hi, 0, g-1)
+		if err != nil || m.KeyFound {
+			return m, err
+		}
+		if m.IDFound {
+			// The key decides first, over the whole log: the current generation may hold it.
+			k, err := lk.findStored(ev, false, hk, 0, g, g)
+			if err != nil || k.KeyFound {
+				return k, err
+			}
+			return m, nil
+		}
 	}
-	if prev == nil {
-		active, err := w.loadRun(w.st.activeRun, sk)
+	res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
+	if err != nil {
+		return store.StoredMatch{}, fatal("insert event", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return store.StoredMatch{}, fatal("insert event", err)
+	}
+	if n == 1 {
+		lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi})
+		return store.StoredMatch{}, nil
+	}
+	// A uniqueness constraint held: the key or the eventId is already in this generation.
+	m, err := lk.findStored(ev, true, hk, hi, g, g)
+	if err == nil && !m.KeyFound && !m.IDFound {
+		err = fatal("insert event", fmt.Errorf("sequence %d of session %q is already taken; the writer's view of the log is out of step", seq, lk.r.sessionID))
+	}
+	return m, err
+}
+
+// findStored looks ev's key (hash hk) and, when withID, its id (hash hid) up in generations hi
+// down to lo.
+func (lk *appendLookup) findStored(ev *contract.EncodedEvent, withID bool, hk, hid uint64, lo, hi int64) (store.StoredMatch, error) {
+	id := ""
+	if withID {
+		id = ev.EventID
+	}
+	var m store.StoredMatch
+	var err error
+	m.KeySeq, m.KeyData, m.KeyFound, m.IDSeq, m.IDFound, err = lk.w.findStored(lk.ss, ev.IdempotencyKey, id, hk, hid, lk.sealed, lo, hi)
+	return m, err
+}
+
+// Run loads a stored run as the current transaction sees it.
+func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
+	return lk.w.loadRun(lk.ss.sk, runID)
+}
+
+// ActiveRuns loads the session's runs whose status is not terminal, in creation order.
+func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
+	rows, err := lk.w.st.activeRuns.QueryContext(lk.w.ctx, lk.ss.sk)
+	if err != nil {
+		return nil, fatal("load runs", err)
+	}
+	defer rows.Close()
+	var out []store.StoredRun
+	for rows.Next() {
+		sr, err := scanRun(rows)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := contract.CheckNewRun(active, *f); err != nil {
-			return &store.RunError{Index: i, Err: err}
-		}
+		out = append(out, sr)
 	}
-	run, err := contract.ApplyRunStatus(prev, sessionID, *f)
-	if err != nil {
-		return &store.RunError{Index: i, Err: err}
+	if err := rows.Err(); err != nil {
+		return nil, fatal("load runs", err)
 	}
-	data, err := json.Marshal(run)
-	if err != nil {
-		return fmt.Errorf("store run %q: %w", f.RunID, err)
-	}
-	if _, err := w.st.upsertRun.ExecContext(w.ctx, sk, f.RunID, run.Status, data); err != nil {
-		return fatal("store run", err)
-	}
-	return nil
+	return out, nil
 }
 
-// checkStored looks event i of r (its key and id hashing to hk and hid) up in generations lo
-// to hi of the log: a stored event with its idempotency key makes it a duplicate (results[i]
-// and datas[i] are set and dup is true) or, with other content, a conflict; a stored event
-// with its eventId is a conflict.
-func (w *writer) checkStored(ss *sessState, i int, ev *contract.EncodedEvent, hk, hid uint64, sealed, lo, hi int64, results []store.AppendResult, datas [][]byte) (dup bool, err error) {
-	seq, stored, keyFound, idSeq, idFound, err := w.findStored(ss, ev.IdempotencyKey, ev.EventID, hk, hid, sealed, lo, hi)
-	switch {
-	case err != nil:
-		return false, err
-	case keyFound && !ev.SameContent(stored):
-		return false, &store.ConflictError{Index: i, Reason: store.ConflictIdempotencyKey, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: seq}
-	case keyFound:
-		results[i] = store.AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
-		datas[i] = stored
-		return true, nil
-	case idFound:
-		return false, &store.ConflictError{Index: i, Reason: store.ConflictEventID, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: idSeq}
-	}
-	return false, nil
-}
-
-// loadRun loads the run stmt selects, as the current transaction sees it; nil when there is none.
-func (w *writer) loadRun(stmt *sql.Stmt, args ...any) (*contract.Run, error) {
-	var data []byte
-	err := stmt.QueryRowContext(w.ctx, args...).Scan(&data)
+// loadRun loads a run of session sk as the current transaction sees it.
+func (w *writer) loadRun(sk int64, runID string) (store.StoredRun, bool, error) {
+	sr, err := scanRun(w.st.runByID.QueryRowContext(w.ctx, sk, runID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return store.StoredRun{}, false, nil
 	}
 	if err != nil {
-		return nil, fatal("load run", err)
+		return store.StoredRun{}, false, err
 	}
-	var r contract.Run
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
+	return sr, true, nil
+}
+
+// scanRun reads a run's ord and data; sql.ErrNoRows passes through, other failures are fatal.
+func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
+	var data []byte
+	var sr store.StoredRun
+	err := row.Scan(&sr.Ord, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sr, err
 	}
-	return &r, nil
+	if err != nil {
+		return sr, fatal("load run", err)
+	}
+	sr.Run = new(contract.Run)
+	if err := json.Unmarshal(data, sr.Run); err != nil {
+		return sr, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
+	}
+	return sr, nil
 }
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRun, upsertRun, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat                                                                                 *sql.Stmt
-	all                                                                                                                                 []*sql.Stmt
+	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRuns, upsertRun, setLastSeq *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat                                                                                  *sql.Stmt
+	all                                                                                                                                  []*sql.Stmt
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -495,8 +466,8 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.genIDs, `SELECT event_id FROM events WHERE sk = ? AND gen = ?`},
 		{&st.loadFilter, `SELECT bits FROM event_filters WHERE sk = ? AND gen = ?`},
 		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
-		{&st.runByID, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
-		{&st.activeRun, `SELECT data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord LIMIT 1`},
+		{&st.runByID, `SELECT ord, data FROM runs WHERE sk = ? AND run_id = ?`},
+		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
 		{&st.upsertRun, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4) ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data`},
 		{&st.setLastSeq, `UPDATE sessions SET last_seq = ? WHERE sk = ?`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},

@@ -1,0 +1,394 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// The append decision, made once for every driver.
+//
+// A driver's Append checks the batch (CheckBatch), takes the session's lock (or its writer's
+// place), reads the log's last sequence and calls PlanAppend with an AppendLookup that answers
+// from the log and the run table as they stand inside the appending transaction. The plan says
+// everything the append does; the driver writes it (AppendPlan.Added, AppendPlan.Runs, the last
+// sequence, and, when Added is not empty, the heartbeat and the command result of the options)
+// or, on an error, writes nothing. PlanAppend does no I/O of its own and asks the lookup only
+// what the decision needs, in batch order, so a driver can keep expensive lookups lazy.
+//
+// The rules, in the order they are applied:
+//
+//  1. The batch (CheckBatch, before any I/O): at most MaxBatchEvents events (*LimitError
+//     "batch"), no nil event, every event's sessionId the session appended to
+//     (*SessionMismatchError).
+//  2. The precondition: when opts.ExpectedSequence is set and the log does not end there, the
+//     answer is *SequenceConflictError — unless the batch is not empty and every event of it is
+//     already stored with the same content under its idempotency key (a retried append that did
+//     succeed), in which case every event is answered as a duplicate with its stored sequence
+//     and nothing is written. An event repeating an earlier event of the batch with the same
+//     content counts as a duplicate of it. Only keys are looked up here (StoredKey); eventIds,
+//     sizes and runs are not checked, since nothing is written.
+//  3. Otherwise, each event in batch order; the next new event takes the sequence after the
+//     last one taken (the log's last sequence + 1 for the first):
+//     a. Within the batch: an event whose idempotency key an earlier event of the batch has is a
+//     duplicate of it (same sequence) when its content is the same, else a *ConflictError
+//     "idempotency-key" naming that earlier event's sequence; an event whose eventId an
+//     earlier event of the batch has (under another key) is a *ConflictError "event-id".
+//     b. Its canonical bytes with the sequence it would take (EncodedEvent.JSON) are at most
+//     MaxEventBytes, else *LimitError "event".
+//     c. Against the log (Stored): a stored event with its idempotency key makes it a duplicate
+//     of that event when the content is the same, else a *ConflictError "idempotency-key";
+//     otherwise a stored event with its eventId is a *ConflictError "event-id". The key
+//     decides first, over the whole log; the eventId is only consulted when no stored event
+//     has the key.
+//     d. The run projection, for a run status event (EncodedEvent.RunStatus): a run the
+//     session does not have yet may be created only when no other run of the session is
+//     active (contract.CheckNewRun against the earliest created run whose status is not
+//     terminal, as the batch leaves the runs so far); the status is then applied with
+//     contract.ApplyRunStatus (legal transition, same source message). A refusal is a
+//     *RunError with the event's index. A duplicate is never applied again.
+//     e. The event is accepted: its result carries its new sequence, it joins Added, and the
+//     changed run joins Runs.
+//  4. Any error refuses the whole batch: nothing of it may be written and no sequence is
+//     consumed. The errors are the bare typed errors above (drivers add "append to session
+//     %q: "), or a lookup's own error passed through unchanged.
+//
+// Results are never nil: an empty batch that passes the precondition answers an empty slice.
+
+// AppendLookup answers PlanAppend's questions about what the session already holds, as the
+// appending transaction sees it (including what earlier appends of the same transaction wrote).
+// Each method may return an error of the driver's own (a failed query); PlanAppend then stops
+// and returns it unchanged.
+type AppendLookup interface {
+	// StoredKey returns the sequence and bytes of the stored event with the idempotency key.
+	StoredKey(key string) (seq int64, data []byte, found bool, err error)
+	// Stored looks up the event that would take sequence seq with the bytes data: the stored
+	// event with its idempotency key (KeyFound), else the one with its eventId (IDFound). It
+	// is called once per event the batch does not settle by itself, in batch order, right
+	// before the event is accepted or the batch is refused. A driver may answer it by trying
+	// the insert (SQLite does: the unique index on the current generation both answers the
+	// question and writes the row); if the plan then fails, the driver must discard what it
+	// wrote, as it discards everything of a refused batch.
+	Stored(ev *contract.EncodedEvent, seq int64, data []byte) (StoredMatch, error)
+	// Run returns the session's stored run with that id.
+	Run(runID string) (run StoredRun, found bool, err error)
+	// ActiveRuns returns the session's stored runs whose status is not terminal (normally at
+	// most one). It is called at most once per plan, when the batch creates its first run.
+	ActiveRuns() ([]StoredRun, error)
+}
+
+// StoredMatch is what AppendLookup.Stored found.
+type StoredMatch struct {
+	// KeyFound: a stored event has the idempotency key; KeySeq and KeyData are its sequence and
+	// bytes.
+	KeyFound bool
+	KeySeq   int64
+	KeyData  []byte
+	// IDFound: no stored event has the key, one has the eventId, at sequence IDSeq.
+	IDFound bool
+	IDSeq   int64
+}
+
+// StoredRun is a run as a driver stores it: the run and its creation order in the session.
+type StoredRun struct {
+	Run *contract.Run
+	Ord int64
+}
+
+// RunWrite is a run an append changes, to be written with it.
+type RunWrite struct {
+	Run *contract.Run
+	// Created is true when the append creates the run. Ord is then its position among the runs
+	// the append creates (0, 1, ...), and the driver stores it after the session's existing
+	// runs in that order; for a stored run Ord is its stored order, unchanged.
+	Created bool
+	Ord     int64
+}
+
+// AppendPlan is the decision PlanAppend takes for a batch.
+type AppendPlan struct {
+	// Results answer every event of the batch, in batch order.
+	Results []AppendResult
+	// Added are the events to insert, in sequence order, as readers will receive them.
+	Added []StoredEvent
+	// Runs are the runs to write, each once, in the order the batch first changed them.
+	Runs []RunWrite
+	// Last is the log's last sequence after the append.
+	Last int64
+}
+
+// CheckBatch applies the batch rules every driver checks before any I/O: at most
+// MaxBatchEvents events, none nil, each naming sessionID. The error says which session.
+func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {
+	if len(events) > MaxBatchEvents {
+		return fmt.Errorf("append to session %q: %w", sessionID, &LimitError{What: "batch", Limit: MaxBatchEvents, Got: len(events)})
+	}
+	for i, ev := range events {
+		if ev == nil {
+			return fmt.Errorf("append to session %q: event %d is nil", sessionID, i)
+		}
+		if ev.SessionID != sessionID {
+			return fmt.Errorf("append to session %q: %w", sessionID, &SessionMismatchError{Index: i, SessionID: sessionID, EventSID: ev.SessionID})
+		}
+	}
+	return nil
+}
+
+// PlanAppend decides the append of events (checked by CheckBatch) to the session sessionID
+// whose log ends at last (-1 when empty), by the rules above, asking lk about the stored events
+// and runs.
+func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, opts AppendOptions, lk AppendLookup) (AppendPlan, error) {
+	p := planner{sid: sessionID, lk: lk, events: events}
+	p.results = make([]AppendResult, len(events))
+	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
+	// then keeps it on the stack.
+	datas := make([][]byte, len(events))
+	if len(events) > 1 {
+		p.byKey = make(map[string]int, len(events))
+		p.byID = make(map[string]int, len(events))
+	}
+	if exp := opts.ExpectedSequence; exp != nil && *exp != last {
+		if err := p.allDuplicates(datas, &SequenceConflictError{SessionID: sessionID, Expected: *exp, Actual: last}); err != nil {
+			return AppendPlan{}, err
+		}
+		return AppendPlan{Results: p.results, Last: last}, nil
+	}
+	next := last + 1
+	for i, ev := range events {
+		added, err := p.event(i, ev, next, datas)
+		if err != nil {
+			return AppendPlan{}, err
+		}
+		if added {
+			next++
+		}
+	}
+	return AppendPlan{Results: p.results, Added: p.added, Runs: p.runWrites(), Last: next - 1}, nil
+}
+
+// planner holds a plan in the making.
+type planner struct {
+	sid    string
+	lk     AppendLookup
+	events []*contract.EncodedEvent
+
+	results []AppendResult
+	byKey   map[string]int
+	byID    map[string]int // within the batch; nil for a batch of one
+	added   []StoredEvent
+
+	runs         map[string]*planRun // the runs the batch has looked at, as it leaves them
+	active       map[string]*planRun // those of runs whose status is not terminal
+	activeLoaded bool                // the stored active runs are in runs
+	changed      []*planRun          // the runs the batch changed, in order
+	created      int64               // runs created so far
+}
+
+// planRun is a run as the batch leaves it.
+type planRun struct {
+	run     *contract.Run
+	ord     int64
+	created bool // created by the batch: ord counts the batch's creations, after every stored run
+	changed bool
+}
+
+// allDuplicates answers the batch as duplicates when every event is stored with the same
+// content (rule 2), else returns conflict. datas[i] is set to the stored bytes event i matched.
+func (p *planner) allDuplicates(datas [][]byte, conflict *SequenceConflictError) error {
+	if len(p.events) == 0 {
+		return conflict
+	}
+	for i, ev := range p.events {
+		if j, ok := p.byKey[ev.IdempotencyKey]; ok && ev.SameContent(datas[j]) {
+			p.duplicate(i, p.results[j].Sequence)
+			datas[i] = datas[j]
+			continue
+		}
+		seq, data, found, err := p.lk.StoredKey(ev.IdempotencyKey)
+		if err != nil {
+			return err
+		}
+		if !found || !ev.SameContent(data) {
+			return conflict
+		}
+		p.duplicate(i, seq)
+		datas[i] = data
+		if p.byKey != nil {
+			p.byKey[ev.IdempotencyKey] = i
+		}
+	}
+	return nil
+}
+
+// event decides event i, which would take sequence next (rule 3); added says it took it.
+// datas[i] is set to the bytes event i was stored or matched with.
+func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]byte) (added bool, err error) {
+	if p.byKey != nil {
+		if j, ok := p.byKey[ev.IdempotencyKey]; ok {
+			if !ev.SameContent(datas[j]) {
+				return false, conflict(i, ev, ConflictIdempotencyKey, p.results[j].Sequence)
+			}
+			p.duplicate(i, p.results[j].Sequence)
+			datas[i] = datas[j]
+			return false, nil
+		}
+		if j, ok := p.byID[ev.EventID]; ok {
+			return false, conflict(i, ev, ConflictEventID, p.results[j].Sequence)
+		}
+		p.byKey[ev.IdempotencyKey] = i
+		p.byID[ev.EventID] = i
+	}
+	data := ev.JSON(next)
+	if len(data) > MaxEventBytes {
+		return false, &LimitError{What: "event", Index: i, Limit: MaxEventBytes, Got: len(data)}
+	}
+	m, err := p.lk.Stored(ev, next, data)
+	switch {
+	case err != nil:
+		return false, err
+	case m.KeyFound && !ev.SameContent(m.KeyData):
+		return false, conflict(i, ev, ConflictIdempotencyKey, m.KeySeq)
+	case m.KeyFound:
+		p.duplicate(i, m.KeySeq)
+		datas[i] = m.KeyData
+		return false, nil
+	case m.IDFound:
+		return false, conflict(i, ev, ConflictEventID, m.IDSeq)
+	}
+	if ev.RunStatus != nil {
+		if err := p.applyRun(i, ev.RunStatus); err != nil {
+			return false, err
+		}
+	}
+	p.results[i] = AppendResult{EventID: ev.EventID, Sequence: next}
+	datas[i] = data
+	if p.added == nil {
+		p.added = make([]StoredEvent, 0, len(p.events)-i)
+	}
+	p.added = append(p.added, StoredEvent{Sequence: next, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: data})
+	return true, nil
+}
+
+func (p *planner) duplicate(i int, seq int64) {
+	p.results[i] = AppendResult{EventID: p.events[i].EventID, Sequence: seq, Duplicate: true}
+}
+
+func conflict(i int, ev *contract.EncodedEvent, reason string, existing int64) *ConflictError {
+	return &ConflictError{Index: i, Reason: reason, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, Existing: existing}
+}
+
+// applyRun folds the run status event at index i into the runs (rule 3d).
+func (p *planner) applyRun(i int, f *contract.RunStatusFields) error {
+	pr, err := p.run(f.RunID)
+	if err != nil {
+		return err
+	}
+	var prev *contract.Run
+	if pr != nil {
+		prev = pr.run
+	} else {
+		if !p.activeLoaded {
+			if err := p.loadActive(); err != nil {
+				return err
+			}
+		}
+		if err := contract.CheckNewRun(p.earliestActive(), *f); err != nil {
+			return &RunError{Index: i, Err: err}
+		}
+	}
+	run, err := contract.ApplyRunStatus(prev, p.sid, *f)
+	if err != nil {
+		return &RunError{Index: i, Err: err}
+	}
+	if pr == nil {
+		pr = &planRun{ord: p.created, created: true}
+		p.created++
+		p.runs[f.RunID] = pr
+	}
+	pr.run = run
+	if !pr.changed {
+		pr.changed = true
+		p.changed = append(p.changed, pr)
+	}
+	if contract.IsTerminal(run.Status) {
+		delete(p.active, f.RunID)
+	} else {
+		p.active[f.RunID] = pr
+	}
+	return nil
+}
+
+// run returns the run as the batch leaves it so far, asking the lookup the first time; nil when
+// the session has no such run.
+func (p *planner) run(id string) (*planRun, error) {
+	if p.runs == nil {
+		p.runs = map[string]*planRun{}
+		p.active = map[string]*planRun{}
+	}
+	if pr, ok := p.runs[id]; ok {
+		return pr, nil
+	}
+	sr, found, err := p.lk.Run(id)
+	if err != nil || !found {
+		return nil, err
+	}
+	p.keep(id, sr)
+	return p.runs[id], nil
+}
+
+// loadActive adds the stored active runs the batch has not looked at yet.
+func (p *planner) loadActive() error {
+	stored, err := p.lk.ActiveRuns()
+	if err != nil {
+		return err
+	}
+	for _, sr := range stored {
+		if _, ok := p.runs[sr.Run.RunID]; !ok {
+			p.keep(sr.Run.RunID, sr)
+		}
+	}
+	p.activeLoaded = true
+	return nil
+}
+
+func (p *planner) keep(id string, sr StoredRun) {
+	pr := &planRun{run: sr.Run, ord: sr.Ord}
+	p.runs[id] = pr
+	if !contract.IsTerminal(sr.Run.Status) {
+		p.active[id] = pr
+	}
+}
+
+// earliestActive returns the earliest created active run, or nil. The active set holds one
+// run at most unless stored data broke the rule, so this is a constant-time scan.
+func (p *planner) earliestActive() *contract.Run {
+	var best *planRun
+	for _, pr := range p.active {
+		if best == nil || pr.before(best) {
+			best = pr
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.run
+}
+
+// before orders runs by creation: stored runs by their order, then the batch's own.
+func (r *planRun) before(o *planRun) bool {
+	if r.created != o.created {
+		return !r.created
+	}
+	return r.ord < o.ord
+}
+
+func (p *planner) runWrites() []RunWrite {
+	if len(p.changed) == 0 {
+		return nil
+	}
+	out := make([]RunWrite, len(p.changed))
+	for i, pr := range p.changed {
+		out[i] = RunWrite{Run: pr.run, Created: pr.created, Ord: pr.ord}
+	}
+	return out
+}
