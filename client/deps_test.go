@@ -2,8 +2,6 @@ package client
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -33,11 +31,10 @@ func TestClientImportsNoDomain(t *testing.T) {
 // goListDeps returns the import paths `go list -deps` reports for the package in dir.
 func goListDeps(t *testing.T, dir string) []string {
 	t.Helper()
-	goTool, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	// go test puts the go command of the toolchain that runs the test first on PATH.
+	goTool, err := exec.LookPath("go")
 	if err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to list dependencies with: %v", err)
-		}
+		t.Fatalf("no go command to list dependencies with: %v", err)
 	}
 	cmd := exec.Command(goTool, "list", "-deps", ".")
 	cmd.Dir = dir
