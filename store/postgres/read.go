@@ -12,9 +12,6 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// maxReadLimit is the default and the cap of ReadEvents' limit.
-const maxReadLimit = 10000
-
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
 
 // sessionKey returns a session's internal key, or store.ErrSessionNotFound. Keys are cached:
@@ -46,9 +43,7 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 		return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 	}
 	defer s.inflight.Done()
-	if limit <= 0 || limit > maxReadLimit {
-		limit = maxReadLimit
-	}
+	limit = store.ReadLimit(limit)
 	if after < -1 {
 		after = -1
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// Read limits of ReadEvents.
-const maxReadLimit = 10000
-
 // submit hands r to the writer and waits for its answer. If ctx ends before the writer has
 // taken r into a transaction, r is withdrawn and submit returns ctx's error: nothing of it is
 // written. Once the writer has taken r, its outcome is decided by the commit and submit waits
@@ -89,9 +86,7 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 		return nil, err
 	}
 	defer s.inflight.Done()
-	if limit <= 0 || limit > maxReadLimit {
-		limit = maxReadLimit
-	}
+	limit = store.ReadLimit(limit)
 	if after < -1 {
 		after = -1
 	}

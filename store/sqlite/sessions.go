@@ -12,12 +12,6 @@ import (
 
 const sessionCols = `sk, record, snapshot, lineage, active_branch, last_seq`
 
-// Paging of ListSessions.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-)
-
 // scanSession decodes a row of sessionCols.
 func scanSession(sc interface{ Scan(...any) error }) (int64, *store.Session, error) {
 	var (
@@ -103,13 +97,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 		return nil, "", err
 	}
 	defer s.inflight.Done()
-	limit := f.Limit
-	if limit <= 0 {
-		limit = defaultListLimit
-	}
-	if limit > maxListLimit {
-		limit = maxListLimit
-	}
+	limit := f.PageLimit()
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"agent_id", f.AgentID}, {"project", f.Project}} {
@@ -152,11 +140,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 	if err := s.visible(ctx); err != nil {
 		return nil, "", fmt.Errorf("list sessions: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].Record.SessionID
-	}
+	out, next := store.CutPage(out, limit)
 	return out, next, nil
 }
 

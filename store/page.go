@@ -1,0 +1,47 @@
+package store
+
+// The paging rules of ReadEvents and ListSessions, written once for every driver: a driver
+// asks for PageLimit+1 rows (ListSessions) or ReadLimit rows (ReadEvents) and cuts the list
+// with CutPage.
+
+const (
+	// MaxReadLimit is the default and the cap of ReadEvents' limit.
+	MaxReadLimit = 10000
+	// DefaultListLimit is ListSessions' page size when ListFilter.Limit is not positive.
+	DefaultListLimit = 100
+	// MaxListLimit caps ListFilter.Limit.
+	MaxListLimit = 1000
+)
+
+// ReadLimit is the number of events ReadEvents returns at most for the limit a caller asked
+// for: MaxReadLimit when limit is not positive or above it, limit otherwise.
+func ReadLimit(limit int) int {
+	if limit <= 0 || limit > MaxReadLimit {
+		return MaxReadLimit
+	}
+	return limit
+}
+
+// PageLimit is the page size of a ListSessions call: f.Limit, DefaultListLimit when it is
+// not positive, at most MaxListLimit. A driver reads PageLimit()+1 sessions so that CutPage
+// can tell whether another page follows.
+func (f ListFilter) PageLimit() int {
+	switch {
+	case f.Limit <= 0:
+		return DefaultListLimit
+	case f.Limit > MaxListLimit:
+		return MaxListLimit
+	}
+	return f.Limit
+}
+
+// CutPage cuts sessions, read in id order with one more than limit asked for, to a page of at
+// most limit and returns the cursor of the next page: the last id of the page when more
+// sessions matched, "" otherwise.
+func CutPage(sessions []*Session, limit int) ([]*Session, string) {
+	if len(sessions) <= limit {
+		return sessions, ""
+	}
+	sessions = sessions[:limit]
+	return sessions, sessions[limit-1].Record.SessionID
+}
