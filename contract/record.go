@@ -30,19 +30,19 @@ const (
 // A change that is not in the table is refused, by PATCH and by the server alike. A status
 // may always be re-applied to itself (PATCH with the current status changes nothing).
 var recordTransitions = []RecordTransition{
-	{From: "running", To: "paused", Patch: true},
-	{From: "running", To: "closed", Patch: true},
-	{From: "running", To: "stale", Server: BySweeper},
-	{From: "running", To: "archived", Server: ByArchive},
-	{From: "paused", To: "running", Patch: true},
-	{From: "paused", To: "closed", Patch: true},
-	{From: "paused", To: "stale", Server: BySweeper},
-	{From: "paused", To: "archived", Server: ByArchive},
-	{From: "stale", To: "running", Patch: true, Server: ByHeartbeat},
-	{From: "stale", To: "closed", Patch: true},
-	{From: "stale", To: "archived", Server: ByArchive},
-	{From: "closed", To: "archived", Server: ByArchive},
-	{From: "archived", To: "paused", Server: ByRestore},
+	{From: SessionStatusRunning, To: SessionStatusPaused, Patch: true},
+	{From: SessionStatusRunning, To: SessionStatusClosed, Patch: true},
+	{From: SessionStatusRunning, To: SessionStatusStale, Server: BySweeper},
+	{From: SessionStatusRunning, To: SessionStatusArchived, Server: ByArchive},
+	{From: SessionStatusPaused, To: SessionStatusRunning, Patch: true},
+	{From: SessionStatusPaused, To: SessionStatusClosed, Patch: true},
+	{From: SessionStatusPaused, To: SessionStatusStale, Server: BySweeper},
+	{From: SessionStatusPaused, To: SessionStatusArchived, Server: ByArchive},
+	{From: SessionStatusStale, To: SessionStatusRunning, Patch: true, Server: ByHeartbeat},
+	{From: SessionStatusStale, To: SessionStatusClosed, Patch: true},
+	{From: SessionStatusStale, To: SessionStatusArchived, Server: ByArchive},
+	{From: SessionStatusClosed, To: SessionStatusArchived, Server: ByArchive},
+	{From: SessionStatusArchived, To: SessionStatusPaused, Server: ByRestore},
 }
 
 // RecordTransitions returns the whole session record status table, one row per allowed
