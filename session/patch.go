@@ -70,7 +70,7 @@ func (s *Service) Patch(ctx context.Context, id string, req PatchRequest) (*Deta
 func (s *Service) applyPatch(id string, sess *store.Session, req *PatchRequest) error {
 	rec := &sess.Record
 	if req.Snapshot != nil {
-		if rec.Status == "archived" {
+		if rec.Status == contract.SessionStatusArchived {
 			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is archived: its snapshot is kept in its archive %s and cannot change; %s, then change the snapshot", id, rec.ArchivePath.Get(), NotLiveHint(rec.Status))}
 		}
 		sess.Snapshot = *req.Snapshot
@@ -80,7 +80,7 @@ func (s *Service) applyPatch(id string, sess *store.Session, req *PatchRequest) 
 			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, contract.PatchTargets(rec.Status), patchHint(rec.Status, *req.Status))}
 		}
 		rec.Status = *req.Status
-		if rec.Status == "closed" {
+		if rec.Status == contract.SessionStatusClosed {
 			rec.ClosedAt = contract.Some(s.stamp())
 		}
 	}

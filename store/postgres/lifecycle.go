@@ -310,7 +310,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE sk = $1)`, sk).Scan(&left); err != nil {
 				return fmt.Errorf("look up events: %w", err)
 			}
-			if status != "archived" || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left {
+			if status != contract.SessionStatusArchived || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left {
 				return &txFinal{fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)}
 			}
 			if _, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, agent_id = $2, project = $3, record = $4, snapshot = $5, lineage = $6, active_branch = $7 WHERE sk = $8`,

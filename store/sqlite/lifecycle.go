@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -249,7 +250,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE sk = ? LIMIT 1)`, sk).Scan(&left); err != nil {
 				return fatal("count events", err)
 			}
-			if status != "archived" || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left > 0 {
+			if status != contract.SessionStatusArchived || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left > 0 {
 				return fmt.Errorf("%w: it is %s and its log is still here (only an archived session whose whole log was compacted away can be restored over)", store.ErrSessionExists, status)
 			}
 			if _, err := w.st.updateSession.ExecContext(w.ctx, rec.Status, rec.AgentID, rec.Project.Get(),
