@@ -535,9 +535,15 @@ func (p *parser) str() (string, error) {
 	if p.pos >= len(d) {
 		return "", p.fail("json", "unterminated string")
 	}
-	// Slow path with escapes.
-	// Decoded bytes go to a new slice, or for a scratch parse to the parser's reusable buffer
-	// (strings already handed out keep pointing at the old array if it grows).
+	return p.strEscaped(start)
+}
+
+// strEscaped finishes the string that begins at start and holds an escape at p.pos (the slow
+// path of str): it decodes the string into a new slice, or for a scratch parse into the
+// parser's reusable buffer (strings already handed out keep pointing at the old array if it
+// grows).
+func (p *parser) strEscaped(start int) (string, error) {
+	d := p.data
 	var b []byte
 	if p.scratch {
 		b = p.sbuf
@@ -557,44 +563,14 @@ func (p *parser) str() (string, error) {
 			}
 			return unsafe.String(&b[mark], len(b)-mark), nil
 		case c == '\\':
-			if p.pos+1 >= len(d) {
-				return "", p.fail("json", "unterminated escape in string")
+			if p.pos+1 < len(d) && unescaped[d[p.pos+1]] != 0 { // the common one-byte escapes, inline
+				b = append(b, unescaped[d[p.pos+1]])
+				p.pos += 2
+				continue
 			}
-			e := d[p.pos+1]
-			p.pos += 2
-			switch e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r, ok := p.hex4()
-				if !ok {
-					return "", p.fail("json", `invalid \u escape: expected 4 hex digits`)
-				}
-				if utf16.IsSurrogate(r) {
-					if r >= 0xDC00 || p.pos+1 >= len(d) || d[p.pos] != '\\' || d[p.pos+1] != 'u' {
-						return "", p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
-					}
-					p.pos += 2
-					r2, ok := p.hex4()
-					if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
-						return "", p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
-					}
-					r = utf16.DecodeRune(r, r2)
-				}
-				b = utf8.AppendRune(b, r)
-			default:
-				p.pos -= 2
-				return "", p.fail("json", fmt.Sprintf("invalid escape '\\%c' in string", e))
+			var err error
+			if b, err = p.escape(b); err != nil {
+				return "", err
 			}
 		case c < 0x20:
 			return "", p.fail("json", "control character in string; it must be escaped")
@@ -611,6 +587,56 @@ func (p *parser) str() (string, error) {
 		}
 	}
 	return "", p.fail("json", "unterminated string")
+}
+
+// unescaped maps the letter of each one-byte escape (\", \\, \/, \b, \f, \n, \r, \t) to the byte
+// it stands for; it is 0 for every other byte.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape sequence at p.pos (which holds '\\'), appends what it stands for to
+// b and moves past it. strEscaped decodes the one-byte escapes inline and calls this for the
+// rest (\u escapes and the errors).
+func (p *parser) escape(b []byte) ([]byte, error) {
+	d := p.data
+	if p.pos+1 >= len(d) {
+		return b, p.fail("json", "unterminated escape in string")
+	}
+	e := d[p.pos+1]
+	if u := unescaped[e]; u != 0 {
+		p.pos += 2
+		return append(b, u), nil
+	}
+	if e != 'u' {
+		return b, p.fail("json", fmt.Sprintf("invalid escape '\\%c' in string", e))
+	}
+	p.pos += 2
+	r, err := p.unicodeEscape()
+	if err != nil {
+		return b, err
+	}
+	return utf8.AppendRune(b, r), nil
+}
+
+// unicodeEscape decodes the 4 hex digits of a \u escape at p.pos and, for the high half of a
+// UTF-16 surrogate pair, the \u escape of the low half that must follow it.
+func (p *parser) unicodeEscape() (rune, error) {
+	d := p.data
+	r, ok := p.hex4()
+	if !ok {
+		return 0, p.fail("json", `invalid \u escape: expected 4 hex digits`)
+	}
+	if utf16.IsSurrogate(r) {
+		if r >= 0xDC00 || p.pos+1 >= len(d) || d[p.pos] != '\\' || d[p.pos+1] != 'u' {
+			return 0, p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
+		}
+		p.pos += 2
+		r2, ok := p.hex4()
+		if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
+			return 0, p.fail("utf8", "lone UTF-16 surrogate in \\u escape")
+		}
+		r = utf16.DecodeRune(r, r2)
+	}
+	return r, nil
 }
 
 func (p *parser) hex4() (rune, bool) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/contract"
@@ -66,35 +67,10 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	}
 	last := sess.LastSequence
 	total := last + 1
-	opt.Progress.report(PhaseRead, 0, total)
-	events := make([]json.RawMessage, 0, total)
-	fold := newSummaryFold(id)
-	for after := int64(-1); after < last; {
-		page, err := s.st.ReadEvents(ctx, id, after, 10000)
-		if err != nil {
-			return nil, fmt.Errorf("archive: read the log: %w", err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, e := range page {
-			if e.Sequence > last {
-				break
-			}
-			events = append(events, json.RawMessage(e.Data))
-			if err := fold.Apply(e); err != nil {
-				return nil, fmt.Errorf("archive: fold event %d: %w", e.Sequence, err)
-			}
-			after = e.Sequence
-			if n := int64(len(events)); n%progressEvery == 0 {
-				opt.Progress.report(PhaseRead, n, total)
-			}
-		}
+	events, fold, err := s.readForArchive(ctx, id, last, opt.Progress)
+	if err != nil {
+		return nil, err
 	}
-	if int64(len(events)) != total {
-		return nil, fmt.Errorf("archive: read %d events but the log ends at sequence %d", len(events), last)
-	}
-	opt.Progress.report(PhaseRead, total, total)
 	opt.Progress.report(PhaseWrite, 0, total)
 	runs, err := s.st.Runs(ctx, id)
 	if err != nil {
@@ -111,30 +87,96 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	if p := sess.Record.Project.Get(); p != "" {
 		c.Project = &p
 	}
-	data, err := archive.Encode(c)
+	info, err := writeVerified(opt.Dir, c, now)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opt.Dir, archive.ProjectDir(c.Project))
-	path := filepath.Join(dir, archive.FileName(id, now))
-	if err := archive.Within(opt.Dir, path); err != nil {
+	updated, err := s.markArchived(ctx, c, info, opt.Gate)
+	if err != nil {
 		return nil, err
 	}
-	if err := archive.WriteFileAtomic(opt.Dir, dir, path, data); err != nil {
-		return nil, fmt.Errorf("archive: %w", err)
+	opt.Progress.report(PhaseWrite, total, total)
+	res := &ArchiveResult{ArchiveInfo: info, Events: len(events), Session: updated}
+	if opt.Compact && last >= 0 {
+		if err := s.compactArchived(ctx, res, last, opt.Progress); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// readForArchive reads the session's log through sequence last, in pages, and folds it into
+// the summary fold the archive's summary comes from. It reports the read phase's progress and
+// fails when the log ends before last.
+func (s *Service) readForArchive(ctx context.Context, id string, last int64, progress ProgressFunc) ([]json.RawMessage, *Fold, error) {
+	total := last + 1
+	progress.report(PhaseRead, 0, total)
+	events := make([]json.RawMessage, 0, total)
+	fold := newSummaryFold(id)
+	for after := int64(-1); after < last; {
+		page, err := s.st.ReadEvents(ctx, id, after, 10000)
+		if err != nil {
+			return nil, nil, fmt.Errorf("archive: read the log: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if e.Sequence > last {
+				break
+			}
+			events = append(events, json.RawMessage(e.Data))
+			if err := fold.Apply(e); err != nil {
+				return nil, nil, fmt.Errorf("archive: fold event %d: %w", e.Sequence, err)
+			}
+			after = e.Sequence
+			if n := int64(len(events)); n%progressEvery == 0 {
+				progress.report(PhaseRead, n, total)
+			}
+		}
+	}
+	if int64(len(events)) != total {
+		return nil, nil, fmt.Errorf("archive: read %d events but the log ends at sequence %d", len(events), last)
+	}
+	progress.report(PhaseRead, total, total)
+	return events, fold, nil
+}
+
+// writeVerified encodes c and writes it atomically to its file under dir (in its project's
+// directory, named after the session and now), then reads the file back and verifies it; a
+// file that does not verify is removed. It returns the written archive's description.
+func writeVerified(dir string, c *archive.Content, now time.Time) (ArchiveInfo, error) {
+	data, err := archive.Encode(c)
+	if err != nil {
+		return ArchiveInfo{}, err
+	}
+	pdir := filepath.Join(dir, archive.ProjectDir(c.Project))
+	path := filepath.Join(pdir, archive.FileName(c.SessionID, now))
+	if err := archive.Within(dir, path); err != nil {
+		return ArchiveInfo{}, err
+	}
+	if err := archive.WriteFileAtomic(dir, pdir, path, data); err != nil {
+		return ArchiveInfo{}, fmt.Errorf("archive: %w", err)
 	}
 	// Read back what the disk holds and verify it before anything depends on it.
 	back, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("archive: read back %s: %w", path, err)
+		return ArchiveInfo{}, fmt.Errorf("archive: read back %s: %w", path, err)
 	}
 	got, sum, err := archive.Decode(back)
 	err = archiveRefusal(err)
-	if err != nil || len(got.Events) != len(events) {
+	if err != nil || len(got.Events) != len(c.Events) {
 		os.Remove(path)
-		return nil, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
+		return ArchiveInfo{}, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
 	}
-	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: id, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	return ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}, nil
+}
+
+// markArchived marks the session archived by the written archive info (status, archive path,
+// the lifecycle state's last archive), unless its log moved past c.LastSequence or it was
+// archived meanwhile: then the file is removed and the refusal is SESSION_MOVED.
+func (s *Service) markArchived(ctx context.Context, c *archive.Content, info ArchiveInfo, gate string) (*store.Session, error) {
+	id, last := c.SessionID, c.LastSequence
 	var moved *RejectError
 	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
 		if cur.LastSequence != last || cur.Record.Status == contract.SessionStatusArchived {
@@ -143,34 +185,38 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		}
 		rec := &cur.Record
 		rec.Status = contract.SessionStatusArchived
-		rec.ArchivePath = contract.Some(path)
+		rec.ArchivePath = contract.Some(info.Path)
 		rec.UpdatedAt = contract.Some(c.ArchivedAt)
-		rec.UpdatedByGate = contract.Some(opt.Gate)
-		lc.LastArchivedAt, lc.LastArchiveName, lc.LastArchiveChecksum = c.ArchivedAt, info.Name, sum
+		rec.UpdatedByGate = contract.Some(gate)
+		lc.LastArchivedAt, lc.LastArchiveName, lc.LastArchiveChecksum = c.ArchivedAt, info.Name, info.Checksum
 		return validRecord(rec)
 	})
 	if moved != nil {
-		os.Remove(path)
+		os.Remove(info.Path)
 		return nil, moved
 	}
 	if err != nil {
 		return nil, fmt.Errorf("archive: mark the session archived: %w", err)
 	}
-	opt.Progress.report(PhaseWrite, total, total)
-	res := &ArchiveResult{ArchiveInfo: info, Events: len(events), Session: updated}
-	if opt.Compact && last >= 0 {
-		opt.Progress.report(PhaseCompact, 0, total)
-		n, err := s.st.CompactEvents(ctx, id, last)
-		if err != nil {
-			return res, fmt.Errorf("archive: the archive %s is complete, but compacting the log failed: %w", path, err)
-		}
-		res.Compacted = n
-		if res.Session, err = s.st.GetSession(ctx, id); err != nil {
-			return res, err
-		}
-		opt.Progress.report(PhaseCompact, total, total)
+	return updated, nil
+}
+
+// compactArchived deletes the archived session's events through last from the store and
+// refreshes res with the number deleted and the session as it is now, reporting the compact
+// phase's progress.
+func (s *Service) compactArchived(ctx context.Context, res *ArchiveResult, last int64, progress ProgressFunc) error {
+	total := last + 1
+	progress.report(PhaseCompact, 0, total)
+	n, err := s.st.CompactEvents(ctx, res.SessionID, last)
+	if err != nil {
+		return fmt.Errorf("archive: the archive %s is complete, but compacting the log failed: %w", res.Path, err)
 	}
-	return res, nil
+	res.Compacted = n
+	if res.Session, err = s.st.GetSession(ctx, res.SessionID); err != nil {
+		return err
+	}
+	progress.report(PhaseCompact, total, total)
+	return nil
 }
 
 func validRecord(rec *contract.SessionRecord) error {

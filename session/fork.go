@@ -69,25 +69,54 @@ type resource struct {
 // fork creates (or, for a repeated request, finishes) the new thread. A rejection is returned as
 // *RejectError with the SOURCE_* codes; other errors are storage failures.
 func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *RejectError, error) {
-	src, err := s.st.GetSession(ctx, spec.sourceThread)
-	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil, reject(contract.CodeSourceThreadNotFound, "source thread %q does not exist", spec.sourceThread), nil
+	src, msg, rej, err := s.forkSource(ctx, spec)
+	if rej != nil || err != nil {
+		return nil, rej, err
 	}
+	// The fork point is the last event that changed the source message: the new thread
+	// inherits the source thread as it stood then.
+	inh, err := s.inheritedAt(ctx, spec, msg.Sequence)
 	if err != nil {
 		return nil, nil, err
+	}
+	now := s.timestamp()
+	res, finishing, err := s.createThread(ctx, spec, src, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	events, ctxMsgs := spec.inheritedEvents(inh, now)
+	res.unavailable = inh.unavailable(spec.inheritance)
+	res.context = contract.InheritedContext{SourceThreadID: spec.sourceThread, SourceMessageID: spec.sourceMessage,
+		SourceRunID: spec.sourceRun, Messages: ctxMsgs, Summary: inh.summary, UnavailableResources: res.unavailable, CapturedAt: now}
+	if res.appended, err = s.appendInherited(ctx, spec.threadID(), events, finishing); err != nil {
+		return nil, nil, err
+	}
+	return res, nil, nil
+}
+
+// forkSource looks up the source thread and the caught-up state of its source message, and
+// checks that the message and the source run belong together. A missing thread, run or
+// message, or a message the run has nothing to do with, is a *RejectError.
+func (s *Service) forkSource(ctx context.Context, spec *forkSpec) (*store.Session, *Message, *RejectError, error) {
+	src, err := s.st.GetSession(ctx, spec.sourceThread)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return nil, nil, reject(contract.CodeSourceThreadNotFound, "source thread %q does not exist", spec.sourceThread), nil
+	}
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	run, err := s.st.Run(ctx, spec.sourceThread, spec.sourceRun)
 	if errors.Is(err, store.ErrRunNotFound) {
-		return nil, reject(contract.CodeSourceRunNotFound, "run %q does not exist in thread %q", spec.sourceRun, spec.sourceThread), nil
+		return nil, nil, reject(contract.CodeSourceRunNotFound, "run %q does not exist in thread %q", spec.sourceRun, spec.sourceThread), nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	fold := spec.sourceFold
 	if fold == nil {
 		fold = NewFold(spec.sourceThread)
 		if err := s.catchUp(ctx, spec.sourceThread, fold); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	var msg *Message
@@ -97,26 +126,28 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 		}
 	}
 	if msg == nil {
-		return nil, reject(contract.CodeSourceMessageNotFound, "message %q does not exist in thread %q", spec.sourceMessage, spec.sourceThread), nil
+		return nil, nil, reject(contract.CodeSourceMessageNotFound, "message %q does not exist in thread %q", spec.sourceMessage, spec.sourceThread), nil
 	}
 	if run.SourceMessageID != msg.MessageID && msg.RunID != run.RunID {
-		return nil, reject(contract.CodeSourceLineageInvalid, "message %q neither started run %q nor belongs to it (the run was started by %q)",
+		return nil, nil, reject(contract.CodeSourceLineageInvalid, "message %q neither started run %q nor belongs to it (the run was started by %q)",
 			msg.MessageID, run.RunID, run.SourceMessageID), nil
 	}
+	return src, msg, nil, nil
+}
 
-	// The fork point is the last event that changed the source message: the new thread
-	// inherits the source thread as it stood then.
-	inh, err := s.inheritedAt(ctx, spec, msg.Sequence)
-	if err != nil {
-		return nil, nil, err
-	}
+// newRunID is the id of the run an edit-and-rerun queues in the new thread.
+func (f *forkSpec) newRunID() string { return "run-" + f.hash("run") }
 
-	now := s.timestamp()
-	res := &forkResult{lineage: contract.Lineage{ForkedFromThreadID: spec.sourceThread, ForkedFromMessageID: spec.sourceMessage, SourceRunID: spec.sourceRun}}
+// createThread creates the new thread with its lineage and active branch, copying the source
+// record's project, agent, role and mode. When the thread exists already (a repeat of this
+// request, or one interrupted by a crash) it returns that thread and finishing true: its events
+// must be looked up before anything is appended. A thread of that id that another request
+// created is an error.
+func (s *Service) createThread(ctx context.Context, spec *forkSpec, src *store.Session, now string) (res *forkResult, finishing bool, err error) {
+	res = &forkResult{lineage: contract.Lineage{ForkedFromThreadID: spec.sourceThread, ForkedFromMessageID: spec.sourceMessage, SourceRunID: spec.sourceRun}}
 	branchRun := spec.sourceRun
-	newRun := "run-" + spec.hash("run")
 	if spec.queueRun {
-		branchRun = newRun
+		branchRun = spec.newRunID()
 	}
 	id := spec.threadID()
 	lin := res.lineage
@@ -128,30 +159,35 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 			Mode: rec.Mode, Status: contract.SessionStatusRunning, StartedAt: now, UpdatedAt: contract.Some(now)},
 		Snapshot: spec.snapshot, Lineage: &lin, ActiveBranch: &res.branch, LastSequence: -1,
 	}
-	finishing := false // the thread exists already: look its events up before appending
 	err = s.st.CreateSession(ctx, thread)
 	if errors.Is(err, store.ErrSessionExists) {
 		// A repeat of this request (or one interrupted by a crash): finish what it began.
 		existing, gerr := s.st.GetSession(ctx, id)
 		if gerr != nil {
-			return nil, nil, gerr
+			return nil, false, gerr
 		}
 		if existing.Lineage == nil || *existing.Lineage != lin || existing.ActiveBranch == nil {
-			return nil, nil, fmt.Errorf("fork: session %q exists but was not created by this request", id)
+			return nil, false, fmt.Errorf("fork: session %q exists but was not created by this request", id)
 		}
 		thread, res.branch, res.alreadyExist = existing, *existing.ActiveBranch, true
 		finishing = true
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("fork: create thread: %w", err)
+		return nil, false, fmt.Errorf("fork: create thread: %w", err)
 	}
 	res.thread = thread
+	return res, finishing, nil
+}
 
-	// The new thread's first events make the inherited context visible: the messages, then
-	// the inherited tool calls, diffs and artifacts, the summary, and the queued run.
+// inheritedEvents builds the new thread's first events, which make the inherited context
+// visible: the messages, then the inherited tool calls, diffs and artifacts, and the queued
+// run of an edit-and-rerun. Their ids and idempotency keys are derived from the request. It
+// also returns the inherited messages as the inherited context lists them.
+func (f *forkSpec) inheritedEvents(inh *inherited, now string) ([]contract.Event, []contract.InheritedMessage) {
+	id := f.threadID()
 	var events []contract.Event
 	n := 0
 	add := func(eventType, runID, sourceMessageID string, p contract.Payload) {
-		key := "fork-" + spec.hash("events") + fmt.Sprintf("-%d", n)
+		key := "fork-" + f.hash("events") + fmt.Sprintf("-%d", n)
 		n++
 		events = append(events, contract.Event{Contract: "AgentSessionEvent", EventID: key, SessionID: id, RunID: runID,
 			SourceMessageID: sourceMessageID, IdempotencyKey: key, OccurredAt: now, EventType: eventType, Payload: p})
@@ -164,49 +200,81 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 	for _, r := range inh.kept {
 		add(r.event.EventType, "", r.messageID, r.event.Payload)
 	}
-	if spec.queueRun {
-		add("status", newRun, spec.sourceMessage, &contract.StatusPayload{Status: contract.RunStatusQueued})
+	if f.queueRun {
+		add("status", f.newRunID(), f.sourceMessage, &contract.StatusPayload{Status: contract.RunStatusQueued})
 	}
-	res.unavailable = inh.unavailable(spec.inheritance)
-	res.context = contract.InheritedContext{SourceThreadID: spec.sourceThread, SourceMessageID: spec.sourceMessage,
-		SourceRunID: spec.sourceRun, Messages: ctxMsgs, Summary: inh.summary, UnavailableResources: res.unavailable, CapturedAt: now}
+	return events, ctxMsgs
+}
+
+// appendInherited appends the new thread's first events in batches of at most
+// store.MaxBatchEvents. When finishing a repeated fork, the batches already stored are looked
+// up instead of appended again, up to the first batch with an event missing; from that batch
+// on it appends.
+func (s *Service) appendInherited(ctx context.Context, id string, events []contract.Event, finishing bool) ([]store.AppendResult, error) {
+	var appended []store.AppendResult
 	for start := 0; start < len(events); start += store.MaxBatchEvents {
 		end := min(start+store.MaxBatchEvents, len(events))
 		batch := make([]*contract.EncodedEvent, 0, end-start)
 		for i := start; i < end; i++ {
 			enc, err := contract.EncodeEvent(&events[i])
 			if err != nil {
-				return nil, nil, fmt.Errorf("fork: inherited event %d is invalid: %w", i, err)
+				return nil, fmt.Errorf("fork: inherited event %d is invalid: %w", i, err)
 			}
 			batch = append(batch, enc)
 		}
-		// Keys are derived from the request, so on a repeat these are duplicates. A repeat
-		// runs at another time, so the same keys carry another occurredAt: look the stored
-		// events up instead of appending again.
 		if finishing {
-			for _, e := range batch {
-				se, err := s.st.EventByIdempotencyKey(ctx, id, e.IdempotencyKey)
-				if errors.Is(err, store.ErrEventNotFound) {
-					finishing = false // interrupted before this event: append from here
-					break
-				}
-				if err != nil {
-					return nil, nil, err
-				}
-				res.appended = append(res.appended, store.AppendResult{EventID: se.EventID, Sequence: se.Sequence, Duplicate: true})
+			stored, complete, err := s.storedBatch(ctx, id, batch)
+			if err != nil {
+				return nil, err
 			}
-			if finishing {
+			if complete {
+				appended = append(appended, stored...)
 				continue
 			}
-			res.appended = res.appended[:start]
+			finishing = false // interrupted before this batch was stored: append from here
 		}
 		out, err := s.st.Append(ctx, id, batch, store.AppendOptions{})
 		if err != nil {
-			return nil, nil, fmt.Errorf("fork: append inherited events: %w", err)
+			return nil, fmt.Errorf("fork: append inherited events: %w", err)
 		}
-		res.appended = append(res.appended, out...)
+		appended = append(appended, out...)
 	}
-	return res, nil, nil
+	return appended, nil
+}
+
+// storedBatch looks the events of batch up by their idempotency keys, as duplicates. Keys are
+// derived from the request, so on a repeat these are duplicates; but a repeat runs at another
+// time, so the same keys carry another occurredAt and cannot simply be appended again.
+// complete is false when an event of the batch is not stored (the fork was interrupted before
+// it).
+func (s *Service) storedBatch(ctx context.Context, id string, batch []*contract.EncodedEvent) (out []store.AppendResult, complete bool, err error) {
+	for _, e := range batch {
+		se, err := s.st.EventByIdempotencyKey(ctx, id, e.IdempotencyKey)
+		if errors.Is(err, store.ErrEventNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, store.AppendResult{EventID: se.EventID, Sequence: se.Sequence, Duplicate: true})
+	}
+	return out, true, nil
+}
+
+// scannedItem is the latest event of one inheritable item (tool call, diff, artifact or
+// summary) of the source thread, found by inheritedAt's scan.
+type scannedItem struct {
+	kind, id, messageID string
+	seq                 int64
+	data                []byte
+}
+
+// sourceScan is what a scan of the source thread up to the fork point found.
+type sourceScan struct {
+	msgOrder  []string            // message ids in order of first appearance
+	msgEvents map[string][][]byte // message id -> its events since its last replace
+	latest    map[string]int      // kind+id -> index in items
+	items     []scannedItem       // tool calls, diffs, artifacts, summaries: latest event each
 }
 
 // inheritedAt scans the source thread up to the fork point and picks what the new thread
@@ -214,6 +282,27 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 // it keeps: the rest are looked at through the fast contract parser (ids and operation) or
 // skipped by type.
 func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int64) (*inherited, error) {
+	sc, err := s.scanSource(ctx, spec, forkPoint)
+	if err != nil {
+		return nil, err
+	}
+	inh := &inherited{}
+	if spec.inheritance.Messages == "through-source-message" {
+		if inh.messages, err = sc.messagesThrough(spec); err != nil {
+			return nil, err
+		}
+	}
+	if err := inh.pick(spec, sc.items); err != nil {
+		return nil, err
+	}
+	return inh, nil
+}
+
+// scanSource reads the source thread's events up to the fork point in pages and keeps, for each
+// message, its events since its last replace, and for each other inheritable item its latest
+// event. Each item is tied to a message: the event's sourceMessageId, else the message that
+// started its run, else the fork's source message.
+func (s *Service) scanSource(ctx context.Context, spec *forkSpec, forkPoint int64) (*sourceScan, error) {
 	runs, err := s.st.Runs(ctx, spec.sourceThread)
 	if err != nil {
 		return nil, err
@@ -222,17 +311,7 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 	for _, r := range runs {
 		runMessage[r.RunID] = r.SourceMessageID
 	}
-	type scanned struct {
-		kind, id, messageID string
-		seq                 int64
-		data                []byte
-	}
-	var (
-		msgOrder  []string                // message ids in order of first appearance
-		msgEvents = map[string][][]byte{} // message id -> its events since its last replace
-		latest    = map[string]int{}      // kind+id -> index in items
-		items     []scanned               // tool calls, diffs, artifacts, summaries: latest event each
-	)
+	sc := &sourceScan{msgEvents: map[string][][]byte{}, latest: map[string]int{}}
 	after := int64(-1)
 	for after < forkPoint {
 		evs, err := s.st.ReadEvents(ctx, spec.sourceThread, after, int(min(forkPoint-after, 10000)))
@@ -244,19 +323,8 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 		}
 		for _, se := range evs {
 			after = se.Sequence
-			var kind, idField string
-			switch se.EventType {
-			case "message":
-				kind, idField = "message", "messageId"
-			case "tool":
-				kind, idField = "tool-result", "toolCallId"
-			case "diff":
-				kind, idField = "code-change", "path"
-			case "artifact":
-				kind, idField = "attachment", "artifactId"
-			case "summary":
-				kind, idField = "summary", "summaryId"
-			default:
+			kind, idField, ok := inheritableKind(se.EventType)
+			if !ok {
 				continue
 			}
 			v, err := contract.Parse(se.Data, contract.Limits{})
@@ -266,13 +334,7 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 			pl := v.Get("payload")
 			id := pl.Get(idField).Str
 			if kind == "message" {
-				if _, seen := msgEvents[id]; !seen {
-					msgOrder = append(msgOrder, id)
-				}
-				if op := pl.Get("operation"); op != nil && op.Str == "replace" {
-					msgEvents[id] = nil
-				}
-				msgEvents[id] = append(msgEvents[id], se.Data)
+				sc.addMessageEvent(id, pl, se.Data)
 				continue
 			}
 			mid := ""
@@ -285,56 +347,109 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 			if mid == "" {
 				mid = spec.sourceMessage
 			}
-			it := scanned{kind: kind, id: id, messageID: mid, seq: se.Sequence, data: se.Data}
-			if i, ok := latest[kind+"\x00"+id]; ok {
-				items[i] = it
-			} else {
-				latest[kind+"\x00"+id] = len(items)
-				items = append(items, it)
-			}
+			sc.setLatest(scannedItem{kind: kind, id: id, messageID: mid, seq: se.Sequence, data: se.Data})
 		}
 	}
+	return sc, nil
+}
 
-	inh := &inherited{}
-	if spec.inheritance.Messages == "through-source-message" {
-		// Messages through the source message; decode only the newest ones kept.
-		var candidates []Message
-		reached := false // walking back, past the messages that came after the source
-		for i := len(msgOrder) - 1; i >= 0 && len(candidates) < MaxInheritedMessages; i-- {
-			id := msgOrder[i]
-			if reached = reached || id == spec.sourceMessage; !reached {
-				continue
-			}
-			m := Message{MessageID: id}
-			for _, data := range msgEvents[id] {
-				var e contract.Event
-				if err := json.Unmarshal(data, &e); err != nil {
-					return nil, err
-				}
-				p := e.Payload.(*contract.MessagePayload)
-				m.Role = p.Role
-				if p.Operation == "replace" {
-					m.Parts = append([]json.RawMessage(nil), p.Parts...)
-				} else {
-					m.Parts = append(m.Parts, p.Parts...)
-				}
-			}
-			if id == spec.sourceMessage && spec.replacement != nil {
-				m.Parts = spec.replacement
-			}
-			if (m.Role == "user" || m.Role == "assistant") && len(m.Parts) > 0 {
-				candidates = append(candidates, m)
-			}
+// inheritableKind maps an event type to the kind of item it describes and the payload field
+// that holds the item's id; ok is false for the event types a fork does not inherit.
+func inheritableKind(eventType string) (kind, idField string, ok bool) {
+	switch eventType {
+	case "message":
+		return "message", "messageId", true
+	case "tool":
+		return "tool-result", "toolCallId", true
+	case "diff":
+		return "code-change", "path", true
+	case "artifact":
+		return "attachment", "artifactId", true
+	case "summary":
+		return "summary", "summaryId", true
+	}
+	return "", "", false
+}
+
+// addMessageEvent records a message event (pl is its payload): a replace drops the message's
+// earlier events.
+func (sc *sourceScan) addMessageEvent(id string, pl *contract.Value, data []byte) {
+	if _, seen := sc.msgEvents[id]; !seen {
+		sc.msgOrder = append(sc.msgOrder, id)
+	}
+	if op := pl.Get("operation"); op != nil && op.Str == "replace" {
+		sc.msgEvents[id] = nil
+	}
+	sc.msgEvents[id] = append(sc.msgEvents[id], data)
+}
+
+// setLatest records it as the latest event of its item, in the place of the item's first event.
+func (sc *sourceScan) setLatest(it scannedItem) {
+	if i, ok := sc.latest[it.kind+"\x00"+it.id]; ok {
+		sc.items[i] = it
+	} else {
+		sc.latest[it.kind+"\x00"+it.id] = len(sc.items)
+		sc.items = append(sc.items, it)
+	}
+}
+
+// messagesThrough returns the messages through the source message, oldest first: the newest
+// MaxInheritedMessages user and assistant messages with parts. Only those it keeps are decoded.
+// The source message gets the replacement parts of an edit-and-rerun.
+func (sc *sourceScan) messagesThrough(spec *forkSpec) ([]Message, error) {
+	var candidates []Message
+	reached := false // walking back, past the messages that came after the source
+	for i := len(sc.msgOrder) - 1; i >= 0 && len(candidates) < MaxInheritedMessages; i-- {
+		id := sc.msgOrder[i]
+		if reached = reached || id == spec.sourceMessage; !reached {
+			continue
 		}
-		for i := len(candidates) - 1; i >= 0; i-- {
-			inh.messages = append(inh.messages, candidates[i])
+		m, err := decodeMessage(id, sc.msgEvents[id])
+		if err != nil {
+			return nil, err
+		}
+		if id == spec.sourceMessage && spec.replacement != nil {
+			m.Parts = spec.replacement
+		}
+		if (m.Role == "user" || m.Role == "assistant") && len(m.Parts) > 0 {
+			candidates = append(candidates, m)
 		}
 	}
+	var out []Message
+	for i := len(candidates) - 1; i >= 0; i-- {
+		out = append(out, candidates[i])
+	}
+	return out, nil
+}
+
+// decodeMessage folds a message's stored events (since its last replace) into the message.
+func decodeMessage(id string, events [][]byte) (Message, error) {
+	m := Message{MessageID: id}
+	for _, data := range events {
+		var e contract.Event
+		if err := json.Unmarshal(data, &e); err != nil {
+			return Message{}, err
+		}
+		p := e.Payload.(*contract.MessagePayload)
+		m.Role = p.Role
+		if p.Operation == "replace" {
+			m.Parts = append([]json.RawMessage(nil), p.Parts...)
+		} else {
+			m.Parts = append(m.Parts, p.Parts...)
+		}
+	}
+	return m, nil
+}
+
+// pick decodes the scanned items: the most recent completed, non-blank summary becomes the
+// inherited summary (when summaries are inherited); every other item is listed in all, and
+// kept when its kind is inherited and it is available.
+func (inh *inherited) pick(spec *forkSpec, items []scannedItem) error {
 	summarySeq := int64(-1)
 	for _, it := range items {
 		var e contract.Event
 		if err := json.Unmarshal(it.data, &e); err != nil {
-			return nil, err
+			return err
 		}
 		if it.kind == "summary" {
 			if p := e.Payload.(*contract.SummaryPayload); spec.inheritance.Summaries == "inherit" && p.Status == "completed" && !blank(p.Text) && it.seq > summarySeq {
@@ -348,7 +463,7 @@ func (s *Service) inheritedAt(ctx context.Context, spec *forkSpec, forkPoint int
 			inh.kept = append(inh.kept, r)
 		}
 	}
-	return inh, nil
+	return nil
 }
 
 func blank(s string) bool {

@@ -94,84 +94,21 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 	t := &f.t
 	switch p := e.Payload.(type) {
 	case *contract.MessagePayload:
-		i, isNew := f.slot("message", p.MessageID, len(t.Messages))
-		if isNew {
-			t.Messages = append(t.Messages, Message{MessageID: p.MessageID})
-		}
-		m := &t.Messages[i]
-		m.Role, m.Sequence = p.Role, se.Sequence
-		if e.RunID != "" {
-			m.RunID = e.RunID
-		}
-		if p.Operation == "replace" {
-			m.Parts = append([]json.RawMessage(nil), p.Parts...)
-		} else {
-			m.Parts = append(m.Parts, p.Parts...)
-		}
-		if p.Status != "" {
-			m.Status = p.Status
-		}
+		f.applyMessage(e.RunID, se.Sequence, p)
 	case *contract.ReasoningPayload:
-		i, isNew := f.slot("reasoning", p.ReasoningID, len(t.Reasoning))
-		if isNew {
-			t.Reasoning = append(t.Reasoning, Reasoning{ReasoningID: p.ReasoningID})
-			f.text = append(f.text, &strings.Builder{})
-		}
-		f.text[i].WriteString(p.Text)
-		t.Reasoning[i].Status = p.Status
+		f.applyReasoning(p)
 	case *contract.PlanPayload:
 		t.Plan = p
 	case *contract.TaskPayload:
 		t.Tasks = upsert(f, "task", p.TaskID, t.Tasks, *p)
 	case *contract.ToolPayload:
-		i, isNew := f.slot("tool", p.ToolCallID, len(t.Tools))
-		if isNew {
-			t.Tools = append(t.Tools, *p)
-			break
-		}
-		// Later states keep what earlier ones said unless they say it again.
-		old := t.Tools[i]
-		merged := *p
-		if merged.Input == nil {
-			merged.Input = old.Input
-		}
-		if merged.Output == nil {
-			merged.Output = old.Output
-		}
-		if merged.StartedAt == "" {
-			merged.StartedAt = old.StartedAt
-		}
-		t.Tools[i] = merged
+		f.applyTool(p)
 	case *contract.ApprovalPayload:
-		i, isNew := f.slot("approval", p.ApprovalID, len(t.Approvals))
-		if isNew {
-			t.Approvals = append(t.Approvals, *p)
-			break
-		}
-		merged := *p
-		if merged.ToolCallID == "" {
-			merged.ToolCallID = t.Approvals[i].ToolCallID
-		}
-		if merged.RequestedAction == nil {
-			merged.RequestedAction = t.Approvals[i].RequestedAction
-		}
-		if merged.Description == nil {
-			merged.Description = t.Approvals[i].Description
-		}
-		t.Approvals[i] = merged
+		f.applyApproval(p)
 	case *contract.ArtifactPayload:
 		t.Artifacts = upsert(f, "artifact", p.ArtifactID, t.Artifacts, *p)
 	case *contract.UsagePayload:
-		t.Usage.Latest = p
-		addUsage(&t.Usage.Total, p)
-		if e.RunID != "" {
-			u := t.Usage.ByRun[e.RunID]
-			if u == nil {
-				u = &UsageTotals{}
-				t.Usage.ByRun[e.RunID] = u
-			}
-			addUsage(u, p)
-		}
+		f.applyUsage(e.RunID, p)
 	case *contract.ResumePayload:
 		t.Resumable = p.Resumable
 	case *contract.ErrorPayload:
@@ -179,17 +116,7 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 	case *contract.DiffPayload:
 		t.Diffs = upsert(f, "diff", p.Path, t.Diffs, *p)
 	case *contract.TerminalPayload:
-		i, isNew := f.slot("terminal", p.TerminalID, len(t.Terminals))
-		if isNew {
-			t.Terminals = append(t.Terminals, Terminal{TerminalID: p.TerminalID})
-			f.output = append(f.output, &strings.Builder{})
-		}
-		if p.Stream != "status" {
-			f.output[i].WriteString(p.Chunk)
-		}
-		if p.ExitCode != nil {
-			t.Terminals[i].ExitCode = p.ExitCode
-		}
+		f.applyTerminal(p)
 	case *contract.TestResultPayload:
 		t.TestResults = upsert(f, "test", p.TestID, t.TestResults, *p)
 	case *contract.SteerPayload:
@@ -198,6 +125,121 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		t.Summaries = upsert(f, "summary", p.SummaryID, t.Summaries, *p)
 	}
 	return nil
+}
+
+// applyMessage folds a message event (of run runID, at sequence seq): an append adds its parts
+// to the message, a replace replaces them; the role, the sequence and a given run and status
+// are the latest.
+func (f *Fold) applyMessage(runID string, seq int64, p *contract.MessagePayload) {
+	t := &f.t
+	i, isNew := f.slot("message", p.MessageID, len(t.Messages))
+	if isNew {
+		t.Messages = append(t.Messages, Message{MessageID: p.MessageID})
+	}
+	m := &t.Messages[i]
+	m.Role, m.Sequence = p.Role, seq
+	if runID != "" {
+		m.RunID = runID
+	}
+	if p.Operation == "replace" {
+		m.Parts = append([]json.RawMessage(nil), p.Parts...)
+	} else {
+		m.Parts = append(m.Parts, p.Parts...)
+	}
+	if p.Status != "" {
+		m.Status = p.Status
+	}
+}
+
+// applyReasoning folds a reasoning event: its text is appended to the reasoning's text, its
+// status is the latest.
+func (f *Fold) applyReasoning(p *contract.ReasoningPayload) {
+	t := &f.t
+	i, isNew := f.slot("reasoning", p.ReasoningID, len(t.Reasoning))
+	if isNew {
+		t.Reasoning = append(t.Reasoning, Reasoning{ReasoningID: p.ReasoningID})
+		f.text = append(f.text, &strings.Builder{})
+	}
+	f.text[i].WriteString(p.Text)
+	t.Reasoning[i].Status = p.Status
+}
+
+// applyTool folds a tool event: a later state of a tool call keeps the input, output and start
+// time earlier ones gave unless it gives them again.
+func (f *Fold) applyTool(p *contract.ToolPayload) {
+	t := &f.t
+	i, isNew := f.slot("tool", p.ToolCallID, len(t.Tools))
+	if isNew {
+		t.Tools = append(t.Tools, *p)
+		return
+	}
+	old := t.Tools[i]
+	merged := *p
+	if merged.Input == nil {
+		merged.Input = old.Input
+	}
+	if merged.Output == nil {
+		merged.Output = old.Output
+	}
+	if merged.StartedAt == "" {
+		merged.StartedAt = old.StartedAt
+	}
+	t.Tools[i] = merged
+}
+
+// applyApproval folds an approval event: a later state keeps the tool call, requested action
+// and description earlier ones gave unless it gives them again.
+func (f *Fold) applyApproval(p *contract.ApprovalPayload) {
+	t := &f.t
+	i, isNew := f.slot("approval", p.ApprovalID, len(t.Approvals))
+	if isNew {
+		t.Approvals = append(t.Approvals, *p)
+		return
+	}
+	merged := *p
+	if merged.ToolCallID == "" {
+		merged.ToolCallID = t.Approvals[i].ToolCallID
+	}
+	if merged.RequestedAction == nil {
+		merged.RequestedAction = t.Approvals[i].RequestedAction
+	}
+	if merged.Description == nil {
+		merged.Description = t.Approvals[i].Description
+	}
+	t.Approvals[i] = merged
+}
+
+// applyUsage folds a usage event (of run runID): it is the latest, and adds to the total and
+// to its run's total.
+func (f *Fold) applyUsage(runID string, p *contract.UsagePayload) {
+	t := &f.t
+	t.Usage.Latest = p
+	addUsage(&t.Usage.Total, p)
+	if runID != "" {
+		u := t.Usage.ByRun[runID]
+		if u == nil {
+			u = &UsageTotals{}
+			t.Usage.ByRun[runID] = u
+		}
+		addUsage(u, p)
+	}
+}
+
+// applyTerminal folds a terminal event: a chunk of output (any stream but "status") is appended
+// to the terminal's output; a given exit code is the latest.
+func (f *Fold) applyTerminal(p *contract.TerminalPayload) {
+	t := &f.t
+	i, isNew := f.slot("terminal", p.TerminalID, len(t.Terminals))
+	if isNew {
+		t.Terminals = append(t.Terminals, Terminal{TerminalID: p.TerminalID})
+		f.output = append(f.output, &strings.Builder{})
+	}
+	if p.Stream != "status" {
+		f.output[i].WriteString(p.Chunk)
+	}
+	if p.ExitCode != nil {
+		t.Terminals[i].ExitCode = p.ExitCode
+	}
 }
 
 func upsert[T any](f *Fold, kind, id string, list []T, v T) []T {
