@@ -155,7 +155,14 @@ func (c *Client) ReadEvents(ctx context.Context, id string, after int64, limit i
 // Runs returns a session's runs.
 func (c *Client) Runs(ctx context.Context, id string) ([]contract.Run, error) {
 	var out api.RunList
-	return out.Runs, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/runs", nil, "", &out)
+	if err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/runs", nil, "", &out); err != nil {
+		return nil, err
+	}
+	runs := make([]contract.Run, len(out.Runs))
+	for i := range out.Runs {
+		runs[i] = out.Runs[i].Run
+	}
+	return runs, nil
 }
 
 // StreamEvent is one event received from a stream.

@@ -144,6 +144,15 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 		}
 	}
 	if active != nil {
+		// A run whose lease is renewed is alive, whatever its status (waiting_approval
+		// included): its worker, not the session's heartbeat, vouches for it.
+		alive, err := s.leaseAlive(ctx, id, active.RunID)
+		if err != nil {
+			return false, err
+		}
+		if alive {
+			return false, errAlive
+		}
 		events, err := s.heartbeatLost(id, active, &sess.Record, ttl)
 		if err != nil {
 			return false, err
