@@ -125,8 +125,7 @@ func (s *Service) Claim(ctx context.Context, f store.ClaimFilter, wait, ttl time
 		// The channel is taken before the attempt: a run queued during it kicks the channel
 		// this claim then waits on, so it is never missed.
 		woken := s.queue.wait()
-		now := s.now()
-		c, err := s.st.ClaimRun(ctx, f, leaseID, now, leaseExpiry(now, ttl))
+		c, err := s.st.ClaimRun(ctx, f, leaseID, leaseExpiry(s.now(), ttl))
 		if err == nil {
 			return &c, nil
 		}

@@ -113,12 +113,13 @@ type Store interface {
 
 	// ClaimRun gives the oldest claimable run matching f a lease (leases.go): a claimable run is
 	// queued and has no lease; the oldest is the one queued first, across sessions. The lease
-	// gets leaseID, the run's fencing token plus one and expiresAt, and the run's session gets
-	// a heartbeat at now, in one transaction. Exactly one caller gets a run, whatever the
+	// gets leaseID, the run's fencing token plus one and expiresAt. A claim is not a heartbeat
+	// of the session (one commit per claim): the holder's appends and renewals are, and the
+	// sweeper spares a run whose lease is alive. Exactly one caller gets a run, whatever the
 	// number of callers and instances; the cost is an index lookup, not a scan (a Role or
 	// Capabilities filter checks the claimable runs in queue order). It returns
 	// ErrNothingToClaim when no claimable run matches.
-	ClaimRun(ctx context.Context, f ClaimFilter, leaseID string, now, expiresAt time.Time) (Claim, error)
+	ClaimRun(ctx context.Context, f ClaimFilter, leaseID string, expiresAt time.Time) (Claim, error)
 	// RenewLease moves the expiry of the lease ref holds on the run to expiresAt and records a
 	// heartbeat at now on its session. The lease must be the run's current one and not have
 	// expired by now (CheckLease), else *LeaseError "lost". Errors: ErrSessionNotFound,

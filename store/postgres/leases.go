@@ -49,15 +49,14 @@ func claimQuery(f store.ClaimFilter) (string, []any) {
 		ORDER BY r.queued_ms, r.sk, r.ord LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
 	UPDATE runs AS r SET lease_id = $1, lease_token = r.lease_token + 1, lease_expires_ms = $2
 	FROM c WHERE r.sk = c.sk AND r.run_id = c.run_id
-	RETURNING r.sk, r.data, r.lease_token, r.attempt, (SELECT id FROM sessions WHERE sk = r.sk)`
+	RETURNING r.data, r.lease_token, r.attempt, (SELECT id FROM sessions WHERE sk = r.sk)`
 	return q, args
 }
 
-// ClaimRun gives the oldest claimable run matching f a lease, as documented on store.Store. The
-// claim is one statement (its own transaction). The session's heartbeat is recorded right after
-// it, in a transaction of its own: taking the session's row inside the claim, after the run's,
-// would lock in the opposite order of an append (session, then runs) and could deadlock with it.
-func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, now, expiresAt time.Time) (store.Claim, error) {
+// ClaimRun gives the oldest claimable run matching f a lease, as documented on store.Store: one
+// statement, its own transaction. It takes no lock on the session's row (an append takes the
+// session's row, then its runs'; a claim taking them the other way round could deadlock).
+func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, expiresAt time.Time) (store.Claim, error) {
 	if err := s.enter(); err != nil {
 		return store.Claim{}, fmt.Errorf("claim a run: %w", err)
 	}
@@ -65,9 +64,8 @@ func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID strin
 	q, args := claimQuery(f)
 	args[0], args[1] = leaseID, expiresAt.UnixMilli()
 	var c store.Claim
-	var sk int64
 	var data []byte
-	err := s.pool.QueryRow(ctx, q, args...).Scan(&sk, &data, &c.Lease.Token, &c.Attempt, &c.SessionID)
+	err := s.pool.QueryRow(ctx, q, args...).Scan(&data, &c.Lease.Token, &c.Attempt, &c.SessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Claim{}, store.ErrNothingToClaim
 	}
@@ -78,9 +76,6 @@ func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID strin
 		return store.Claim{}, fmt.Errorf("claim a run: decode stored run %s: %w", data, err)
 	}
 	c.Lease.LeaseID, c.Lease.ExpiresAt = leaseID, expiresAt
-	if _, err := s.pool.Exec(context.WithoutCancel(ctx), qHeartbeat, sk, store.FormatTime(now)); err != nil {
-		return store.Claim{}, fmt.Errorf("claim a run: record the heartbeat of session %q: %w", c.SessionID, err)
-	}
 	return c, nil
 }
 

@@ -57,7 +57,7 @@ func claimQuery(f store.ClaimFilter) (string, []any) {
 // ClaimRun gives the oldest claimable run matching f a lease, as documented on store.Store. The
 // writer takes the claim like an append, so claims are decided one at a time and committed
 // (and synced) with the appends of their group.
-func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, now, expiresAt time.Time) (store.Claim, error) {
+func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, expiresAt time.Time) (store.Claim, error) {
 	var c store.Claim
 	q, args := claimQuery(f)
 	r := &request{ctx: ctx, op: func(w *writer) error {
@@ -79,7 +79,7 @@ func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID strin
 			leaseID, c.Lease.Token, expiresAt.UnixMilli(), sk, c.Run.RunID); err != nil {
 			return fatal("take the lease", err)
 		}
-		return w.heartbeat(sk, store.AppendOptions{Heartbeat: now})
+		return nil
 	}}
 	if err := s.submit(ctx, r); err != nil {
 		return store.Claim{}, fmt.Errorf("claim a run: %w", err)
