@@ -217,6 +217,12 @@ func (s *Store) RunLeases(ctx context.Context, sessionID string) ([]store.RunLea
 	return out, nil
 }
 
+// qExpiredLeases finds the leases expired by ?1, earliest first, at most ?2, from the index
+// runs_lease_expiry (TestClaimQueryPlan checks the plan).
+const qExpiredLeases = `SELECT s.id, r.run_id, r.lease_id, r.lease_token, r.lease_expires_ms, r.attempt
+	FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
+	WHERE r.lease_id IS NOT NULL AND r.lease_expires_ms <= ? ORDER BY r.lease_expires_ms LIMIT ?`
+
 // ExpiredLeases returns the leases expired by cutoff, earliest first, from the index
 // runs_lease_expiry.
 func (s *Store) ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredLease, error) {
@@ -228,9 +234,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) 
 		limit = 100
 	}
 	limit = min(limit, 10000)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT s.id, r.run_id, r.lease_id, r.lease_token, r.lease_expires_ms, r.attempt
-		FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
-		WHERE r.lease_id IS NOT NULL AND r.lease_expires_ms <= ? ORDER BY r.lease_expires_ms LIMIT ?`, cutoff.UnixMilli(), limit)
+	rows, err := s.rdb.QueryContext(ctx, qExpiredLeases, cutoff.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("expired leases: %w", err)
 	}
