@@ -37,6 +37,8 @@ const (
 	CodeRestoreConflict     = contract.CodeRestoreConflict
 	CodeSessionMoved        = contract.CodeSessionMoved
 	CodeNotConfigured       = contract.CodeNotConfigured
+	CodeLeaseLost           = contract.CodeLeaseLost
+	CodeLeaseRequired       = contract.CodeLeaseRequired
 )
 
 // statusByCode is the one table from error code to HTTP status.
@@ -63,6 +65,8 @@ var statusByCode = map[contract.ErrorCode]int{
 	CodeRestoreConflict:     http.StatusConflict,
 	CodeSessionMoved:        http.StatusConflict,
 	CodeNotConfigured:       http.StatusNotImplemented,
+	CodeLeaseLost:           http.StatusConflict,
+	CodeLeaseRequired:       http.StatusConflict,
 
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.
@@ -229,5 +233,12 @@ type EventPage struct {
 
 // RunList is the body of GET /v1/sessions/{id}/runs.
 type RunList struct {
-	Runs []contract.Run `json:"runs"`
+	Runs []RunResource `json:"runs"`
+}
+
+// RunResource is a run as GET /v1/sessions/{id}/runs[/{runId}] shows it: the contract's run
+// and, beside its fields, the run's attempt, last fencing token and the lease held on it.
+type RunResource struct {
+	contract.Run
+	wire.RunLease
 }

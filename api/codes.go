@@ -33,6 +33,8 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeRestoreConflict:     "restore of a session that is still in the store",
 	CodeSessionMoved:        "the log moved while the session was being archived; nothing changed",
 	CodeNotConfigured:       "an archive endpoint on a server started without an archive directory",
+	CodeLeaseLost:           "the lease given (Sessiond-Lease header, or a renewal's or release's leaseId and token) is not the run's current lease: stale, forged, malformed, another run's, released or expired; nothing was written",
+	CodeLeaseRequired:       "an append from a runtime to a run that a worker holds a lease on carries no Sessiond-Lease header; nothing was written",
 }
 
 // Codes returns every error code the API answers, sorted: its own codes and the command error

@@ -40,32 +40,42 @@ func New(base string, hc *http.Client) *Client {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	_, err := c.send(ctx, method, path, nil, body, contentType, out)
+	return err
+}
+
+// send is do with extra request headers; it returns the response's status, and decodes nothing
+// into out for a 204 No Content.
+func (c *Client) send(ctx context.Context, method, path string, header http.Header, body io.Reader, contentType string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w (is the server running at %s?)", method, path, err, c.base)
+		return 0, fmt.Errorf("%s %s: %w (is the server running at %s?)", method, path, err, c.base)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return decodeError(resp.StatusCode, data)
+		return resp.StatusCode, decodeError(resp.StatusCode, data)
 	}
-	if out == nil {
-		return nil
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+		return resp.StatusCode, fmt.Errorf("%s %s: decode response: %w", method, path, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 func decodeError(status int, data []byte) error {
@@ -155,7 +165,14 @@ func (c *Client) ReadEvents(ctx context.Context, id string, after int64, limit i
 // Runs returns a session's runs.
 func (c *Client) Runs(ctx context.Context, id string) ([]contract.Run, error) {
 	var out api.RunList
-	return out.Runs, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/runs", nil, "", &out)
+	if err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/runs", nil, "", &out); err != nil {
+		return nil, err
+	}
+	runs := make([]contract.Run, len(out.Runs))
+	for i := range out.Runs {
+		runs[i] = out.Runs[i].Run
+	}
+	return runs, nil
 }
 
 // StreamEvent is one event received from a stream.

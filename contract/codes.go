@@ -53,6 +53,8 @@ const (
 	CodeRestoreConflict     ErrorCode = "RESTORE_CONFLICT"       // the session is already in the store
 	CodeSessionMoved        ErrorCode = "SESSION_MOVED"          // the log moved while archiving
 	CodeNotConfigured       ErrorCode = "NOT_CONFIGURED"         // the server has no archive directory
+	CodeLeaseLost           ErrorCode = "LEASE_LOST"             // the lease given is not the run's current one
+	CodeLeaseRequired       ErrorCode = "LEASE_REQUIRED"         // the run is leased; the append carries no lease
 )
 
 // Codes of the final block of an event stream (api.SSEStreamError): why the server ended the
@@ -81,7 +83,7 @@ var (
 		CodeIdempotencyConflict, CodeEventIDConflict, CodeSessionMismatch, CodeInvalidTransition,
 		CodeUnsupportedMedia, CodeMethodNotAllowed, CodeNotFound, CodeUnavailable, CodeInternal,
 		CodeArchiveInvalid, CodeArchiveNotFound, CodeRestoreConflict, CodeSessionMoved,
-		CodeNotConfigured,
+		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired,
 	}
 	// StreamErrorCodes are the codes that end an event stream.
 	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed}

@@ -26,6 +26,11 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		}
 		expected = &n
 	}
+	lease, aerr := leaseHeader(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	// The guard has checked the media type (the route table declares which ones append takes).
 	mt := mediaType(r)
 	ndjson := mt == "application/x-ndjson" || mt == "application/ndjson"
@@ -58,7 +63,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	// The append is not tied to the request's context: once the body is read, a client that
 	// disconnects gets its batch either fully committed or not at all, never half.
 	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
-	res, err := s.svc.Append(context.WithoutCancel(r.Context()), id, events, expected)
+	res, err := s.svc.Append(context.WithoutCancel(r.Context()), id, events, expected, lease)
 	if err != nil {
 		writeError(w, storeError(err, id))
 		return

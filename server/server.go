@@ -54,6 +54,12 @@ type Options struct {
 	ArchiveDir string
 	// Window is the default length of the work window warm opens (default 5h).
 	Window time.Duration
+	// MaxAttempts is how many attempts a run gets when its lease expires (default 1: the run
+	// is failed; above 1 a new attempt is queued until the count is reached).
+	MaxAttempts int
+	// LeaseExpiryInterval is how often expired leases are looked for (default 500ms; negative:
+	// never, for tests that drive ExpireLeases themselves).
+	LeaseExpiryInterval time.Duration
 	// ProgressInterval is the least time between two progress lines of archive and restore,
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
@@ -94,6 +100,12 @@ func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
 		o.Window = session.DefaultWindow
 	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 1
+	}
+	if o.LeaseExpiryInterval == 0 {
+		o.LeaseExpiryInterval = 500 * time.Millisecond
+	}
 	return o
 }
 
@@ -110,19 +122,23 @@ type Server struct {
 	closing  atomic.Bool
 	stopSub  func()
 	shutdown chan struct{}
-	streamMu sync.Mutex     // orders streams.Add against Close's streams.Wait
-	streams  sync.WaitGroup // streams on connections taken over from net/http
-	sweeper  sync.WaitGroup // the background sweeper (lifecycle.go)
+	streamMu sync.Mutex      // orders streams.Add against Close's streams.Wait
+	streams  sync.WaitGroup  // streams on connections taken over from net/http
+	sweeper  sync.WaitGroup  // the background sweeper (lifecycle.go) and lease expirer (workers.go)
+	life     context.Context // ends when the server closes: ends waiting claims (workers.go)
+	endLife  context.CancelFunc
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
 func New(st store.Store, opt Options) *Server {
 	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.register(s.routes())
 	s.startSweeper()
+	s.startLeaseExpirer()
 	return s
 }
 
@@ -145,7 +161,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
-	}, s.lifecycleRoutes()...)
+	}, append(s.lifecycleRoutes(), s.workerRoutes()...)...)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
@@ -194,7 +210,9 @@ func (s *Server) Close() {
 		return
 	}
 	close(s.shutdown)
+	s.endLife()
 	s.stopSub()
+	s.svc.Close()
 	// A stream that checked closing before it was set has called streams.Add by the time
 	// this lock is free; later ones see closing and do not take their connection over.
 	s.streamMu.Lock()
@@ -234,11 +252,12 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 // storeError maps a store error to the API error a client can act on.
 func storeError(err error, sessionID string) *api.Error {
 	var (
-		seq  *store.SequenceConflictError
-		conf *store.ConflictError
-		lim  *store.LimitError
-		mis  *store.SessionMismatchError
-		run  *store.RunError
+		seq   *store.SequenceConflictError
+		conf  *store.ConflictError
+		lim   *store.LimitError
+		mis   *store.SessionMismatchError
+		run   *store.RunError
+		lease *store.LeaseError
 	)
 	switch {
 	case errors.Is(err, store.ErrSessionNotFound):
@@ -272,6 +291,8 @@ func storeError(err error, sessionID string) *api.Error {
 			return api.Errorf(api.CodeInvalidState, "%v", run)
 		}
 		return api.Errorf(api.CodeInvalidTransition, "%v", run)
+	case errors.As(err, &lease):
+		return leaseError(lease)
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
 	}

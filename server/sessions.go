@@ -169,10 +169,20 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err, id))
 		return
 	}
-	if runs == nil {
-		runs = []contract.Run{}
+	leases, err := s.svc.RunLeases(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
 	}
-	writeJSON(w, http.StatusOK, api.RunList{Runs: runs})
+	byRun := make(map[string]*store.RunLease, len(leases))
+	for i := range leases {
+		byRun[leases[i].RunID] = &leases[i]
+	}
+	out := api.RunList{Runs: make([]api.RunResource, len(runs))}
+	for i, run := range runs {
+		out.Runs[i] = runResource(run, byRun[run.RunID])
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -182,5 +192,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	leases, err := s.svc.RunLeases(r.Context(), id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	var rl *store.RunLease
+	for i := range leases {
+		if leases[i].RunID == runID {
+			rl = &leases[i]
+		}
+	}
+	writeJSON(w, http.StatusOK, runResource(run, rl))
 }

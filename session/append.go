@@ -20,10 +20,12 @@ type Appended struct {
 
 // Append appends events from the session's runtime to its log, all or nothing. Every such
 // append is also a heartbeat, recorded in the append's transaction. expected, when not nil,
-// is the sequence the log must end at for the append to go ahead. Errors are the store's
-// (store.ErrSessionNotFound, *store.SequenceConflictError, *store.ConflictError, …).
-func (s *Service) Append(ctx context.Context, id string, events []*contract.EncodedEvent, expected *int64) (*Appended, error) {
-	res, err := s.st.Append(ctx, id, events, store.AppendOptions{Heartbeat: s.now(), ExpectedSequence: expected})
+// is the sequence the log must end at for the append to go ahead. lease is the lease the
+// runtime holds (nil: none): a new event of a leased run is written only under the run's
+// current lease (store.Fence). Errors are the store's (store.ErrSessionNotFound,
+// *store.SequenceConflictError, *store.ConflictError, *store.LeaseError, …).
+func (s *Service) Append(ctx context.Context, id string, events []*contract.EncodedEvent, expected *int64, lease *store.LeaseRef) (*Appended, error) {
+	res, err := s.st.Append(ctx, id, events, store.AppendOptions{Heartbeat: s.now(), ExpectedSequence: expected, Fence: &store.Fence{Lease: lease}})
 	if err != nil {
 		return nil, err
 	}

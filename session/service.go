@@ -24,6 +24,8 @@ type Service struct {
 	st  store.Store
 	now func() time.Time
 
+	queue queueSignal // wakes waiting claims (workers.go)
+
 	mu    sync.Mutex
 	locks map[string]*sessionLock
 	clock uint64 // counts unlocks, to find the least recently used projection

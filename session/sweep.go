@@ -27,7 +27,10 @@ type SweepOptions struct {
 var errAlive = errors.New("the session is alive again")
 
 // Sweep marks stale every running or paused session whose last heartbeat (started_at when it
-// never had one) is older than opt.StaleAfter. When such a session has an active run, Sweep
+// never had one) is older than opt.StaleAfter, unless its active run holds a lease that has not
+// expired (a worker renews it: the run is alive, whatever its status, waiting_approval
+// included; an expired lease is the lease expirer's, ExpireLeases). When such a session has an
+// active run, Sweep
 // first appends, through the store, the run's "failed" status (failedAt now, durationMs since
 // the run started) and an "error" event (code HEARTBEAT_LOST, retryable, sourceEventId the
 // failed status), with ids derived from the session and the run: several sweepers (other
@@ -144,6 +147,15 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 		}
 	}
 	if active != nil {
+		// A run whose lease is renewed is alive, whatever its status (waiting_approval
+		// included): its worker, not the session's heartbeat, vouches for it.
+		alive, err := s.leaseAlive(ctx, id, active.RunID)
+		if err != nil {
+			return false, err
+		}
+		if alive {
+			return false, errAlive
+		}
 		events, err := s.heartbeatLost(id, active, &sess.Record, ttl)
 		if err != nil {
 			return false, err

@@ -41,14 +41,23 @@ import (
 //     otherwise a stored event with its eventId is a *ConflictError "event-id". The key
 //     decides first, over the whole log; the eventId is only consulted when no stored event
 //     has the key.
-//     d. The run projection, for a run status event (EncodedEvent.RunStatus): a run the
+//     d. The lease (only when opts.Fence is set, for an event with a runId): the run's lease as
+//     stored (AppendLookup.Lease) decides with CheckLease: a leased run takes the event only
+//     when the append names its current lease (leaseId and fencing token), else *LeaseError
+//     "required" (no lease given) or "lost" (another one); a lease given for a run that has
+//     none (released, expired, ended, another run's) is "lost" too, unless the session does
+//     not have the run yet (the batch may create it). With Fence.ExpiredBy the lease must also
+//     have expired by then. Events without a runId are not checked.
+//     e. The run projection, for a run status event (EncodedEvent.RunStatus): a run the
 //     session does not have yet may be created only when no other run of the session is
 //     active (contract.CheckNewRun against the earliest created run whose status is not
 //     terminal, as the batch leaves the runs so far); the status is then applied with
 //     contract.ApplyRunStatus (legal transition, same source message). A refusal is a
 //     *RunError with the event's index. A duplicate is never applied again.
-//     e. The event is accepted: its result carries its new sequence, it joins Added, and the
-//     changed run joins Runs.
+//     f. The event is accepted: its result carries its new sequence, it joins Added, and the
+//     changed run joins Runs. A run write says whether the run is claimable (queued), its
+//     attempt (opts.Attempts for a run the batch creates, else 1) and whether it loses its
+//     lease (terminal).
 //  4. Any error refuses the whole batch: nothing of it may be written and no sequence is
 //     consumed. The errors are the bare typed errors above (drivers add "append to session
 //     %q: "), or a lookup's own error passed through unchanged.
@@ -75,6 +84,9 @@ type AppendLookup interface {
 	// ActiveRuns returns the session's stored runs whose status is not terminal (normally at
 	// most one). It is called at most once per plan, when the batch creates its first run.
 	ActiveRuns() ([]StoredRun, error)
+	// Lease returns the lease held on the session's run now (nil when none is, or when there
+	// is no such run). It is called only when opts.Fence is set, once per run.
+	Lease(runID string) (*Lease, error)
 }
 
 // StoredMatch is what AppendLookup.Stored found.
@@ -103,6 +115,14 @@ type RunWrite struct {
 	// runs in that order; for a stored run Ord is its stored order, unchanged.
 	Created bool
 	Ord     int64
+	// Attempt is the attempt number of a created run (opts.Attempts, default 1); 0 for a
+	// stored run, whose attempt does not change.
+	Attempt int
+	// Queued is true when the run's status is queued: the run is claimable while it has no
+	// lease. The driver records when it became queued, to hand runs out oldest first.
+	Queued bool
+	// EndsLease is true when the run's status is terminal: its lease, if any, is dropped.
+	EndsLease bool
 }
 
 // AppendPlan is the decision PlanAppend takes for a batch.
@@ -138,7 +158,7 @@ func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {
 // whose log ends at last (-1 when empty), by the rules above, asking lk about the stored events
 // and runs.
 func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, opts AppendOptions, lk AppendLookup) (AppendPlan, error) {
-	p := planner{sid: sessionID, lk: lk, events: events}
+	p := planner{sid: sessionID, lk: lk, events: events, fence: opts.Fence, attempts: opts.Attempts}
 	p.results = make([]AppendResult, len(events))
 	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
 	// then keeps it on the stack.
@@ -177,6 +197,9 @@ type planner struct {
 	byID    map[string]int // within the batch; nil for a batch of one
 	added   []StoredEvent
 
+	fence        *Fence              // opts.Fence
+	attempts     map[string]int      // opts.Attempts
+	leases       map[string]*Lease   // the leases looked up (rule 3d)
 	runs         map[string]*planRun // the runs the batch has looked at, as it leaves them
 	active       map[string]*planRun // those of runs whose status is not terminal
 	activeLoaded bool                // the stored active runs are in runs
@@ -255,6 +278,11 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]
 	case m.IDFound:
 		return false, conflict(i, ev, ConflictEventID, m.IDSeq)
 	}
+	if p.fence != nil && ev.RunID != "" {
+		if err := p.checkLease(i, ev.RunID); err != nil {
+			return false, err
+		}
+	}
 	if ev.RunStatus != nil {
 		if err := p.applyRun(i, ev.RunStatus); err != nil {
 			return false, err
@@ -267,6 +295,33 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]
 	}
 	p.added = append(p.added, StoredEvent{Sequence: next, EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: data})
 	return true, nil
+}
+
+// checkLease checks the lease of run runID for the new event at index i (rule 3d).
+func (p *planner) checkLease(i int, runID string) error {
+	held, ok := p.leases[runID]
+	if !ok {
+		var err error
+		if held, err = p.lk.Lease(runID); err != nil {
+			return err
+		}
+		if p.leases == nil {
+			p.leases = map[string]*Lease{}
+		}
+		p.leases[runID] = held
+	}
+	if held == nil && p.fence.Lease != nil {
+		// A lease given for a run without one: refused unless the session does not have the
+		// run yet (the batch may create it, as the expirer's new attempt does).
+		pr, err := p.run(runID)
+		if err != nil {
+			return err
+		}
+		if pr == nil || pr.created {
+			return nil
+		}
+	}
+	return checkFence(p.fence, i, runID, held)
 }
 
 func (p *planner) duplicate(i int, seq int64) {
@@ -388,7 +443,15 @@ func (p *planner) runWrites() []RunWrite {
 	}
 	out := make([]RunWrite, len(p.changed))
 	for i, pr := range p.changed {
-		out[i] = RunWrite{Run: pr.run, Created: pr.created, Ord: pr.ord}
+		w := RunWrite{Run: pr.run, Created: pr.created, Ord: pr.ord,
+			Queued: pr.run.Status == contract.RunStatusQueued, EndsLease: contract.IsTerminal(pr.run.Status)}
+		if pr.created {
+			w.Attempt = 1
+			if a := p.attempts[pr.run.RunID]; a > 1 {
+				w.Attempt = a
+			}
+		}
+		out[i] = w
 	}
 	return out
 }

@@ -18,7 +18,8 @@ const sid = "S-plan"
 type fakeLog struct {
 	events []store.StoredEvent
 	runs   []store.StoredRun
-	fail   string // the method to fail: "StoredKey", "Stored", "Run", "ActiveRuns"
+	leases map[string]*store.Lease // the lease held on each run (leases_test.go)
+	fail   string                  // the method to fail: "StoredKey", "Stored", "Run", "ActiveRuns", "Lease"
 	calls  map[string]int
 }
 
@@ -91,6 +92,13 @@ func (f *fakeLog) ActiveRuns() ([]store.StoredRun, error) {
 }
 
 // last is the log's last sequence.
+func (f *fakeLog) Lease(runID string) (*store.Lease, error) {
+	if err := f.count("Lease"); err != nil {
+		return nil, err
+	}
+	return f.leases[runID], nil
+}
+
 func (f *fakeLog) last() int64 { return int64(len(f.events)) - 1 }
 
 // logOf stores evs at sequences 0, 1, ...
@@ -404,6 +412,7 @@ func (nopLookup) Stored(*contract.EncodedEvent, int64, []byte) (store.StoredMatc
 }
 func (nopLookup) Run(string) (store.StoredRun, bool, error) { return store.StoredRun{}, false, nil }
 func (nopLookup) ActiveRuns() ([]store.StoredRun, error)    { return nil, nil }
+func (nopLookup) Lease(string) (*store.Lease, error)        { return nil, nil }
 
 // BenchmarkPlanAppend: the planner alone, a batch of 64 new events against an empty log.
 func BenchmarkPlanAppend(b *testing.B) {

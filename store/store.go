@@ -111,6 +111,33 @@ type Store interface {
 	// stay. Subscribers are not notified.
 	ImportSession(ctx context.Context, imp *Import) error
 
+	// ClaimRun gives the oldest claimable run matching f a lease (leases.go): a claimable run is
+	// queued and has no lease; the oldest is the one queued first, across sessions. The lease
+	// gets leaseID, the run's fencing token plus one and expiresAt. A claim is not a heartbeat
+	// of the session (one commit per claim): the holder's appends and renewals are, and the
+	// sweeper spares a run whose lease is alive. Exactly one caller gets a run, whatever the
+	// number of callers and instances; the cost is an index lookup, not a scan (a Role or
+	// Capabilities filter checks the claimable runs in queue order). It returns
+	// ErrNothingToClaim when no claimable run matches.
+	ClaimRun(ctx context.Context, f ClaimFilter, leaseID string, expiresAt time.Time) (Claim, error)
+	// RenewLease moves the expiry of the lease ref holds on the run to expiresAt and records a
+	// heartbeat at now on its session. The lease must be the run's current one and not have
+	// expired by now (CheckLease), else *LeaseError "lost". Errors: ErrSessionNotFound,
+	// ErrRunNotFound, *LeaseError.
+	RenewLease(ctx context.Context, sessionID, runID string, ref LeaseRef, now, expiresAt time.Time) (Lease, error)
+	// ReleaseLease drops the lease ref holds on the run: a queued run becomes claimable again.
+	// The lease must be the run's current one (it may have expired: nobody else holds the run
+	// then). Errors: ErrSessionNotFound, ErrRunNotFound, *LeaseError.
+	ReleaseLease(ctx context.Context, sessionID, runID string, ref LeaseRef) error
+	// RunLeases returns the lease state of each of the session's runs, in creation order, or
+	// ErrSessionNotFound.
+	RunLeases(ctx context.Context, sessionID string) ([]RunLease, error)
+	// ExpiredLeases returns, earliest expiry first, at most limit (default 100, capped at 10000)
+	// leases that expired by cutoff, from an index of the held leases: the cost is in
+	// proportion to the leases returned. The answer is a hint, as for ExpiredSessions: callers
+	// act through a fenced append (Fence.ExpiredBy), which a renewal since refuses.
+	ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]ExpiredLease, error)
+
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities
 	// Close waits for in-flight appends and releases the store.
@@ -169,6 +196,13 @@ type AppendOptions struct {
 	// sync. The caller builds the result before the append; with ExpectedSequence set it
 	// knows the sequences the events will get.
 	CommandResult *CommandResultWrite
+	// Fence, when set, checks the lease of every run the new events name (rule 3d of
+	// PlanAppend): the server sets it for appends from a runtime, with the lease the request
+	// carries; events the server appends itself leave it nil.
+	Fence *Fence
+	// Attempts gives the attempt number of runs the append creates, by run id (default 1):
+	// the lease expirer queues a new attempt of a run whose lease expired.
+	Attempts map[string]int
 }
 
 // CommandResultWrite is a command result to store with an append.

@@ -40,8 +40,13 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
 	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
 	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
+	maxAttempts := fs.Int("max-attempts", 1, "attempts a claimed run gets: when its lease expires below this count a new attempt is queued, else the run stays failed")
 	if _, code, ok := cl.parse(args); !ok {
 		return code
+	}
+	if *maxAttempts < 1 {
+		fmt.Fprintln(stderr, "sessiond serve: --max-attempts must be at least 1")
+		return 2
 	}
 	if *staleAfter <= 0 || *sweepInterval < 0 || *window <= 0 {
 		fmt.Fprintln(stderr, "sessiond serve: --stale-after and --window must be positive and --sweep-interval not negative")
@@ -84,7 +89,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
-	srv := server.New(st, server.Options{Logger: log, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window})
+	srv := server.New(st, server.Options{Logger: log, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()

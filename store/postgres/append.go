@@ -33,10 +33,23 @@ const (
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
 		SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[]) AS u`
-	qUpsertRuns = `INSERT INTO runs (sk, run_id, ord, active, data)
-		SELECT $1, u.run_id, u.ord, u.active, u.data::json
-		FROM unnest($2::text[], $3::integer[], $4::boolean[], $5::text[]) AS u (run_id, ord, active, data)
-		ON CONFLICT (sk, run_id) DO UPDATE SET active = excluded.active, data = excluded.data`
+	// qUpsertRuns writes the plan's runs (store.RunWrite). A created run takes its session's
+	// project and agent; queued_ms keeps the time the run first became queued, by the
+	// database's clock, while it stays queued; a run that is no longer active (EndsLease: a
+	// terminal run) loses its lease.
+	qUpsertRuns = `INSERT INTO runs (sk, run_id, ord, active, data, attempt, queued_ms, project, agent_id)
+		SELECT $1, u.run_id, u.ord, u.active, u.data::json, u.attempt,
+			CASE WHEN u.queued THEN (extract(epoch FROM clock_timestamp()) * 1000)::bigint END, s.project, s.agent_id
+		FROM unnest($2::text[], $3::integer[], $4::boolean[], $5::text[], $6::integer[], $7::boolean[]) AS u (run_id, ord, active, data, attempt, queued)
+		CROSS JOIN (SELECT project, agent_id FROM sessions WHERE sk = $1) AS s
+		ON CONFLICT (sk, run_id) DO UPDATE SET active = excluded.active, data = excluded.data,
+			queued_ms = CASE WHEN excluded.queued_ms IS NOT NULL THEN COALESCE(runs.queued_ms, excluded.queued_ms) END,
+			lease_id = CASE WHEN excluded.active THEN runs.lease_id END,
+			lease_expires_ms = CASE WHEN excluded.active THEN runs.lease_expires_ms END`
+	// qLeases reads the leases of the runs a fenced append names, and locks their rows until
+	// the append ends: a claim (SKIP LOCKED) cannot hand one of them out meanwhile.
+	qLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
+		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND run_id = ANY($2) FOR NO KEY UPDATE`
 	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
 )
 
@@ -136,7 +149,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 
 	// Round trip 1: lock the session, then find the stored events and runs the batch names.
 	// The decision is taken while holding the lock: the log cannot move under it.
-	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events)
+	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events, opts.Fence != nil)
 	if final != nil || err != nil {
 		return out, final, err
 	}
@@ -169,7 +182,8 @@ type appendLookup struct {
 	byKey    map[string]existingEvent
 	byID     map[string]int64
 	runs     map[string]store.StoredRun
-	maxOrd   int64 // the largest stored run order, -1 when the session has no run
+	maxOrd   int64                   // the largest stored run order, -1 when the session has no run
+	leases   map[string]*store.Lease // the leases held on the runs a fenced append names
 }
 
 // existingEvent is an event already in the log that the batch names by key or eventId.
@@ -212,19 +226,26 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 	return out, nil
 }
 
+// Lease answers from the leases read, which hold every run a fenced append names.
+func (lk *appendLookup) Lease(runID string) (*store.Lease, error) { return lk.leases[runID], nil }
+
 // readForAppend begins the transaction on conn, locks the session's row and reads what the
 // plan needs (round trip 1). final is store.ErrSessionNotFound or an undecodable stored run, err
 // a database failure.
-func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent) (lk *appendLookup, final, err error) {
+func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent, fenced bool) (lk *appendLookup, final, err error) {
 	keys := make([]string, len(events))
 	ids := make([]string, len(events))
-	var runIDs []string
-	seenRun := map[string]bool{}
+	var runIDs, leaseRuns []string
+	seenRun, seenLease := map[string]bool{}, map[string]bool{}
 	for i, ev := range events {
 		keys[i], ids[i] = ev.IdempotencyKey, ev.EventID
 		if ev.RunStatus != nil && !seenRun[ev.RunID] {
 			seenRun[ev.RunID] = true
 			runIDs = append(runIDs, ev.RunID)
+		}
+		if fenced && ev.RunID != "" && !seenLease[ev.RunID] {
+			seenLease[ev.RunID] = true
+			leaseRuns = append(leaseRuns, ev.RunID)
 		}
 	}
 	b := &pgx.Batch{}
@@ -236,6 +257,9 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 	if len(runIDs) > 0 {
 		b.Queue(qRuns, sid, runIDs)
 		b.Queue(qMaxOrd, sid)
+	}
+	if len(leaseRuns) > 0 {
+		b.Queue(qLeases, sid, leaseRuns)
 	}
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
@@ -259,6 +283,11 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 			return nil, final, err
 		}
 	}
+	if len(leaseRuns) > 0 {
+		if err := lk.readLeases(br); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := br.Close(); err != nil {
 		return nil, nil, fmt.Errorf("look up stored events: %w", err)
 	}
@@ -280,6 +309,29 @@ func (lk *appendLookup) readEvents(br pgx.BatchResults) error {
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("look up stored events: %w", err)
+	}
+	return nil
+}
+
+// readLeases reads the result of qLeases.
+func (lk *appendLookup) readLeases(br pgx.BatchResults) error {
+	rows, _ := br.Query()
+	defer rows.Close()
+	lk.leases = map[string]*store.Lease{}
+	for rows.Next() {
+		var runID string
+		var id *string
+		var token int64
+		var exp *int64
+		if err := rows.Scan(&runID, &id, &token, &exp); err != nil {
+			return fmt.Errorf("load leases: %w", err)
+		}
+		if id != nil && exp != nil {
+			lk.leases[runID] = &store.Lease{LeaseID: *id, Token: token, ExpiresAt: time.UnixMilli(*exp).UTC()}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load leases: %w", err)
 	}
 	return nil
 }
@@ -328,7 +380,9 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 	if len(plan.Runs) > 0 {
 		rIDs, rDatas := make([]string, len(plan.Runs)), make([]string, len(plan.Runs))
 		rOrds, rActive := make([]int32, len(plan.Runs)), make([]bool, len(plan.Runs))
+		rAttempts, rQueued := make([]int32, len(plan.Runs)), make([]bool, len(plan.Runs))
 		for i, rw := range plan.Runs {
+			rAttempts[i], rQueued[i] = int32(max(rw.Attempt, 1)), rw.Queued
 			data, err := json.Marshal(rw.Run)
 			if err != nil {
 				return nil, fmt.Errorf("encode run %q: %w", rw.Run.RunID, err)
@@ -339,7 +393,7 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 			}
 			rIDs[i], rOrds[i], rActive[i], rDatas[i] = rw.Run.RunID, int32(ord), !contract.IsTerminal(rw.Run.Status), string(data)
 		}
-		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas)
+		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 	}
 	b.Queue(qSetLast, lk.sk, plan.Last)
 	queueHeartbeat(b, lk.sk, opts) // lifecycle.go: the append counts as a heartbeat

@@ -270,7 +270,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	}
 	var rIDs, rDatas []string
 	var rOrds []int32
-	var rActive []bool
+	var rActive, rQueued []bool
+	var rAttempts []int32
 	for i, r := range imp.Runs {
 		data, err := json.Marshal(r)
 		if err != nil {
@@ -279,6 +280,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		rIDs = append(rIDs, r.RunID)
 		rOrds = append(rOrds, int32(i))
 		rActive = append(rActive, !contract.IsTerminal(r.Status))
+		rQueued = append(rQueued, r.Status == contract.RunStatusQueued)
+		rAttempts = append(rAttempts, 1)
 		rDatas = append(rDatas, string(data))
 	}
 	rec := &imp.Session.Record
@@ -327,7 +330,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas)
 		}
 		if len(rIDs) > 0 {
-			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas)
+			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 		}
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {

@@ -277,7 +277,9 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			}
 		}
 		for i, run := range imp.Runs {
-			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO runs (sk, run_id, ord, status, data, queued_ms, project, agent_id) VALUES (?1, ?2, ?3, ?4, ?5,
+				CASE WHEN ?4 = 'queued' THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
+				(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))`,
 				sk, run.RunID, i, run.Status, runs[i]); err != nil {
 				return fatal("insert run", err)
 			}

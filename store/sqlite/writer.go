@@ -300,7 +300,7 @@ func (w *writer) appendEvents(r *request) error {
 			return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
 		}
 		// A created run's ord is the session's next one: runs are written in creation order.
-		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, data); err != nil {
+		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued, rw.EndsLease); err != nil {
 			return fatal("store run", err)
 		}
 	}
@@ -416,6 +416,12 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 	return out, nil
 }
 
+// Lease loads the lease held on a run as the current transaction sees it.
+func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
+	l, _, err := lk.w.loadLease(lk.ss.sk, runID)
+	return l, err
+}
+
 // loadRun loads a run of session sk as the current transaction sees it.
 func (w *writer) loadRun(sk int64, runID string) (store.StoredRun, bool, error) {
 	sr, err := scanRun(w.st.runByID.QueryRowContext(w.ctx, sk, runID))
@@ -448,9 +454,9 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRuns, upsertRun, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat                                                                                  *sql.Stmt
-	all                                                                                                                                  []*sql.Stmt
+	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, setLastSeq *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat                                                                                            *sql.Stmt
+	all                                                                                                                                            []*sql.Stmt
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -468,7 +474,8 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
 		{&st.runByID, `SELECT ord, data FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
-		{&st.upsertRun, `INSERT INTO runs (sk, run_id, ord, status, data) VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4) ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data`},
+		{&st.upsertRun, qUpsertRun},
+		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.setLastSeq, `UPDATE sessions SET last_seq = ? WHERE sk = ?`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},

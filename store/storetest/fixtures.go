@@ -101,6 +101,8 @@ type SessionSpec struct {
 	Status  string // default "running"
 	AgentID string // default "agent-1"
 	Project string // default: absent
+	Role    string // default "implementer"
+	MCP     bool   // the snapshot has the mcp capability (tools it always has)
 }
 
 // NewSession returns a valid session (record and snapshot) with id and the fields of spec.
@@ -111,8 +113,11 @@ func NewSession(id string, spec SessionSpec) *store.Session {
 	if spec.AgentID == "" {
 		spec.AgentID = "agent-1"
 	}
+	if spec.Role == "" {
+		spec.Role = "implementer"
+	}
 	rec := contract.SessionRecord{
-		SchemaVersion: 1, SessionID: id, AgentID: spec.AgentID, Role: "implementer",
+		SchemaVersion: 1, SessionID: id, AgentID: spec.AgentID, Role: spec.Role,
 		Status: spec.Status, StartedAt: "2026-03-01T12:00:00Z",
 		Phase: contract.Null[string](),
 	}
@@ -120,9 +125,24 @@ func NewSession(id string, spec SessionSpec) *store.Session {
 		rec.Project = contract.Some(spec.Project)
 	}
 	yes := true
+	caps := contract.Capabilities{Tools: &yes}
+	if spec.MCP {
+		caps.MCP = &yes
+	}
 	return &store.Session{
 		Record:       rec,
-		Snapshot:     contract.Snapshot{Mode: "work", ModelID: "model-1", Capabilities: contract.Capabilities{Tools: &yes}},
+		Snapshot:     contract.Snapshot{Mode: "work", ModelID: "model-1", Capabilities: caps},
 		LastSequence: -1,
 	}
+}
+
+// RunEvent returns a valid terminal event of run runID (an event with runId that is not a run
+// status event), with eventId "ev-"+key.
+func RunEvent(t testing.TB, sessionID, key, runID, chunk string) *contract.EncodedEvent {
+	t.Helper()
+	return check(t, &contract.Event{
+		Contract: "AgentSessionEvent", EventID: "ev-" + key, SessionID: sessionID, RunID: runID,
+		IdempotencyKey: key, OccurredAt: Timestamp, EventType: "terminal",
+		Payload: &contract.TerminalPayload{TerminalID: "term-1", Stream: "stdout", Chunk: chunk},
+	}, contract.Limits{})
 }

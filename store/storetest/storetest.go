@@ -49,6 +49,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Concurrency", s.testConcurrency},
 		{"Durability", s.testDurability},
 		{"Lifecycle", s.testLifecycle},
+		{"Leases", s.testLeases},
 		{"Close", s.testClose},
 	} {
 		t.Run(g.name, func(t *testing.T) {

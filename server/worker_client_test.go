@@ -1,0 +1,109 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/wire"
+)
+
+// finish returns the running and completed status events of the job's run.
+func finish(job *client.Job) []contract.Event {
+	run := job.Claim.Run
+	out := make([]contract.Event, 0, 2)
+	for i, st := range []string{contract.RunStatusRunning, contract.RunStatusCompleted} {
+		id := fmt.Sprintf("%s-%s-%d", run.SessionID, run.RunID, i)
+		p := &contract.StatusPayload{Status: st, StartedAt: "2026-03-01T12:00:01Z"}
+		if st == contract.RunStatusCompleted {
+			p = &contract.StatusPayload{Status: st, CompletedAt: "2026-03-01T12:00:02Z", DurationMs: ptrNumber("1000")}
+		}
+		out = append(out, contract.Event{Contract: "AgentSessionEvent", EventID: id, IdempotencyKey: id, SessionID: run.SessionID,
+			RunID: run.RunID, SourceMessageID: run.SourceMessageID, OccurredAt: "2026-03-01T12:00:01Z", EventType: "status", Payload: p})
+	}
+	return out
+}
+
+// TestWorkerServesManySessions: a client.Worker with 4 slots takes every queued run of 12
+// sessions, each once, and completes it under its lease; one run outlives its lease's length
+// and keeps it by the background renewal.
+func TestWorkerServesManySessions(t *testing.T) {
+	b := setup(t, server.Options{LeaseExpiryInterval: 20 * time.Millisecond})
+	const sessions = 12
+	for i := range sessions {
+		b.queueRun(t, fmt.Sprintf("S-%02d", i))
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		errs []error
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &client.Worker{
+		Client:      b.cl,
+		Filter:      wire.ClaimRequest{Wait: "1s", LeaseTTL: "1s"},
+		Concurrency: 4,
+		OnError: func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		},
+		Handle: func(ctx context.Context, job *client.Job) error {
+			mu.Lock()
+			seen[job.Claim.Run.SessionID]++
+			mu.Unlock()
+			if job.Claim.Run.SessionID == "S-00" {
+				// Longer than the lease: only the renewals keep it.
+				select {
+				case <-time.After(2500 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			_, err := job.Append(ctx, finish(job))
+			return err
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := range sessions {
+		id := fmt.Sprintf("S-%02d", i)
+		for {
+			runs := b.runs(t, id)
+			if len(runs) == 1 && runs[0].Status == contract.RunStatusCompleted {
+				if runs[0].Lease != nil || runs[0].FencingToken != 1 {
+					t.Errorf("%s: run %+v, want completed with no lease left and token 1", id, runs[0])
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: runs %+v, want r1 completed", id, runs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range sessions {
+		if n := seen[fmt.Sprintf("S-%02d", i)]; n != 1 {
+			t.Errorf("S-%02d handled %d times, want once", i, n)
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("the worker reported errors: %v", errs)
+	}
+}
+
+func ptrNumber(s string) *json.Number { n := json.Number(s); return &n }

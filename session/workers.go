@@ -1,0 +1,311 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Workers and leases (docs/runtime.md, "Workers and leases").
+const (
+	// DefaultLeaseTTL is how long a lease lasts without a renewal, unless the claim asks for
+	// another.
+	DefaultLeaseTTL = 30 * time.Second
+	// MaxLeaseTTL is the longest lease a claim or renewal may ask for.
+	MaxLeaseTTL = 10 * time.Minute
+	// MinLeaseTTL is the shortest.
+	MinLeaseTTL = time.Second
+	// MaxClaimWait is the longest a claim may wait for a run.
+	MaxClaimWait = 30 * time.Second
+	// LeaseExpired is the code of the error event the lease expirer appends for a run whose
+	// lease was not renewed in time.
+	LeaseExpired = "LEASE_EXPIRED"
+)
+
+// queueSignal wakes the claims that wait for a run: its channel is closed (and replaced) by
+// every commit that may have queued a run.
+type queueSignal struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	cancel func() // the store subscription, once taken
+}
+
+// wait returns a channel that is closed by the next kick.
+func (q *queueSignal) wait() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ch == nil {
+		q.ch = make(chan struct{})
+	}
+	return q.ch
+}
+
+// kick wakes every waiter.
+func (q *queueSignal) kick() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ch != nil {
+		close(q.ch)
+		q.ch = nil
+	}
+}
+
+var queuedStatus = []byte(`"status":"queued"`)
+
+// onCommit kicks the waiters when a commit may have queued a run: it holds a run status event
+// whose status is queued, or the driver does not say what it holds (PostgreSQL: any commit,
+// also another instance's).
+func (q *queueSignal) onCommit(c store.Commit) {
+	if c.Events == nil {
+		q.kick()
+		return
+	}
+	for _, e := range c.Events {
+		if e.EventType == "status" && e.RunID != "" && bytes.Contains(e.Data, queuedStatus) {
+			q.kick()
+			return
+		}
+	}
+}
+
+// subscribe takes the store subscription of the queue signal on first use.
+func (s *Service) subscribe() {
+	s.queue.mu.Lock()
+	defer s.queue.mu.Unlock()
+	if s.queue.cancel == nil {
+		s.queue.cancel = s.st.Subscribe(s.queue.onCommit)
+	}
+}
+
+// Close releases the service's store subscription, if it took one. The service must not be
+// used afterwards.
+func (s *Service) Close() {
+	s.queue.mu.Lock()
+	cancel := s.queue.cancel
+	s.queue.cancel = nil
+	s.queue.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.queue.kick()
+}
+
+// newLeaseID returns a fresh leaseId: "L-" and 24 random hex digits.
+func newLeaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "L-" + hex.EncodeToString(b[:])
+}
+
+// Claim gives the oldest queued run matching f a lease of ttl, waiting up to wait for one to
+// be queued when none is (0: answer at once). A wait ends as soon as a commit queues a run
+// (store commit notifications; no polling). It returns nil, nil when no run came in time; ctx
+// ending also ends the wait that way.
+func (s *Service) Claim(ctx context.Context, f store.ClaimFilter, wait, ttl time.Duration) (*store.Claim, error) {
+	if wait > 0 {
+		s.subscribe()
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	leaseID := newLeaseID()
+	for {
+		// The channel is taken before the attempt: a run queued during it kicks the channel
+		// this claim then waits on, so it is never missed.
+		woken := s.queue.wait()
+		c, err := s.st.ClaimRun(ctx, f, leaseID, leaseExpiry(s.now(), ttl))
+		if err == nil {
+			return &c, nil
+		}
+		if !errors.Is(err, store.ErrNothingToClaim) {
+			return nil, err
+		}
+		if wait <= 0 {
+			return nil, nil
+		}
+		select {
+		case <-woken:
+		case <-timeout:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+// leaseExpiry is now + ttl, to the millisecond the stores keep.
+func leaseExpiry(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Millisecond).UTC()
+}
+
+// RenewLease extends the lease ref holds on the run to ttl from now. A lease that is not the
+// run's current one, or that expired, is refused (*store.LeaseError, LEASE_LOST).
+func (s *Service) RenewLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef, ttl time.Duration) (store.Lease, error) {
+	now := s.now()
+	return s.st.RenewLease(ctx, sessionID, runID, ref, now, leaseExpiry(now, ttl))
+}
+
+// ReleaseLease drops the lease ref holds on the run. A queued run is claimable again at once
+// (the claims waiting in this process are woken); a run the holder started stays as it is,
+// without a lease: it is then live by its session's heartbeat, as a run of a session without
+// workers is.
+func (s *Service) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef) error {
+	if err := s.st.ReleaseLease(ctx, sessionID, runID, ref); err != nil {
+		return err
+	}
+	s.queue.kick()
+	return nil
+}
+
+// RunLeases returns the lease state of the session's runs, in creation order.
+func (s *Service) RunLeases(ctx context.Context, sessionID string) ([]store.RunLease, error) {
+	return s.st.RunLeases(ctx, sessionID)
+}
+
+// LeaseExpiryOptions configure [Service.ExpireLeases].
+type LeaseExpiryOptions struct {
+	// MaxAttempts is how many attempts a run gets (default 1): a run whose lease expired on
+	// an attempt below it is queued again as a new run with the next attempt.
+	MaxAttempts int
+	// Batch is how many expired leases are fetched per store query (default 500).
+	Batch int
+}
+
+// LeaseExpiryResult counts what ExpireLeases did.
+type LeaseExpiryResult struct {
+	// Expired is how many expired leases were found.
+	Expired int
+	// Failed is how many runs were failed (each also counted in Requeued when a new attempt
+	// was queued).
+	Failed int
+	// Requeued is how many new attempts were queued.
+	Requeued int
+	// Skipped is how many changed before they could be handled (renewed, released, ended).
+	Skipped int
+}
+
+// ExpireLeases handles every lease that expired by now, earliest first: the run is failed
+// with a retryable LEASE_EXPIRED error event naming the lease, and, when its attempt is below
+// opt.MaxAttempts, a new run with the same source message is queued as the next attempt; all
+// in one append fenced by the expired lease (store.Fence.ExpiredBy), so a renewal, a release
+// or the run's end in between wins, and several instances racing on one lease append it once
+// (the events' ids derive from the lease). Only expired leases are read (an index).
+func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (LeaseExpiryResult, error) {
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 1
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 500
+	}
+	var res LeaseExpiryResult
+	cutoff := s.now()
+	for {
+		batch, err := s.st.ExpiredLeases(ctx, cutoff, opt.Batch)
+		if err != nil {
+			return res, fmt.Errorf("expire leases: %w", err)
+		}
+		progress := 0
+		for _, e := range batch {
+			res.Expired++
+			requeued, err := s.expireLease(ctx, e, cutoff, opt.MaxAttempts)
+			var le *store.LeaseError
+			switch {
+			case errors.As(err, &le), errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrSessionNotFound), errors.Is(err, errAlive):
+				res.Skipped++
+			case err != nil:
+				return res, fmt.Errorf("expire lease %s of run %q of session %q: %w", e.Lease.LeaseID, e.RunID, e.SessionID, err)
+			default:
+				progress++
+				res.Failed++
+				if requeued {
+					res.Requeued++
+				}
+			}
+		}
+		if len(batch) < opt.Batch || progress == 0 {
+			return res, nil
+		}
+	}
+}
+
+// expireLease fails the run of an expired lease and queues its next attempt when there is one.
+func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff time.Time, maxAttempts int) (requeued bool, err error) {
+	l := s.lock(e.SessionID)
+	defer s.unlock(e.SessionID, l)
+	run, err := s.st.Run(ctx, e.SessionID, e.RunID)
+	if err != nil {
+		return false, err
+	}
+	if contract.IsTerminal(run.Status) {
+		return false, errAlive
+	}
+	now := s.now()
+	ts := store.FormatTime(now)
+	var dur int64
+	if started, err := store.ParseTime(run.StartedAt); err == nil && now.After(started) {
+		dur = now.Sub(started).Milliseconds()
+	}
+	d := json.Number(fmt.Sprint(dur))
+	subject := e.RunID + "\x00" + e.Lease.LeaseID
+	statusID, errID := lifecycleKey(e.SessionID, "lease", subject, 0), lifecycleKey(e.SessionID, "lease", subject, 1)
+	detail := fmt.Sprintf("lease %s expired", e.Lease.LeaseID)
+	next := e.Attempt + 1
+	requeued = next <= maxAttempts
+	what := fmt.Sprintf("run %q was marked failed (attempt %d of %d); retry it with a retry command", e.RunID, e.Attempt, maxAttempts)
+	newRun := lifecycleKey(e.SessionID, "attempt", subject, 0)
+	if requeued {
+		what = fmt.Sprintf("run %q was marked failed, and attempt %d of %d is queued as run %q for the next worker", e.RunID, next, maxAttempts, newRun)
+	}
+	events := []contract.Event{
+		{Contract: "AgentSessionEvent", EventID: statusID, SessionID: e.SessionID, RunID: e.RunID, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status",
+			Payload: &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}},
+		{Contract: "AgentSessionEvent", EventID: errID, SessionID: e.SessionID, RunID: e.RunID, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
+			Payload: &contract.ErrorPayload{Code: LeaseExpired, Retryable: true, SourceEventID: statusID,
+				Message: fmt.Sprintf("lease %s (fencing token %d) of run %q expired at %s without a renewal, so %s", e.Lease.LeaseID, e.Lease.Token, e.RunID, store.FormatTime(e.Lease.ExpiresAt), what)}},
+	}
+	opts := store.AppendOptions{Fence: &store.Fence{Lease: &store.LeaseRef{LeaseID: e.Lease.LeaseID, Token: e.Lease.Token}, ExpiredBy: cutoff}}
+	if requeued {
+		qID := lifecycleKey(e.SessionID, "lease", subject, 2)
+		events = append(events, contract.Event{Contract: "AgentSessionEvent", EventID: qID, SessionID: e.SessionID, RunID: newRun, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: qID, OccurredAt: ts, EventType: "status", Payload: &contract.StatusPayload{Status: contract.RunStatusQueued}})
+		opts.Attempts = map[string]int{newRun: next}
+	}
+	enc := make([]*contract.EncodedEvent, len(events))
+	for i := range events {
+		if enc[i], err = contract.EncodeEvent(&events[i]); err != nil {
+			return false, fmt.Errorf("lease-expired event %d is invalid: %w", i, err)
+		}
+	}
+	if _, err := s.st.Append(ctx, e.SessionID, enc, opts); err != nil {
+		return false, err
+	}
+	return requeued, nil
+}
+
+// leaseAlive reports whether the run holds a lease that has not expired by now.
+func (s *Service) leaseAlive(ctx context.Context, sessionID, runID string) (bool, error) {
+	leases, err := s.st.RunLeases(ctx, sessionID)
+	if err != nil {
+		return false, err
+	}
+	for _, rl := range leases {
+		if rl.RunID == runID {
+			return rl.Held != nil && rl.Held.ExpiresAt.After(s.now()), nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// qUpsertRun writes a run of an append (store.RunWrite): ?1 sk, ?2 run id, ?3 status, ?4 the
+// run's JSON, ?5 the attempt of a created run, ?6 queued, ?7 ends its lease. A created run takes
+// the session's next ord and its project and agent; queued_ms keeps the time the run first
+// became queued, by the database's clock, while it stays queued.
+const qUpsertRun = `INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
+	VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4, ?5,
+		CASE WHEN ?6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
+		(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))
+	ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data,
+		queued_ms = CASE WHEN ?6 THEN COALESCE(runs.queued_ms, excluded.queued_ms) END,
+		lease_id = CASE WHEN ?7 THEN NULL ELSE runs.lease_id END,
+		lease_expires_ms = CASE WHEN ?7 THEN NULL ELSE runs.lease_expires_ms END`
+
+// claimQuery is the query that finds the oldest claimable run matching f, and its arguments.
+// Project and agent filters read their own index (migration 0006); role and capabilities are
+// checked on the session of each claimable run in queue order.
+func claimQuery(f store.ClaimFilter) (string, []any) {
+	var b strings.Builder
+	var args []any
+	b.WriteString(`SELECT r.sk, r.run_id, r.data, r.lease_token, r.attempt, s.id FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
+	WHERE r.queued_ms IS NOT NULL AND r.lease_id IS NULL`)
+	if f.Project != "" {
+		b.WriteString(` AND r.project = ?`)
+		args = append(args, f.Project)
+	}
+	if f.AgentID != "" {
+		b.WriteString(` AND r.agent_id = ?`)
+		args = append(args, f.AgentID)
+	}
+	if f.Role != "" {
+		b.WriteString(` AND json_extract(s.record, '$.role') = ?`)
+		args = append(args, f.Role)
+	}
+	for _, c := range f.Capabilities {
+		// An absent flag takes its default: text true, every other one false.
+		b.WriteString(` AND COALESCE(json_extract(s.snapshot, '$.capabilities.' || ?), ?) = 1`)
+		args = append(args, c, c == "text")
+	}
+	b.WriteString(` ORDER BY r.queued_ms, r.sk, r.ord LIMIT 1`)
+	return b.String(), args
+}
+
+// ClaimRun gives the oldest claimable run matching f a lease, as documented on store.Store. The
+// writer takes the claim like an append, so claims are decided one at a time and committed
+// (and synced) with the appends of their group.
+func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, expiresAt time.Time) (store.Claim, error) {
+	var c store.Claim
+	q, args := claimQuery(f)
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		var sk int64
+		var data []byte
+		err := w.conn.QueryRowContext(w.ctx, q, args...).Scan(&sk, &c.Run.RunID, &data, &c.Lease.Token, &c.Attempt, &c.SessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNothingToClaim
+		}
+		if err != nil {
+			return fatal("find a claimable run", err)
+		}
+		if err := decodeRun(data, &c.Run); err != nil {
+			return err
+		}
+		c.Lease.Token++
+		c.Lease.LeaseID, c.Lease.ExpiresAt = leaseID, expiresAt
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE runs SET lease_id = ?, lease_token = ?, lease_expires_ms = ? WHERE sk = ? AND run_id = ?`,
+			leaseID, c.Lease.Token, expiresAt.UnixMilli(), sk, c.Run.RunID); err != nil {
+			return fatal("take the lease", err)
+		}
+		return nil
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return store.Claim{}, fmt.Errorf("claim a run: %w", err)
+	}
+	if r.err != nil {
+		if errors.Is(r.err, store.ErrNothingToClaim) {
+			return store.Claim{}, r.err
+		}
+		return store.Claim{}, fmt.Errorf("claim a run: %w", r.err)
+	}
+	return c, nil
+}
+
+// decodeRun reads a stored run's JSON.
+func decodeRun(data []byte, r any) error {
+	if err := json.Unmarshal(data, r); err != nil {
+		return fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
+	}
+	return nil
+}
+
+// leaseOp runs fn in the writer on the lease held on the run (nil when none), after checking
+// the session and the run exist.
+func (s *Store) leaseOp(ctx context.Context, what, sessionID, runID string, fn func(w *writer, sk int64, held *store.Lease) error) error {
+	r := &request{ctx: ctx, op: func(w *writer) error {
+		ss, err := w.session(sessionID)
+		if err != nil {
+			return err
+		}
+		if ss == nil {
+			return store.ErrSessionNotFound
+		}
+		held, found, err := w.loadLease(ss.sk, runID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return store.ErrRunNotFound
+		}
+		return fn(w, ss.sk, held)
+	}}
+	if err := s.submit(ctx, r); err != nil {
+		return fmt.Errorf("%s of run %q of session %q: %w", what, runID, sessionID, err)
+	}
+	if r.err != nil {
+		return fmt.Errorf("%s of run %q of session %q: %w", what, runID, sessionID, r.err)
+	}
+	return nil
+}
+
+// RenewLease moves the lease's expiry, as documented on store.Store.
+func (s *Store) RenewLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef, now, expiresAt time.Time) (store.Lease, error) {
+	out := store.Lease{LeaseID: ref.LeaseID, Token: ref.Token, ExpiresAt: expiresAt}
+	err := s.leaseOp(ctx, "renew the lease", sessionID, runID, func(w *writer, sk int64, held *store.Lease) error {
+		if err := store.CheckLease(runID, held, &ref, now); err != nil {
+			return err
+		}
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE runs SET lease_expires_ms = ? WHERE sk = ? AND run_id = ?`, expiresAt.UnixMilli(), sk, runID); err != nil {
+			return fatal("renew the lease", err)
+		}
+		return w.heartbeat(sk, store.AppendOptions{Heartbeat: now})
+	})
+	if err != nil {
+		return store.Lease{}, err
+	}
+	return out, nil
+}
+
+// ReleaseLease drops the lease, as documented on store.Store.
+func (s *Store) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef) error {
+	return s.leaseOp(ctx, "release the lease", sessionID, runID, func(w *writer, sk int64, held *store.Lease) error {
+		if err := store.CheckLease(runID, held, &ref, time.Time{}); err != nil {
+			return err
+		}
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE runs SET lease_id = NULL, lease_expires_ms = NULL WHERE sk = ? AND run_id = ?`, sk, runID); err != nil {
+			return fatal("release the lease", err)
+		}
+		return nil
+	})
+}
+
+// loadLease loads the lease held on a run of session sk as the writer's transaction sees it:
+// nil when none is; found is false when there is no such run.
+func (w *writer) loadLease(sk int64, runID string) (held *store.Lease, found bool, err error) {
+	var id sql.NullString
+	var token int64
+	var exp sql.NullInt64
+	err = w.st.runLease.QueryRowContext(w.ctx, sk, runID).Scan(&id, &token, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fatal("load lease", err)
+	}
+	if !id.Valid {
+		return nil, true, nil
+	}
+	return &store.Lease{LeaseID: id.String, Token: token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}, true, nil
+}
+
+// RunLeases returns the lease state of the session's runs, in creation order.
+func (s *Store) RunLeases(ctx context.Context, sessionID string) ([]store.RunLease, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("leases of session %q: %w", sessionID, err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT run_id, lease_id, lease_token, lease_expires_ms, attempt FROM runs WHERE sk = ? ORDER BY ord`, sk)
+	if err != nil {
+		return nil, fmt.Errorf("leases of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := []store.RunLease{}
+	for rows.Next() {
+		var rl store.RunLease
+		var id sql.NullString
+		var exp sql.NullInt64
+		if err := rows.Scan(&rl.RunID, &id, &rl.Token, &exp, &rl.Attempt); err != nil {
+			return nil, fmt.Errorf("leases of session %q: %w", sessionID, err)
+		}
+		if id.Valid {
+			rl.Held = &store.Lease{LeaseID: id.String, Token: rl.Token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}
+		}
+		out = append(out, rl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("leases of session %q: %w", sessionID, err)
+	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("leases of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// qExpiredLeases finds the leases expired by ?1, earliest first, at most ?2, from the index
+// runs_lease_expiry (TestClaimQueryPlan checks the plan).
+const qExpiredLeases = `SELECT s.id, r.run_id, r.lease_id, r.lease_token, r.lease_expires_ms, r.attempt
+	FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
+	WHERE r.lease_id IS NOT NULL AND r.lease_expires_ms <= ? ORDER BY r.lease_expires_ms LIMIT ?`
+
+// ExpiredLeases returns the leases expired by cutoff, earliest first, from the index
+// runs_lease_expiry.
+func (s *Store) ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredLease, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	rows, err := s.rdb.QueryContext(ctx, qExpiredLeases, cutoff.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ExpiredLease
+	for rows.Next() {
+		var e store.ExpiredLease
+		var exp int64
+		if err := rows.Scan(&e.SessionID, &e.RunID, &e.Lease.LeaseID, &e.Lease.Token, &exp, &e.Attempt); err != nil {
+			return nil, fmt.Errorf("expired leases: %w", err)
+		}
+		e.Lease.ExpiresAt = time.UnixMilli(exp).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("expired leases: %w", err)
+	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("expired leases: %w", err)
+	}
+	return out, nil
+}
