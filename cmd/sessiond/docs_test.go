@@ -2,14 +2,16 @@
 
 package main
 
-// Docs as tests: the README's tours and docs/runtime.md's walk-through are run exactly as
-// written, and what they claim to print is checked, so that the documentation cannot drift
-// from what the binary does.
+// Docs as tests: the README's tours, docs/runtime.md's walk-through and every ```sh block of
+// docs/api.md, docs/forks.md and docs/deploy.md (docpages_test.go) are run exactly as written,
+// and what they claim to print is checked, so that the documentation cannot drift from what
+// the binary does.
 //
 // Extraction rules (kept simple on purpose, so that a writer knows what the test does):
 //
 //   - A document section starts at a heading line ("# …", "## …", outside code fences) and
-//     ends at the next heading. Every ```sh block of the section is run, in order.
+//     ends at the next heading. Every ```sh block of the section is run, in order. A test that
+//     runs a whole document runs every ```sh block of it, in order.
 //   - In a block, a line that starts in column 0 and not with '#' starts a command. A line that
 //     starts with a space or a tab continues the command above (sh reads it as the rest of a
 //     quoted string or of a line ended with '\'); the lines are joined with newlines, so sh
@@ -19,9 +21,9 @@ package main
 //     text is appended without the '#' and the surrounding spaces). Other '#' lines are prose.
 //     TEXT may elide with "...": its pieces must appear in the output in order. Several
 //     expectations of one command must hold in order too.
-//   - A command ending in '&' runs in the background until the document is done. Its
-//     expectations must hold by then (the test waits up to 15 s for them); it is then
-//     interrupted.
+//   - A command ending in '&' runs in the background until the document is done, and so does
+//     a "sessiond serve" (a person runs it in a terminal of its own). Its expectations must
+//     hold by then (the test waits up to 15 s for them); it is then interrupted.
 //   - Every other command must exit with status 0 within 30 s, and its expectations must hold.
 //     Two retries stand in for a person at the keyboard: a read-only command (sessiond view,
 //     read, get, validate; curl without a request body) whose expectations do not hold yet is
@@ -32,12 +34,16 @@ package main
 // Substitutions, the only differences from a person typing the commands:
 //
 //   - "go run ./cmd/sessiond" and "go run ./examples/echoagent" are the binaries built from
-//     this checkout (what go run would build and run).
+//     this checkout (what go run would build and run); "sessiond" is that binary too (it is
+//     first on the commands' PATH, as if installed).
 //   - "go build -o NAME ./PKG" is run from the checkout's root with NAME put in the working
 //     directory of the commands.
-//   - "serve" listens on a free port: "--addr 127.0.0.1:0" is added; the commands after it
-//     wait until it listens. Their "localhost:7420" and "127.0.0.1:7420" become that address,
-//     and SESSIOND_SERVER names it for the CLI and the example agent, whose commands name none.
+//   - "serve" listens on a free port: "--addr 127.0.0.1:0" is added, or replaces the --addr
+//     the document gives; the commands after it wait until it listens. Their
+//     "localhost:7420", "127.0.0.1:7420" and the document's --addr become that address, and
+//     SESSIOND_SERVER names it for the CLI and the example agent, whose commands name none.
+//   - A test may rewrite what names an outside resource (docs/deploy.md's database: see
+//     TestDeployDoc), and says how in its comment.
 //
 // Each document runs in a fresh temporary working directory. The README's CLI tour runs "in
 // the repository's root": there, examples/ is a link to the checkout's examples/ directory.
@@ -71,14 +77,16 @@ func (c docCommand) String() string { return fmt.Sprintf("line %d: %s", c.line, 
 var backgroundSuffix = regexp.MustCompile(`(^|[^&])&[ \t]*(#[^\n]*)?$`)
 
 // parseSection returns the commands of each ```sh block of the document's section that starts
-// at the heading line heading, following the rules at the top of this file.
+// at the heading line heading (of the whole document when heading is empty), following the
+// rules at the top of this file.
 func parseSection(doc, heading string) ([][]docCommand, error) {
 	lines := strings.Split(doc, "\n")
 	var blocks [][]docCommand
-	inSection, inFence, inSh := false, false, false
+	whole := heading == ""
+	inSection, inFence, inSh := whole, false, false
 	var block []docCommand
 	inExpect := false
-	found := false
+	found := whole
 	for i, l := range lines {
 		n := i + 1
 		if strings.HasPrefix(l, "```") {
@@ -95,7 +103,7 @@ func parseSection(doc, heading string) ([][]docCommand, error) {
 			continue
 		}
 		if !inFence {
-			if strings.HasPrefix(l, "#") {
+			if strings.HasPrefix(l, "#") && !whole {
 				if inSection {
 					break
 				}
@@ -193,6 +201,13 @@ func TestParseSection(t *testing.T) {
 	if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
 		t.Errorf("parseSection:\n got %#v\nwant %#v", got, want)
 	}
+	all, err := parseSection(doc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 || all[0][0].text != "not this" || all[3][0].text != "not this either" {
+		t.Errorf("parseSection of the whole document: %#v, want its 4 ```sh blocks", all)
+	}
 	for _, tc := range []struct{ doc, heading, err string }{
 		{doc, "## Missing", "no heading"},
 		{"## H\n```sh\n# → early\n```\n", "## H", "expectation before any command"},
@@ -231,7 +246,11 @@ type docRun struct {
 	repo    string // the checkout's root
 	dir     string // the working directory
 	bins    map[string]string
-	addr    string // host:port of the server, once one listens
+	binDir  string   // where the binaries are: first on the commands' PATH
+	addr    string   // host:port of the server, once one listens
+	aliases []string // the addresses the document gives the server, besides localhost:7420
+	env     []string // more environment for the commands (a test's, e.g. libpq's PG* variables)
+	rewrite func(string) string
 	started []*bgCommand
 }
 
@@ -249,8 +268,8 @@ func newDocRun(t *testing.T, name string) *docRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &docRun{t: t, name: name, repo: repo, dir: t.TempDir(), bins: map[string]string{}}
 	bin := t.TempDir()
+	r := &docRun{t: t, name: name, repo: repo, dir: t.TempDir(), bins: map[string]string{}, binDir: bin}
 	for _, pkg := range []string{"./cmd/sessiond", "./examples/echoagent"} {
 		r.bins[pkg] = filepath.Join(bin, filepath.Base(pkg))
 		r.goBuild(r.bins[pkg], pkg)
@@ -276,19 +295,36 @@ func (r *docRun) goBuild(out, pkg string) {
 	}
 }
 
-var goBuildLine = regexp.MustCompile(`^go build -o (\S+) (\./\S+)$`)
+var (
+	goBuildLine = regexp.MustCompile(`^go build -o (\S+) (\./\S+)$`)
+	serveAddr   = regexp.MustCompile(`--addr[= ](\S+)`)
+	serveWord   = regexp.MustCompile(`sessiond'? serve`)
+)
 
 // expand applies the substitutions listed at the top of this file.
 func (r *docRun) expand(c docCommand) string {
 	s := c.text
+	if r.rewrite != nil {
+		s = r.rewrite(s)
+	}
 	for _, pkg := range []string{"./cmd/sessiond", "./examples/echoagent"} {
 		s = strings.ReplaceAll(s, "go run "+pkg, shellQuote(r.bins[pkg]))
 	}
-	s = strings.Replace(s, shellQuote(r.bins["./cmd/sessiond"])+" serve", shellQuote(r.bins["./cmd/sessiond"])+" serve --addr 127.0.0.1:0", 1)
+	if isSessiondCmd(c.text, "serve") {
+		if m := serveAddr.FindStringSubmatchIndex(s); m != nil {
+			r.aliases = append(r.aliases, s[m[2]:m[3]])
+			s = s[:m[2]] + "127.0.0.1:0" + s[m[3]:]
+		} else if m := serveWord.FindStringIndex(s); m != nil {
+			s = s[:m[1]] + " --addr 127.0.0.1:0" + s[m[1]:]
+		}
+	}
 	if r.addr != "" {
 		_, port, _ := strings.Cut(r.addr, ":")
 		s = strings.ReplaceAll(s, "localhost:7420", "localhost:"+port)
 		s = strings.ReplaceAll(s, "127.0.0.1:7420", r.addr)
+		for _, a := range r.aliases {
+			s = strings.ReplaceAll(s, a, r.addr)
+		}
 	}
 	if strings.Contains(s, "go run ") || strings.Contains(s, "go build ") {
 		r.t.Fatalf("%s %s: a go command the test does not know how to run", r.name, c)
@@ -299,7 +335,8 @@ func (r *docRun) expand(c docCommand) string {
 func (r *docRun) shell(ctx context.Context, text string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "sh", "-c", text)
 	cmd.Dir = r.dir
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), "PATH="+r.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, r.env...)
 	if r.addr != "" {
 		cmd.Env = append(cmd.Env, "SESSIOND_SERVER=http://"+r.addr)
 	}
@@ -316,7 +353,7 @@ func (r *docRun) run(c docCommand) {
 		return
 	}
 	text := r.expand(c)
-	if c.background {
+	if c.background || isSessiondCmd(c.text, "serve") {
 		r.start(c, text)
 		return
 	}
@@ -474,6 +511,17 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
+// needTool skips the test when the command tool is not installed, or fails it under CI=true.
+func needTool(t *testing.T, tool, who string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed; %s needs it", tool, who)
+		}
+		t.Skipf("%s is not installed; %s needs it (under CI=true this fails)", tool, who)
+	}
+}
+
 // readDoc reads a document of the checkout.
 func readDoc(t *testing.T, name string) string {
 	t.Helper()
@@ -499,12 +547,7 @@ func mustSection(t *testing.T, doc, name, heading string) [][]docCommand {
 // TestREADMETours runs the README's serve command as written from a fresh working directory,
 // then its tour with curl and its tour with the CLI.
 func TestREADMETours(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("curl is not installed; the README's tour needs it")
-		}
-		t.Skip("curl is not installed (under CI=true this fails)")
-	}
+	needTool(t, "curl", "the README's tour")
 	doc := readDoc(t, "README.md")
 	// The two commands: serve is run; "go test ./..." is what runs this test.
 	var serve *docCommand

@@ -45,7 +45,8 @@ func docsServer(t *testing.T) (url string, set func(time.Time)) {
 }
 
 // section returns the part of a document from the heading that starts with title to the next
-// heading of the same or a higher level.
+// heading of the same or a higher level (a line in a code fence, such as a "# →" expectation,
+// is no heading).
 func section(t *testing.T, doc, title string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", doc))
@@ -59,10 +60,16 @@ func section(t *testing.T, doc, title string) string {
 	}
 	level := strings.Count(title[:strings.Index(title, " ")], "#")
 	rest := text[i+len(title):]
-	for _, h := range regexp.MustCompile(`(?m)^#{1,6} `).FindAllStringIndex(rest, -1) {
-		if h[1]-h[0]-1 <= level {
-			return rest[:h[0]]
+	heading := regexp.MustCompile(`^#{1,6} `)
+	inFence := false
+	for at := 0; at < len(rest); {
+		line, _, _ := strings.Cut(rest[at:], "\n")
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		} else if h := heading.FindString(line); h != "" && !inFence && len(h)-1 <= level {
+			return rest[:at]
 		}
+		at += len(line) + 1
 	}
 	return rest
 }
