@@ -64,7 +64,7 @@ func (l *connTracker) drop() {
 	l.conns = nil
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
@@ -94,7 +94,7 @@ func newSite(t *testing.T) *site {
 }
 
 // call sends a JSON request and answers the status and body.
-func (s *site) call(t *testing.T, method, path, body string) (int, string) {
+func (s *site) call(t testing.TB, method, path, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.ts.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *site) call(t *testing.T, method, path, body string) (int, string) {
 // allCaps is a snapshot with every command's capability on.
 const allCaps = `{"mode":"work","modelId":"model-x","capabilities":{"tools":true,"approval":true,"steering":true,"resume":true,"summary":true,"threadForking":true,"editAndRerun":true}}`
 
-func (s *site) create(t *testing.T, id string) {
+func (s *site) create(t testing.TB, id string) {
 	t.Helper()
 	if code, body := s.call(t, "POST", "/v1/sessions", fmt.Sprintf(`{"session_id":%q,"agent_id":"agent-1","role":"implementer","project":"demo","snapshot":%s}`, id, allCaps)); code != http.StatusCreated {
 		t.Fatalf("create %s: %d %s", id, code, body)
@@ -140,7 +140,7 @@ func ev(id, eventType, runID, sourceMessageID, payload string) string {
 }
 
 // appendEvents appends events (a runtime's part) and fails the test on a refusal.
-func (s *site) appendEvents(t *testing.T, id string, events ...string) {
+func (s *site) appendEvents(t testing.TB, id string, events ...string) {
 	t.Helper()
 	if code, body := s.call(t, "POST", "/v1/sessions/"+id+"/events", "["+strings.Join(events, ",")+"]"); code != http.StatusCreated {
 		t.Fatalf("append: %d %s", code, body)
@@ -162,7 +162,7 @@ func runStatus(id, run, src, status string) string {
 }
 
 // events reads the whole log of a session.
-func (s *site) events(t *testing.T, id string) []map[string]any {
+func (s *site) events(t testing.TB, id string) []map[string]any {
 	t.Helper()
 	code, body := s.call(t, "GET", "/v1/sessions/"+id+"/events?limit=10000", "")
 	if code != http.StatusOK {
@@ -177,7 +177,7 @@ func (s *site) events(t *testing.T, id string) []map[string]any {
 
 // browser starts a headless chromium for one test and answers its context. Page errors
 // (uncaught exceptions, console.error) fail the test.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -236,7 +236,7 @@ func browser(t *testing.T) context.Context {
 }
 
 // run runs browser actions and fails the test on an error, showing the page.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -250,7 +250,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 }
 
 // openSession opens a session's page and waits for its live stream.
-func openSession(t *testing.T, ctx context.Context, s *site, id string) {
+func openSession(t testing.TB, ctx context.Context, s *site, id string) {
 	t.Helper()
 	run(t, ctx, "open "+id, chromedp.Navigate(s.ts.URL+"/#/s/"+id), chromedp.WaitVisible(chromedp.CSS(`.conn[data-state="live"]`)))
 }
@@ -265,24 +265,13 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 }
 
 // eval evaluates a JavaScript expression and answers its value.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return v
-}
-
-// waitFor polls cond (a check of the server's state) for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // TestBrowserLiveMessage: a message a runtime appends while the page is open appears in it,
@@ -415,5 +404,49 @@ func TestBrowserResumeNoDuplicates(t *testing.T) {
 	msgs := eval[int](t, ctx, `document.querySelectorAll('.msg').length`)
 	if fmt.Sprint(seqs) != "[0 1 2 3 4 5 6]" || msgs != 7 {
 		t.Fatalf("event log sequences %v (want 0..6 once each), %d messages (want 7); reconnects with Last-Event-ID %v", seqs, msgs, s.resumes)
+	}
+}
+
+// TestBrowserTimeTravel: setting the sequence shows the transcript as it stood then (folded
+// from the log's prefix), with live controls off; back to live shows all of it again.
+func TestBrowserTimeTravel(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-travel"
+	s.create(t, id)
+	for i := range 5 {
+		s.appendEvents(t, id, msg(id, fmt.Sprintf("m%d", i), "user", fmt.Sprintf("message %d", i)))
+	}
+	openSession(t, ctx, s, id)
+	run(t, ctx, "live", waitJS(`document.querySelectorAll('.msg').length === 5`))
+	eval[any](t, ctx, `(() => { const i = document.querySelector('.travel input[type=number]'); i.value = '1'; i.dispatchEvent(new Event('change', { bubbles: true })); })()`)
+	run(t, ctx, "sequence 1", waitJS(`document.querySelector('.past')?.textContent.includes('viewing sequence 1 of 4') && !document.querySelector('.past').textContent.includes('loading') && document.querySelectorAll('.msg').length === 2`))
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('.msg .md')].map((m) => m.textContent.trim()).join('|')`); got != "message 0|message 1" {
+		t.Fatalf("at sequence 1 the page shows %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.msg button').length`); n != 0 {
+		t.Errorf("the past offers %d message controls", n)
+	}
+	run(t, ctx, "back to live", chromedp.Click(chromedp.CSS(`.travel button`)), waitJS(`!document.querySelector('.past') && document.querySelectorAll('.msg').length === 5`))
+}
+
+// TestBrowserForkFromMessage: "fork from here" on a message creates a new session from it and
+// opens its page, whose lineage names the source session.
+func TestBrowserForkFromMessage(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-source"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Write the parser"), runStatus(id, "r1", "m1", "running"),
+		ev(id, "message", "r1", "", `{"messageId":"m2","role":"assistant","operation":"append","parts":[{"type":"text","text":"Parser written."}],"status":"completed"}`),
+		runStatus(id, "r1", "m1", "completed"))
+	openSession(t, ctx, s, id)
+	run(t, ctx, "fork", chromedp.Click(chromedp.CSS(`[data-message-id="m2"] button`)),
+		waitJS(`location.hash.startsWith('#/s/') && location.hash !== '#/s/S-source'`),
+		waitJS(`!!document.querySelector('.lineage a[href="#/s/S-source"]')`))
+	hash := eval[string](t, ctx, `location.hash`)
+	code, body := s.call(t, "GET", "/v1/sessions/"+strings.TrimPrefix(hash, "#/s/")+"/lineage", "")
+	if code != http.StatusOK || !strings.Contains(body, `"forkedFromThreadId":"S-source"`) || !strings.Contains(body, `"forkedFromMessageId":"m2"`) {
+		t.Fatalf("the new session's lineage: %d %s", code, body)
 	}
 }

@@ -61,9 +61,17 @@ export const Message = memo(({ m, actions }) => {
   </article>`;
 });
 
-export const Reasoning = memo(({ r }) => html`<details class="reasoning">
-  <summary>Reasoning <span class="muted">(${r.text.length} characters, ${r.status})</span></summary>
-  <pre class="wrap">${r.text}</pre></details>`);
+// Lazy is a <details> whose body is rendered only while it is open, so a long session's
+// collapsed items cost one line each.
+export function Lazy({ cls, open: initial, summary, body, attrs }) {
+  const [open, setOpen] = useState(!!initial);
+  return html`<details class=${cls} open=${open} onToggle=${(e) => setOpen(e.currentTarget.open)} ...${attrs || {}}>
+    <summary>${summary}</summary>${open ? body() : null}</details>`;
+}
+
+export const Reasoning = memo(({ r }) => html`<${Lazy} cls="reasoning"
+  summary=${html`Reasoning <span class="muted">(${r.text.length} characters, ${r.status})</span>`}
+  body=${() => html`<pre class="wrap">${r.text}</pre>`} />`);
 
 const STEP_MARK = { completed: "☑", failed: "☒", skipped: "⊘", running: "◐", pending: "☐" };
 
@@ -76,16 +84,15 @@ export const Task = memo(({ t }) => html`<li><${Badge} s=${t.status} /> ${t.titl
 
 const json = (v) => JSON.stringify(v, null, 2);
 
-export const Tool = memo(({ t }) => html`<details class="tool" data-tool=${t.toolCallId}>
-  <summary><${Badge} s=${t.status} /> <code>${t.toolName}</code> <span class="muted">${t.toolCallId}</span></summary>
-  ${t.input !== undefined ? html`<h4>input</h4><pre>${json(t.input)}</pre>` : null}
+export const Tool = memo(({ t }) => html`<${Lazy} cls="tool" attrs=${{ "data-tool": t.toolCallId }}
+  summary=${html`<${Badge} s=${t.status} /> <code>${t.toolName}</code> <span class="muted">${t.toolCallId}</span>${t.error ? html` <span class="err">${t.error}</span>` : null}`}
+  body=${() => html`${t.input !== undefined ? html`<h4>input</h4><pre>${json(t.input)}</pre>` : null}
   ${t.output !== undefined ? html`<h4>output</h4><pre>${json(t.output)}</pre>` : null}
-  ${t.error ? html`<p class="err">${t.error}</p>` : null}
-  <p class="muted">${t.startedAt ? "started " + t.startedAt : ""}${t.completedAt ? " · completed " + t.completedAt : ""}</p></details>`);
+  <p class="muted">${t.startedAt ? "started " + t.startedAt : ""}${t.completedAt ? " · completed " + t.completedAt : ""}</p>`} />`);
 
 // Diff shows one file's patch, coloured by line.
 export const Diff = memo(({ d }) => {
-  const lines = (d.patch || "").split("\n");
+  const lines = (d.patch || "").replace(/\n$/, "").split("\n");
   return html`<details class="diff" open>
     <summary><${Badge} s=${d.status} /> <code>${d.path}</code></summary>
     ${d.patch ? html`<pre class="patch">${lines.map((l, i) => {
@@ -97,16 +104,20 @@ export const Diff = memo(({ d }) => {
 const TERMINAL_TAIL = 64 * 1024;
 
 // Terminal shows a terminal's output with its ANSI colours; long output shows its tail first.
-export const Terminal = memo(({ term }) => {
+function TerminalOutput({ output }) {
   const [all, setAll] = useState(false);
-  const long = term.output.length > TERMINAL_TAIL;
-  const text = long && !all ? term.output.slice(-TERMINAL_TAIL) : term.output;
+  const long = output.length > TERMINAL_TAIL;
+  const text = long && !all ? output.slice(-TERMINAL_TAIL) : output;
   const inner = useMemo(() => ansiHTML(text), [text]);
-  return html`<div class="terminal" data-terminal=${term.terminalId}>
-    <header><code>${term.terminalId}</code>${term.exitCode !== undefined && term.exitCode !== null ? html` <span class=${term.exitCode === 0 ? "ok" : "err"}>exit ${term.exitCode}</span>` : null}
-    ${long ? html` <button type="button" onClick=${() => setAll(!all)}>${all ? "show the tail" : `show all ${term.output.length} characters`}</button>` : null}</header>
-    <pre class="ansi" dangerouslySetInnerHTML=${{ __html: inner }}></pre></div>`;
-});
+  return html`${long ? html`<button type="button" onClick=${() => setAll(!all)}>${all ? "show the tail" : `show all ${output.length} characters`}</button>` : null}
+    <pre class="ansi" dangerouslySetInnerHTML=${{ __html: inner }}></pre>`;
+}
+
+// Terminal shows a terminal's output with its ANSI colours (open: the latest terminal; the
+// others open on request); long output shows its tail first.
+export const Terminal = memo(({ term, open }) => html`<${Lazy} cls="terminal" open=${open} attrs=${{ "data-terminal": term.terminalId }}
+  summary=${html`<code>${term.terminalId}</code>${term.exitCode !== undefined && term.exitCode !== null ? html` <span class=${term.exitCode === 0 ? "ok" : "err"}>exit ${term.exitCode}</span>` : null} <span class="muted">${term.output.length} characters</span>`}
+  body=${() => html`<${TerminalOutput} output=${term.output} />`} />`);
 
 export const TestTable = ({ tests }) => html`<table class="tests"><thead><tr><th scope="col">test</th><th scope="col">status</th><th scope="col">duration</th><th scope="col">output</th></tr></thead>
   <tbody>${tests.map((t) => html`<tr key=${t.testId}><td><code>${t.name}</code></td><td><${Badge} s=${t.status} /></td>
@@ -126,7 +137,7 @@ export const ErrorItem = ({ e }) => html`<li class="error-item"><code class="cod
 
 export const Artifact = ({ a }) => {
   const url = a.url ? safeURL(a.url) : null;
-  return html`<li><${Badge} s=${a.status} /> ${url ? html`<a href=${url} rel="noopener noreferrer nofollow" target="_blank">${a.name}</a>` : a.name}
+  return html`<li><${Badge} s=${a.status} /> ${url ? html`<a href=${url} rel="noopener noreferrer nofollow" target="_blank">${a.name}</a>` : a.name}${" "}
     <span class="muted">${a.kind}${a.mimeType ? " · " + a.mimeType : ""}${a.size !== undefined ? " · " + a.size + " bytes" : ""}${a.url && !url ? " · " + a.url : ""}</span></li>`;
 };
 

@@ -9,7 +9,7 @@ import { LineagePanel, LifecyclePanel } from "./panels.js";
 
 const html = R.html;
 const RECENT = 500; // events kept for the event log and for finding event ids (retry)
-const PAGE = 200; // messages shown at first; more on request
+const PAGE = 100; // items of a list shown at first (messages: more on request)
 
 const INHERIT = { messages: "through-source-message", attachments: "exclude", summaries: "inherit", toolResults: "exclude", codeChanges: "exclude" };
 
@@ -64,6 +64,7 @@ function useLiveSession(id) {
       try {
         const [r, t] = await Promise.all([getJSON(`/v1/sessions/${enc(id)}`), getJSON(`/v1/sessions/${enc(id)}/transcript`)]);
         if (closed) return;
+        performance.mark("sessiond:transcript-loaded");
         fold.current = new Fold(t);
         const last = t.lastSequence;
         if (last >= 0) {
@@ -110,6 +111,10 @@ export function SessionPage({ id }) {
   const travelReq = useRef(0);
 
   useEffect(() => { setTravel(null); setShown(PAGE); setNotice(null); }, [id]);
+  // A performance mark when the transcript is first on screen (the large-session benchmark
+  // reads it; developer tools show it).
+  const drawn = !!(live.res && live.fold);
+  useEffect(() => { if (drawn) performance.mark("sessiond:session-drawn"); }, [drawn]);
 
   const lastSeq = fold ? fold.t.lastSequence : -1;
   const run = res && res.currentRun;
@@ -243,8 +248,8 @@ export function SessionPage({ id }) {
       ${t.reasoning.length ? html`<section aria-label="Reasoning"><h2>Reasoning</h2>${t.reasoning.slice(-PAGE).map((r) => html`<${R.Reasoning} key=${r.reasoningId} r=${r} />`)}</section>` : null}
       ${t.tools.length ? html`<section aria-label="Tool calls"><h2>Tool calls</h2>${t.tools.slice(-PAGE).map((x) => html`<${R.Tool} key=${x.toolCallId} t=${x} />`)}</section>` : null}
       ${t.diffs.length ? html`<section aria-label="Diffs"><h2>Diffs</h2>${t.diffs.map((d) => html`<${R.Diff} key=${d.path} d=${d} />`)}</section>` : null}
-      ${t.terminals.length ? html`<section aria-label="Terminals"><h2>Terminals</h2>${t.terminals.map((x) => html`<${R.Terminal} key=${x.terminalId} term=${x} />`)}</section>` : null}
-      ${t.testResults.length ? html`<section aria-label="Test results"><h2>Tests</h2><${R.TestTable} tests=${t.testResults} /></section>` : null}
+      ${t.terminals.length ? html`<section aria-label="Terminals"><h2>Terminals</h2>${t.terminals.length > PAGE ? html`<p class="muted">the last ${PAGE} of ${t.terminals.length}</p>` : null}${t.terminals.slice(-PAGE).map((x, i, all) => html`<${R.Terminal} key=${x.terminalId} term=${x} open=${i === all.length - 1} />`)}</section>` : null}
+      ${t.testResults.length ? html`<section aria-label="Test results"><h2>Tests</h2>${t.testResults.length > PAGE * 2 ? html`<p class="muted">the last ${PAGE * 2} of ${t.testResults.length}</p>` : null}<${R.TestTable} tests=${t.testResults.slice(-PAGE * 2)} /></section>` : null}
     </div>
     <aside class="side-col">
       ${pending.length || resolved.length ? html`<section aria-label="Approvals" class="card"><h3>Approvals</h3>
