@@ -450,3 +450,53 @@ func TestBrowserForkFromMessage(t *testing.T) {
 		t.Fatalf("the new session's lineage: %d %s", code, body)
 	}
 }
+
+// TestBrowserRetryAndResume: a failed run offers Retry (not Stop): it queues a new run from
+// the same message; when that run completes, Resume (the snapshot has resume) queues another.
+func TestBrowserRetryAndResume(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-retry"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Build it"), runStatus(id, "r1", "m1", "running"),
+		ev(id, "error", "r1", "", `{"code":"MODEL_OVERLOADED","message":"try again","retryable":true}`), runStatus(id, "r1", "m1", "failed"))
+	openSession(t, ctx, s, id)
+	if n := eval[int](t, ctx, `document.querySelectorAll('.controls button.danger').length`); n != 0 {
+		t.Fatalf("a failed run offers Stop")
+	}
+	run(t, ctx, "retry", chromedp.Click(chromedp.CSS(`.controls button`)), waitJS(`document.querySelector('main').dataset.runStatus === 'queued'`))
+	runs := func() string { _, body := s.call(t, "GET", "/v1/sessions/"+id+"/runs", ""); return body }
+	if r := runs(); strings.Count(r, `"sourceMessageId":"m1"`) != 2 {
+		t.Fatalf("after retry: %s", r)
+	}
+	var newRun struct{ Runs []struct{ RunID, Status string } }
+	json.Unmarshal([]byte(runs()), &newRun)
+	r2 := newRun.Runs[len(newRun.Runs)-1].RunID
+	s.appendEvents(t, id, runStatus(id, r2, "m1", "running"), runStatus(id, r2, "m1", "completed"))
+	run(t, ctx, "completed", waitJS(`document.querySelector('main').dataset.runStatus === 'completed' && [...document.querySelectorAll('.controls button')].some((b) => b.textContent === 'Resume')`))
+	run(t, ctx, "resume", chromedp.Click(chromedp.CSS(`.controls button`)), waitJS(`document.querySelector('main').dataset.runStatus === 'queued'`))
+	if r := runs(); strings.Count(r, `"sourceMessageId":"m1"`) != 3 {
+		t.Fatalf("after resume: %s", r)
+	}
+}
+
+// TestBrowserArchiveAndRestore: the lifecycle panel archives the session with a note, lists
+// the archive, and restores it.
+func TestBrowserArchiveAndRestore(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-archive"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Keep this"))
+	openSession(t, ctx, s, id)
+	run(t, ctx, "archive", chromedp.Click(chromedp.CSS(`.lifecycle summary`)), chromedp.WaitVisible(chromedp.CSS(`.lifecycle form.archive input`)),
+		chromedp.SendKeys(chromedp.CSS(`.lifecycle form.archive input`), "the parser"), chromedp.Click(chromedp.CSS(`.lifecycle form.archive button`)),
+		waitJS(`document.querySelector('.lifecycle .notice')?.textContent === 'archive: done' && !!document.querySelector('.lifecycle li code')`))
+	if _, body := s.call(t, "GET", "/v1/sessions/"+id, ""); !strings.Contains(body, `"status":"archived"`) {
+		t.Fatalf("after archive: %s", body)
+	}
+	run(t, ctx, "restore", chromedp.Click(chromedp.CSS(`.lifecycle li button`)), waitJS(`document.querySelector('.lifecycle .notice')?.textContent === 'restore: done'`))
+	if _, body := s.call(t, "GET", "/v1/sessions/"+id, ""); strings.Contains(body, `"status":"archived"`) {
+		t.Fatalf("after restore: %s", body)
+	}
+}

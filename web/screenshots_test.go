@@ -103,3 +103,45 @@ func shot(t testing.TB, ctx context.Context, name string) {
 	}
 	fmt.Printf("wrote %s (%d bytes)\n", path, len(png))
 }
+
+// TestBrowserFoldMatchesServer: the page's fold (web/static/fold.js, used for live events
+// and time travel) gives the server's transcript (GET /v1/sessions/{id}/transcript) for the
+// session with all 17 kinds, folded from the log both ways: from empty, and from the server's
+// transcript at a midpoint plus the rest of the log.
+func TestBrowserFoldMatchesServer(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	demoSession(t, s, "S-demo")
+	s.appendEvents(t, "S-demo", msg("S-demo", "m2", "assistant", " More."), ev("S-demo", "tool", "r1", "", `{"toolCallId":"tc-1","toolName":"shell","status":"failed","error":"killed"}`),
+		ev("S-demo", "terminal", "r1", "", `{"terminalId":"term-1","stream":"stderr","chunk":"more\n","exitCode":1}`))
+	run(t, ctx, "page", chromedp.Navigate(s.ts.URL+"/"))
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const { Fold, emptyTranscript } = await import('/ui/fold.js');
+		const get = async (p) => (await fetch(p)).json();
+		const server = await get('/v1/sessions/S-demo/transcript');
+		const { events } = await get('/v1/sessions/S-demo/events?limit=1000');
+		// Canonical JSON: keys sorted at every level.
+		const canon = (v) => Array.isArray(v) ? '[' + v.map(canon).join(',') + ']'
+			: v && typeof v === 'object' ? '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canon(v[k])).join(',') + '}'
+			: JSON.stringify(v);
+		const norm = (t) => {
+			const f = new Fold(t); // lists as arrays, as the page keeps them
+			const o = { ...f.t };
+			delete o.version;
+			return canon(o);
+		};
+		const fromEmpty = new Fold(emptyTranscript('S-demo'));
+		events.forEach((e) => fromEmpty.apply(e));
+		const mid = new Fold(emptyTranscript('S-demo'));
+		events.slice(0, 10).forEach((e) => mid.apply(e));
+		const resumed = new Fold(JSON.parse(JSON.stringify(mid.t)));
+		events.forEach((e) => resumed.apply(e)); // the first 10 again are ignored: no duplicates
+		const want = norm(server);
+		if (!want.includes('"exitCode":1,"output"') || !want.includes('"error":"killed"')) return 'the comparison does not see nested fields: ' + want;
+		const a = norm(fromEmpty.t), b = norm(resumed.t);
+		return a === want && b === want ? 'ok' : 'server ' + want + '\n\nfrom empty ' + a + '\n\nresumed ' + b;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil || got != "ok" {
+		t.Fatalf("%v\n%s", err, got)
+	}
+}
