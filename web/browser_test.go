@@ -469,7 +469,9 @@ func TestBrowserRetryAndResume(t *testing.T) {
 	if r := runs(); strings.Count(r, `"sourceMessageId":"m1"`) != 2 {
 		t.Fatalf("after retry: %s", r)
 	}
-	var newRun struct{ Runs []struct{ RunID, Status string } }
+	var newRun struct {
+		Runs []struct{ RunID, Status string }
+	}
 	json.Unmarshal([]byte(runs()), &newRun)
 	r2 := newRun.Runs[len(newRun.Runs)-1].RunID
 	s.appendEvents(t, id, runStatus(id, r2, "m1", "running"), runStatus(id, r2, "m1", "completed"))
