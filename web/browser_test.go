@@ -502,3 +502,20 @@ func TestBrowserArchiveAndRestore(t *testing.T) {
 		t.Fatalf("after restore: %s", body)
 	}
 }
+
+// TestBrowserEditAndRerun: after the run ended, a user message offers "edit and rerun": the
+// edited text starts a new session (with its lineage), whose first message is the new text.
+func TestBrowserEditAndRerun(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-edit"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Write the parser"), runStatus(id, "r1", "m1", "running"), runStatus(id, "r1", "m1", "completed"))
+	openSession(t, ctx, s, id)
+	run(t, ctx, "edit", chromedp.Click(chromedp.CSS(`[data-message-id="m1"] button:nth-of-type(2)`)), chromedp.WaitVisible(chromedp.CSS(`.edit-rerun textarea`)))
+	eval[any](t, ctx, `(() => { const a = document.querySelector('.edit-rerun textarea'); a.value = 'Write the parser in Go'; a.dispatchEvent(new Event('input', { bubbles: true })); })()`)
+	run(t, ctx, "rerun", chromedp.Click(chromedp.CSS(`.edit-rerun button[type=submit]`)),
+		waitJS(`location.hash.startsWith('#/s/') && location.hash !== '#/s/S-edit'`),
+		waitJS(`[...document.querySelectorAll('.msg .md')].some((m) => m.textContent.includes('Write the parser in Go'))`),
+		waitJS(`!!document.querySelector('.lineage a[href="#/s/S-edit"]')`))
+}

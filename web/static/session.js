@@ -92,6 +92,18 @@ function useLiveSession(id) {
   return { res, setRes, err, conn, streamNote, fold: fold.current, recent: recent.current };
 }
 
+// EditRerun is a message's "edit and rerun" control: a text box with the message's text.
+function EditRerun({ m, onSend }) {
+  const [text, setText] = useState(null);
+  if (text === null) {
+    return html`<button type="button" class="small" onClick=${() => setText(m.parts.map((p) => (typeof p === "string" ? p : (p && p.text) || "")).join("\n\n"))}>edit and rerun</button>`;
+  }
+  return html`<form class="edit-rerun" onSubmit=${(e) => { e.preventDefault(); if (text.trim()) onSend(m, text); }}>
+    <label for=${"edit-" + m.messageId}>New text of the message</label>
+    <textarea id=${"edit-" + m.messageId} rows="3" value=${text} onInput=${(e) => setText(e.currentTarget.value)}></textarea>
+    <button type="submit" disabled=${!text.trim()}>Rerun in a new session</button> <button type="button" onClick=${() => setText(null)}>Cancel</button></form>`;
+}
+
 const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };
 
 // findEvent answers the latest recent event that satisfies pred.
@@ -157,11 +169,30 @@ export function SessionPage({ id }) {
     const r = await c.send("fork", "fork", { expectedSequence: c.lastSeq, payload: { sourceThreadId: id, sourceMessageId: m.messageId, sourceRunId: runId, inheritance: INHERIT } });
     if (r && r.operation) location.hash = "#/s/" + encodeURIComponent(r.operation.activeBranch.threadId);
   }, [id]);
+  // Edit and rerun a user message: a new session with the message's parts replaced, and a run
+  // queued in it.
+  const editRerun = useCallback(async (m, text) => {
+    const c = ctx.current;
+    let runId = m.runId;
+    try {
+      const runs = await getJSON(`/v1/sessions/${enc(id)}/runs`);
+      const r = runs.runs.find((x) => x.sourceMessageId === m.messageId);
+      runId = (r && r.runId) || runId;
+    } catch (_) { /* reported below */ }
+    if (!runId) {
+      setNotice({ kind: "error", text: `edit and rerun: message ${m.messageId} started no run, so there is nothing to rerun` });
+      return;
+    }
+    const r = await c.send("edit and rerun", "edit-and-rerun", { expectedSequence: c.lastSeq, payload: { sourceThreadId: id, sourceMessageId: m.messageId, sourceRunId: runId, replacementParts: [{ type: "text", text }], inheritance: INHERIT } });
+    if (r && r.operation) location.hash = "#/s/" + encodeURIComponent(r.operation.activeBranch.threadId);
+  }, [id]);
   const messageActions = useMemo(() => (m) => {
     const c = ctx.current;
-    const a = allowed("fork", c.snapshot, c.runStatus);
-    return a.ok ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null;
-  }, [fork, snapshot, runStatus]);
+    const canFork = allowed("fork", c.snapshot, c.runStatus).ok;
+    const canEdit = m.role === "user" && allowed("edit-and-rerun", c.snapshot, c.runStatus).ok;
+    return html`${canFork ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null}
+      ${canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null}`;
+  }, [fork, editRerun, snapshot, runStatus]);
 
   // Time travel: the transcript as it stood at sequence N, folded from the log's prefix.
   const travelTo = useCallback((n) => {
