@@ -16,9 +16,10 @@ var vendorRow = regexp.MustCompile("^\\| `([^`]+)` \\| ([^|]+) \\| ([^|]+) \\| `
 // TestVendoredChecksums recomputes the sha256 of every vendored file and compares it with
 // static/vendor/VENDOR.md, the one place that records them; every file of static/vendor/ is
 // listed there, and every listed file exists. A file changed by hand fails here: update it
-// as VENDOR.md says (npm pack, copy, record the new checksum).
+// as static/vendor/VENDOR.md says (npm pack, copy, record the new checksum).
 func TestVendoredChecksums(t *testing.T) {
-	doc, err := os.ReadFile("static/vendor/VENDOR.md")
+	const manifest = "static/vendor/VENDOR.md"
+	doc, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,24 +33,24 @@ func TestVendoredChecksums(t *testing.T) {
 		listed[name] = true
 		b, err := static.ReadFile("static/vendor/" + name)
 		if err != nil {
-			t.Errorf("%s is listed in VENDOR.md but not embedded: %v", name, err)
+			t.Errorf("%s is listed in static/vendor/VENDOR.md but not embedded: %v", name, err)
 			continue
 		}
 		sum := sha256.Sum256(b)
 		if got := hex.EncodeToString(sum[:]); got != want {
-			t.Errorf("%s (%s %s): sha256 %s, VENDOR.md says %s", name, strings.TrimSpace(m[2]), strings.TrimSpace(m[3]), got, want)
+			t.Errorf("%s (%s %s): sha256 %s, static/vendor/VENDOR.md says %s", name, strings.TrimSpace(m[2]), strings.TrimSpace(m[3]), got, want)
 		}
 	}
 	if len(listed) == 0 {
-		t.Fatal("VENDOR.md lists no files (its table's format changed?)")
+		t.Fatal("static/vendor/VENDOR.md lists no files (its table's format changed?)")
 	}
 	entries, err := fs.ReadDir(static, "static/vendor")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != "VENDOR.md" && !listed[e.Name()] {
-			t.Errorf("static/vendor/%s is not listed in VENDOR.md with its version and checksum", e.Name())
+		if "static/vendor/"+e.Name() != manifest && !listed[e.Name()] {
+			t.Errorf("static/vendor/%s is not listed in static/vendor/VENDOR.md with its version and checksum", e.Name())
 		}
 	}
 }
