@@ -61,11 +61,12 @@ func (s *Server) guard(rt route) http.Handler {
 	})
 }
 
-// pathWildcards returns the names of the {wildcards} of a ServeMux pattern.
+// pathWildcards returns the names of the {wildcards} of a ServeMux pattern ({$}, the end of
+// the path, is not one).
 func pathWildcards(pattern string) []string {
 	var out []string
 	for _, seg := range strings.Split(pattern, "/") {
-		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") && seg != "{$}" {
 			out = append(out, strings.TrimSuffix(strings.Trim(seg, "{}"), "..."))
 		}
 	}

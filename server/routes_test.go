@@ -14,7 +14,7 @@ import (
 // concrete turns a route pattern into a method and a path that reaches it.
 func concrete(pattern string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
-	path = strings.NewReplacer("{id}", "S-q", "{runId}", "r1").Replace(path)
+	path = strings.NewReplacer("{id}", "S-q", "{runId}", "r1", "{$}", "", "{file...}", "app.js").Replace(path)
 	return method, path
 }
 

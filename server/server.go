@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/web"
 )
 
 // Options configure a [Server]. Zero fields take the defaults documented on each field.
@@ -161,6 +162,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
+		// The web UI (package web): the page, and its static files and policy table.
+		{pattern: "GET /{$}", handle: web.ServeIndex},
+		{pattern: "GET /ui/{file...}", handle: web.ServeAsset},
 	}, append(s.lifecycleRoutes(), s.workerRoutes()...)...)
 }
 

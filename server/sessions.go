@@ -87,7 +87,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	for _, d := range list {
 		out.Sessions = append(out.Sessions, resourceOf(d))
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSONTagged(w, r, out)
 }
 
 // patchFields are the fields of a PATCH body, from api.PatchSessionRequest's JSON names.

@@ -1,0 +1,65 @@
+// The sessions list: filters, search by id, and live refresh by polling the list with its
+// ETag (a 304 costs no transfer and no re-render).
+import { useState, useEffect, useRef } from "preact/hooks";
+import { getTagged } from "./api.js";
+import { html, Badge } from "./render.js";
+
+const STATUSES = ["", "running", "paused", "closed", "stale", "archived"];
+const POLL_MS = 2000;
+
+const lastActivity = (r) => [r.record.updated_at, r.record.last_heartbeat_at].filter(Boolean).sort().pop() || "";
+
+export function ListPage() {
+  const [f, setF] = useState({ status: "", project: "", agent: "", role: "", q: "" });
+  const [list, setList] = useState(null);
+  const [err, setErr] = useState(null);
+  const tag = useRef(null);
+  useEffect(() => {
+    let stop = false, timer = null;
+    tag.current = null;
+    const qs = new URLSearchParams({ limit: "1000" });
+    if (f.status) qs.set("status", f.status);
+    if (f.project) qs.set("project", f.project);
+    if (f.agent) qs.set("agent", f.agent);
+    const tick = async () => {
+      try {
+        if (!document.hidden) {
+          const r = await getTagged("/v1/sessions?" + qs, tag.current);
+          if (stop) return;
+          if (!r.notModified) { tag.current = r.tag; setList(r.body); }
+          setErr(null);
+        }
+      } catch (e) {
+        if (!stop) setErr(e);
+      }
+      if (!stop) timer = setTimeout(tick, POLL_MS);
+    };
+    tick();
+    return () => { stop = true; clearTimeout(timer); };
+  }, [f.status, f.project, f.agent]);
+  const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
+  const rows = list ? list.sessions.filter((s) => (!f.role || s.record.role === f.role) && (!f.q || s.record.session_id.toLowerCase().includes(f.q.toLowerCase())))
+    .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a))) : [];
+  return html`<main class="page">
+    <h1>Sessions</h1>
+    <form class="filters" role="search" onSubmit=${(e) => e.preventDefault()}>
+      <label>Search by id<input type="search" value=${f.q} onInput=${set("q")} placeholder="S-…" /></label>
+      <label>Status<select value=${f.status} onChange=${set("status")}>${STATUSES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}</select></label>
+      <label>Project<input value=${f.project} onChange=${set("project")} /></label>
+      <label>Agent<input value=${f.agent} onChange=${set("agent")} /></label>
+      <label>Role<input value=${f.role} onInput=${set("role")} /></label>
+    </form>
+    ${err ? html`<p class="err" role="alert">${err.code}: ${err.message}</p>` : null}
+    ${!list ? html`<p>Loading…</p>` : rows.length === 0 ? html`<p class="muted">No sessions match.</p>` : html`
+    <table class="sessions">
+      <thead><tr><th scope="col">session</th><th scope="col">status</th><th scope="col">run</th><th scope="col">agent</th><th scope="col">role</th><th scope="col">project</th><th scope="col">events</th><th scope="col">last activity</th></tr></thead>
+      <tbody>${rows.map((s) => html`<tr key=${s.record.session_id} data-session=${s.record.session_id}>
+        <td><a href=${"#/s/" + encodeURIComponent(s.record.session_id)}><code>${s.record.session_id}</code></a>${s.lineage ? html` <span class="muted" title="forked from ${s.lineage.forkedFromThreadId}">⑂</span>` : null}</td>
+        <td><${Badge} s=${s.record.status} /></td>
+        <td>${s.currentRun ? html`<${Badge} s=${s.currentRun.status} />` : html`<${Badge} s="idle" />`}</td>
+        <td>${s.record.agent_id}</td><td>${s.record.role}</td><td>${s.record.project || ""}</td>
+        <td class="num">${s.lastSequence + 1}</td><td><time datetime=${lastActivity(s)}>${lastActivity(s)}</time></td></tr>`)}</tbody>
+    </table>`}
+    ${list && list.next ? html`<p class="muted">Showing the first 1000 sessions; narrow the filters to see others.</p>` : null}
+  </main>`;
+}
