@@ -12,12 +12,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/wire"
@@ -106,6 +108,11 @@ func (a *Agent) handle(ctx context.Context, job *client.Job) error {
 	case text := <-ready:
 		err := a.work(ctx, r, text)
 		if err != nil && ctx.Err() == nil {
+			// Not left active without a holder: fail it (best effort; LEASE_LOST means the
+			// run is no longer ours to end).
+			if ferr := a.finish(ctx, r, time.Now(), "failed"); ferr != nil {
+				a.logf("run %s: could not record its failure: %v", r.id, ferr)
+			}
 			return fmt.Errorf("run %s of session %s: %w", r.id, r.session, err)
 		}
 		return nil
@@ -254,6 +261,8 @@ func (a *Agent) finish(ctx context.Context, r *run, began time.Time, status stri
 		p.StoppedAt = now()
 	case "completed":
 		p.CompletedAt = now()
+	case "failed":
+		p.FailedAt = now()
 	}
 	a.logf("run %s: %s", r.id, status)
 	return a.emit(ctx, r, "status", p)
@@ -285,8 +294,20 @@ func (a *Agent) emitAll(ctx context.Context, r *run, evs ...pending) error {
 		batch[i] = contract.Event{Contract: "AgentSessionEvent", EventID: key, SessionID: r.session, RunID: r.id,
 			SourceMessageID: r.source, IdempotencyKey: key, OccurredAt: now(), EventType: p.eventType, Payload: p.payload}
 	}
-	_, err := r.job.Append(ctx, batch)
-	return err
+	// A transport error or a 5xx (a server restarting) is retried with the same keys, which
+	// never duplicates anything; a refusal (LEASE_LOST, …) or the end of ctx is final.
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		_, err := r.job.Append(ctx, batch)
+		var aerr *api.Error
+		if err == nil || ctx.Err() != nil || (errors.As(err, &aerr) && aerr.Status < 500) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
 }
 
 func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }
