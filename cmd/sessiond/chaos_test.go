@@ -206,29 +206,20 @@ chaos:
 		if err != nil {
 			t.Fatal(err)
 		}
-		last := map[string]int64{}
-		for _, raw := range page.Events {
-			var e contract.Event
-			if err := e.UnmarshalJSON(raw); err != nil {
+		events := make([]contract.Event, len(page.Events))
+		for i, raw := range page.Events {
+			if err := events[i].UnmarshalJSON(raw); err != nil {
 				t.Fatal(err)
 			}
-			if p, ok := e.Payload.(*contract.ErrorPayload); ok && p.Code == "LEASE_EXPIRED" {
+			if p, ok := events[i].Payload.(*contract.ErrorPayload); ok && p.Code == "LEASE_EXPIRED" {
 				expired++
 			}
-			m := tokenInEventID.FindStringSubmatch(e.EventID)
-			if m == nil || e.RunID == "" {
-				continue
-			}
-			tok, _ := strconv.ParseInt(m[1], 10, 64)
-			if tok < last[e.RunID] {
-				t.Errorf("%s run %s: event %s (seq %d) under token %d after an event under token %d", id, e.RunID, e.EventID, e.Sequence, tok, last[e.RunID])
-			}
-			if tok > fencing[e.RunID] {
-				t.Errorf("%s run %s: event %s under token %d, above the run's fencing token %d", id, e.RunID, e.EventID, tok, fencing[e.RunID])
-			}
-			last[e.RunID] = tok
-			checked++
 		}
+		problems, n := fencingProblems(events, fencing)
+		for _, p := range problems {
+			t.Errorf("%s: %s", id, p)
+		}
+		checked += n
 	}
 	t.Logf("%d sessions, %d worker kills, 1 instance restart: %d runs completed, %d leases expired, up to %d attempts; %d worker events checked",
 		sessions, kills, completed, expired, attempts, checked)
@@ -263,4 +254,30 @@ func runResources(ctx context.Context, base, id string) ([]api.RunResource, erro
 		return nil, err
 	}
 	return out.Runs, nil
+}
+
+// fencingProblems checks a session's log against the fencing rule: the tokens named by the
+// worker's event ids (tokenInEventID) never go down within a run in log order, and none is
+// above the run's fencing token (fencing, by run id). It returns what breaks the rule and how
+// many worker events it checked.
+func fencingProblems(events []contract.Event, fencing map[string]int64) ([]string, int) {
+	var problems []string
+	checked := 0
+	last := map[string]int64{}
+	for _, e := range events {
+		m := tokenInEventID.FindStringSubmatch(e.EventID)
+		if m == nil || e.RunID == "" {
+			continue
+		}
+		tok, _ := strconv.ParseInt(m[1], 10, 64)
+		if tok < last[e.RunID] {
+			problems = append(problems, fmt.Sprintf("run %s: event %s (seq %d) under token %d after an event under token %d", e.RunID, e.EventID, e.Sequence, tok, last[e.RunID]))
+		}
+		if tok > fencing[e.RunID] {
+			problems = append(problems, fmt.Sprintf("run %s: event %s under token %d, above the run's fencing token %d", e.RunID, e.EventID, tok, fencing[e.RunID]))
+		}
+		last[e.RunID] = tok
+		checked++
+	}
+	return problems, checked
 }
