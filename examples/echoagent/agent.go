@@ -1,9 +1,11 @@
 // Command echoagent is an EXAMPLE agent runtime for sessiond, not part of the product. It shows
-// the protocol a runtime follows (docs/runtime.md): it follows a session's event stream, and
-// for every user message it starts a run, streams a reply, asks for approval before a "risky"
-// tool call, and honours stop and steer commands, all by appending events.
+// the protocol a runtime follows (docs/runtime.md): it is a worker that claims queued runs of
+// any number of sessions (client.Worker: a claim loop, the lease renewed in the background,
+// released on exit), and works on several at once. For each run it follows the run's session
+// stream, streams a reply to the run's source message, asks for approval before a "risky" tool
+// call, and honours stop and steer commands, all by appending events under the run's lease.
 //
-//	go run ./examples/echoagent --session S-demo
+//	go run ./examples/echoagent --concurrency 8
 //
 // The agent does no real work: its "model" echoes the user's words back, slowly.
 package main
@@ -17,34 +19,43 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/wire"
 )
 
-// Agent is the example runtime for one session.
+// Agent is the example runtime: a worker that claims queued runs (of any session its filter
+// matches) and works on each with the run's session stream open for the commands.
 type Agent struct {
-	Client  *client.Client
-	Session string
+	Client *client.Client
+	// Filter selects the runs the agent claims (agent_id, project, …; wait and lease length).
+	Filter wire.ClaimRequest
+	// Concurrency is how many runs the agent works on at once (default 1).
+	Concurrency int
 	// Tick is the pause between streamed chunks (default 50ms).
 	Tick time.Duration
 	// Chunks is how many progress chunks a run streams after its tool call (default 20).
 	Chunks int
+	// SkipApproval runs the tool at once instead of asking a person first.
+	SkipApproval bool
 	// Log, if set, is told what the agent does.
 	Log func(format string, args ...any)
+	// OnError, if set, hears of failed claims and renewals, and of runs that failed.
+	OnError func(error)
 
-	mu       sync.Mutex
-	n        int
-	messages map[string]string // user messageId -> text
-	runs     map[string]*run
+	mu sync.Mutex
+	n  int
 }
 
 // run is the agent's view of one run it works on; the stream loop feeds it signals.
 type run struct {
-	id, source string
-	approvals  chan string // decisions ("approved" or "rejected")
-	steers     chan contract.SteerPayload
-	stop       chan struct{}
-	stopOnce   sync.Once
+	id, session, source string
+	job                 *client.Job
+	approvals           chan string // decisions ("approved" or "rejected")
+	steers              chan contract.SteerPayload
+	stop                chan struct{}
+	stopOnce            sync.Once
 }
 
 func (a *Agent) logf(format string, args ...any) {
@@ -53,7 +64,8 @@ func (a *Agent) logf(format string, args ...any) {
 	}
 }
 
-// Run follows the session from its start until ctx is done. It returns ctx.Err() then.
+// Run claims and works on runs until ctx is done, then releases the leases it holds. It
+// returns ctx.Err() then.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.Tick <= 0 {
 		a.Tick = 50 * time.Millisecond
@@ -61,27 +73,62 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Chunks <= 0 {
 		a.Chunks = 20
 	}
-	a.messages, a.runs = map[string]string{}, map[string]*run{}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	err := a.Client.Stream(ctx, a.Session, client.StreamOptions{After: -1}, func(se client.StreamEvent) error {
-		var e contract.Event
-		if err := e.UnmarshalJSON(se.Data); err != nil {
-			return fmt.Errorf("event %d: %w", se.Sequence, err)
-		}
-		a.observe(ctx, &wg, &e)
-		return nil
-	})
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	w := &client.Worker{Client: a.Client, Filter: a.Filter, Concurrency: a.Concurrency, Handle: a.handle, OnError: a.OnError}
+	return w.Run(ctx)
 }
 
-// observe reacts to one event of the log: its own events and everyone else's.
-func (a *Agent) observe(ctx context.Context, wg *sync.WaitGroup, e *contract.Event) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// handle works on one claimed run: it follows the run's session from the start (for the
+// source message's text and the commands), then works.
+func (a *Agent) handle(ctx context.Context, job *client.Job) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &run{id: job.Claim.Run.RunID, session: job.Claim.Run.SessionID, source: job.Claim.Run.SourceMessageID, job: job,
+		approvals: make(chan string, 1), steers: make(chan contract.SteerPayload, 8), stop: make(chan struct{})}
+	ready := make(chan string, 1) // the source message's text, once the run's queued status is read
+	streamDone := make(chan error, 1)
+	go func() {
+		messages := map[string]string{} // user messageId -> text
+		queued := false
+		streamDone <- a.Client.Stream(ctx, r.session, client.StreamOptions{After: -1}, func(se client.StreamEvent) error {
+			var e contract.Event
+			if err := e.UnmarshalJSON(se.Data); err != nil {
+				return fmt.Errorf("event %d: %w", se.Sequence, err)
+			}
+			if !queued && e.RunID == r.id {
+				if p, ok := e.Payload.(*contract.StatusPayload); ok && p.Status == "queued" {
+					queued = true
+					ready <- messages[r.source]
+				}
+			}
+			observe(r, messages, &e)
+			return nil
+		})
+	}()
+	select {
+	case text := <-ready:
+		err := a.work(ctx, r, text)
+		if err != nil && ctx.Err() == nil {
+			// Not left active without a holder: fail it (best effort; LEASE_LOST means the
+			// run is no longer ours to end).
+			if ferr := a.finish(ctx, r, time.Now(), "failed"); ferr != nil {
+				a.logf("run %s: could not record its failure: %v", r.id, ferr)
+			}
+			return fmt.Errorf("run %s of session %s: %w", r.id, r.session, err)
+		}
+		return nil
+	case err := <-streamDone:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("run %s of session %s: the stream ended before the run's queued status: %v", r.id, r.session, err)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// observe reacts to one event of the run's session: the user's messages and the commands
+// aimed at the run.
+func observe(r *run, messages map[string]string, e *contract.Event) {
 	switch p := e.Payload.(type) {
 	case *contract.MessagePayload:
 		if p.Role == "user" {
@@ -91,31 +138,21 @@ func (a *Agent) observe(ctx context.Context, wg *sync.WaitGroup, e *contract.Eve
 					text = append(text, t)
 				}
 			}
-			a.messages[p.MessageID] = strings.Join(text, " ")
-			// A user message starts a run, unless one is already working.
-			if !a.busy() {
-				a.start(ctx, wg, "run-"+p.MessageID, p.MessageID, true)
-			}
+			messages[p.MessageID] = strings.Join(text, " ")
 		}
 	case *contract.StatusPayload:
-		r := a.runs[e.RunID]
-		switch {
-		case e.RunID == "":
-		case r == nil && p.Status == "queued" && !a.busy():
-			// A run queued by a resume or retry command: work on it.
-			a.start(ctx, wg, e.RunID, e.SourceMessageID, false)
-		case r != nil && p.Status == "stopping":
+		if e.RunID == r.id && p.Status == "stopping" {
 			r.stopOnce.Do(func() { close(r.stop) })
 		}
 	case *contract.ApprovalPayload:
-		if r := a.runs[e.RunID]; r != nil && (p.Status == "approved" || p.Status == "rejected") {
+		if e.RunID == r.id && (p.Status == "approved" || p.Status == "rejected") {
 			select {
 			case r.approvals <- p.Status:
 			default:
 			}
 		}
 	case *contract.SteerPayload:
-		if r := a.runs[p.TargetRunID]; r != nil && p.Status == "accepted" {
+		if p.TargetRunID == r.id && p.Status == "accepted" {
 			select {
 			case r.steers <- *p:
 			default:
@@ -124,33 +161,13 @@ func (a *Agent) observe(ctx context.Context, wg *sync.WaitGroup, e *contract.Eve
 	}
 }
 
-func (a *Agent) busy() bool { return len(a.runs) > 0 }
-
-// start begins work on a run in its own goroutine; the caller holds a.mu.
-func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup, runID, source string, announce bool) {
-	r := &run{id: runID, source: source, approvals: make(chan string, 1), steers: make(chan contract.SteerPayload, 8), stop: make(chan struct{})}
-	a.runs[runID] = r
-	text := a.messages[source]
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		err := a.work(ctx, r, text, announce)
-		if err != nil && ctx.Err() == nil {
-			a.logf("run %s: %v", runID, err)
-		}
-		a.mu.Lock()
-		delete(a.runs, runID)
-		a.mu.Unlock()
-	}()
-}
-
 // work is one run: reply, ask for approval, call the tool, stream progress, finish.
-func (a *Agent) work(ctx context.Context, r *run, text string, announce bool) error {
+func (a *Agent) work(ctx context.Context, r *run, text string) error {
 	began := time.Now()
-	if announce {
-		if err := a.emit(ctx, r, "status", &contract.StatusPayload{Status: "queued"}); err != nil {
-			return err
-		}
+	select {
+	case <-r.stop: // stopped while it was queued
+		return a.finish(ctx, r, began, "stopped")
+	default:
 	}
 	if err := a.emit(ctx, r, "status", &contract.StatusPayload{Status: "running", StartedAt: now()}); err != nil {
 		return err
@@ -168,24 +185,31 @@ func (a *Agent) work(ctx context.Context, r *run, text string, announce bool) er
 		}
 	}
 
-	// A "risky" tool call: ask first.
+	// A "risky" tool call: ask first (unless told to skip the approval).
 	tool, approval := "tool-"+r.id, "approval-"+r.id
-	err := a.emitAll(ctx, r,
-		ev("tool", &contract.ToolPayload{ToolCallID: tool, ToolName: "shell", Status: "pending", Input: contract.RawJSON(`{"cmd":"echo hello"}`)}),
-		ev("approval", &contract.ApprovalPayload{ApprovalID: approval, ToolCallID: tool, Status: "requested", Title: "Run `echo hello`?"}),
-		ev("status", &contract.StatusPayload{Status: "waiting_approval"}))
-	if err != nil {
-		return err
+	decision := "approved"
+	if a.SkipApproval {
+		if err := a.emit(ctx, r, "tool", &contract.ToolPayload{ToolCallID: tool, ToolName: "shell", Status: "pending", Input: contract.RawJSON(`{"cmd":"echo hello"}`)}); err != nil {
+			return err
+		}
+	} else {
+		err := a.emitAll(ctx, r,
+			ev("tool", &contract.ToolPayload{ToolCallID: tool, ToolName: "shell", Status: "pending", Input: contract.RawJSON(`{"cmd":"echo hello"}`)}),
+			ev("approval", &contract.ApprovalPayload{ApprovalID: approval, ToolCallID: tool, Status: "requested", Title: "Run `echo hello`?"}),
+			ev("status", &contract.StatusPayload{Status: "waiting_approval"}))
+		if err != nil {
+			return err
+		}
+		a.logf("run %s: waiting for approval %s", r.id, approval)
+		select {
+		case decision = <-r.approvals:
+		case <-r.stop:
+			return a.finish(ctx, r, began, "stopped")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	a.logf("run %s: waiting for approval %s", r.id, approval)
-	var decision string
-	select {
-	case decision = <-r.approvals:
-	case <-r.stop:
-		return a.finish(ctx, r, began, "stopped")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	var err error
 	// The server appended the decision and moved the run back to running.
 	if decision == "approved" {
 		err = a.emitAll(ctx, r,
@@ -237,6 +261,8 @@ func (a *Agent) finish(ctx context.Context, r *run, began time.Time, status stri
 		p.StoppedAt = now()
 	case "completed":
 		p.CompletedAt = now()
+	case "failed":
+		p.FailedAt = now()
 	}
 	a.logf("run %s: %s", r.id, status)
 	return a.emit(ctx, r, "status", p)
@@ -253,20 +279,35 @@ func (a *Agent) emit(ctx context.Context, r *run, eventType string, p contract.P
 	return a.emitAll(ctx, r, ev(eventType, p))
 }
 
-// emitAll appends events of a run as one batch. Keys are unique per agent process; a real
-// runtime derives them from its own durable state so that its retries are safe.
+// emitAll appends events of a run as one batch under the run's lease. Keys are unique per
+// agent process; a real runtime derives them from its own durable state so that its retries
+// are safe. Each event id names the fencing token it is appended under
+// ("echoagent-<runId>-t<token>-…"), so the log shows which holder wrote what.
 func (a *Agent) emitAll(ctx context.Context, r *run, evs ...pending) error {
+	token := r.job.Lease().Token
 	batch := make([]contract.Event, len(evs))
 	for i, p := range evs {
 		a.mu.Lock()
 		a.n++
-		key := fmt.Sprintf("echoagent-%s-%d-%d", r.id, time.Now().UnixNano(), a.n)
+		key := fmt.Sprintf("echoagent-%s-t%d-%d-%d", r.id, token, time.Now().UnixNano(), a.n)
 		a.mu.Unlock()
-		batch[i] = contract.Event{Contract: "AgentSessionEvent", EventID: key, SessionID: a.Session, RunID: r.id,
+		batch[i] = contract.Event{Contract: "AgentSessionEvent", EventID: key, SessionID: r.session, RunID: r.id,
 			SourceMessageID: r.source, IdempotencyKey: key, OccurredAt: now(), EventType: p.eventType, Payload: p.payload}
 	}
-	_, err := a.Client.AppendEvents(ctx, a.Session, batch, nil)
-	return err
+	// A transport error or a 5xx (a server restarting) is retried with the same keys, which
+	// never duplicates anything; a refusal (LEASE_LOST, …) or the end of ctx is final.
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		_, err := r.job.Append(ctx, batch)
+		var aerr *api.Error
+		if err == nil || ctx.Err() != nil || (errors.As(err, &aerr) && aerr.Status < 500) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
 }
 
 func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -13,10 +13,11 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // TestWholeLoop runs the example agent against a real server and drives it the way a person
-// would: message → run → tool → approval → steer → stop, then resume.
+// would: message and queued run → claim → tool → approval → steer → stop, then resume.
 func TestWholeLoop(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
@@ -37,13 +38,15 @@ func TestWholeLoop(t *testing.T) {
 	}
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	agent := &Agent{Client: cl, Session: "S-loop", Tick: 20 * time.Millisecond, Chunks: 1000, Log: t.Logf}
+	agent := &Agent{Client: cl, Filter: wire.ClaimRequest{AgentID: "echoagent", Wait: "1s"}, Tick: 20 * time.Millisecond, Chunks: 1000, Log: t.Logf}
 	go func() { done <- agent.Run(agentCtx) }()
 
-	// A person asks for something.
+	// A person asks for something, and queues a run for it.
 	user := contract.Event{Contract: "AgentSessionEvent", EventID: "u1", SessionID: "S-loop", IdempotencyKey: "u1",
 		OccurredAt: now(), EventType: "message", Payload: &contract.MessagePayload{MessageID: "m1", Role: "user", Operation: "append", Parts: []contract.RawJSON{textPart("say hello")}}}
-	if _, err := cl.AppendEvents(ctx, "S-loop", []contract.Event{user}, nil); err != nil {
+	queued := contract.Event{Contract: "AgentSessionEvent", EventID: "q1", SessionID: "S-loop", IdempotencyKey: "q1", RunID: "run-m1", SourceMessageID: "m1",
+		OccurredAt: now(), EventType: "status", Payload: &contract.StatusPayload{Status: "queued"}}
+	if _, err := cl.AppendEvents(ctx, "S-loop", []contract.Event{user, queued}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitRun := func(runID, status string) {
