@@ -131,6 +131,7 @@ func New(st store.Store, opt Options) *Server {
 func (s *Server) routes() []route {
 	return append([]route{
 		{pattern: "GET /healthz", handle: s.handleHealth},
+		{pattern: "GET /v1/openapi.json", handle: handleOpenAPI},
 		{pattern: "POST /v1/sessions", handle: s.handleCreateSession, body: jsonBody},
 		{pattern: "GET /v1/sessions", handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}", handle: s.handleGetSession},
@@ -210,6 +211,12 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.svc.StoreDriver()})
+}
+
+// handleOpenAPI serves the OpenAPI 3.1 description of this API (api/openapi.json).
+func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(api.OpenAPI)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -36,7 +36,7 @@ func setup(t testing.TB, opt server.Options) *bundle {
 		t.Fatal(err)
 	}
 	srv := server.New(st, opt)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(validated(t, srv))
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()
