@@ -331,7 +331,8 @@ func TestOpenAPIServed(t *testing.T) {
 }
 
 // TestOpenAPIValidationCatchesDrift: the check every test server runs fails an answer with an
-// undocumented field, an undocumented status, a wrong media type, and a request the document
+// undocumented field, an undocumented status, a wrong media type, a missing X-Request-Id, and a
+// request the document
 // refuses that the server accepted; it passes the documented answer.
 func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 	v, _ := openAPI(t)
@@ -342,6 +343,7 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 		wantOK                               bool
 	}{
 		{"documented", "GET", "/healthz", "", "", 200, "application/json", `{"status":"ok","store":"sqlite"}`, true},
+		{"no X-Request-Id", "GET", "/healthz", "", "", 200, "application/json", `{"status":"ok","store":"sqlite"}`, false},
 		{"undocumented field", "GET", "/healthz", "", "", 200, "application/json", `{"status":"ok","store":"sqlite","extra":1}`, false},
 		{"undocumented status", "GET", "/healthz", "", "", 418, "application/json", `{"status":"ok","store":"sqlite"}`, false},
 		{"wrong media type", "GET", "/healthz", "", "", 200, "text/plain", `ok`, false},
@@ -361,7 +363,11 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 			if c.reqType != "" {
 				req.Header.Set("Content-Type", c.reqType)
 			}
-			resp := &http.Response{StatusCode: c.status, Header: http.Header{"Content-Type": {c.respType}},
+			h := http.Header{"Content-Type": {c.respType}, "X-Request-Id": {"req-1"}}
+			if c.name == "no X-Request-Id" {
+				h.Del("X-Request-Id")
+			}
+			resp := &http.Response{StatusCode: c.status, Header: h,
 				Body: io.NopCloser(strings.NewReader(c.respBody)), Request: req}
 			msg := check(v, req, []byte(c.reqBody), resp, []byte(c.respBody))
 			if (msg == "") != c.wantOK {

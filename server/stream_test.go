@@ -260,6 +260,9 @@ func TestStreamCutsOffSlowSubscriber(t *testing.T) {
 		last = seq
 	}
 	<-done
+	if n := metricValue(t, b.srv.Metrics(), "sessiond_sse_stream_ends_total", "reason", "SUBSCRIBER_TOO_SLOW"); n != 1 {
+		t.Errorf("sessiond_sse_stream_ends_total{reason=SUBSCRIBER_TOO_SLOW} = %v, want 1", n)
+	}
 }
 
 func TestStreamEndsOnShutdown(t *testing.T) {

@@ -86,6 +86,10 @@ var operations = []operation{
 		}},
 	{pattern: "GET /v1/openapi.json", id: "openapi", summary: "This document",
 		answers: []answer{{status: 200, desc: "the OpenAPI 3.1 document", schema: obj{"type": "object"}}}},
+	{pattern: "GET /metrics", id: "metrics", summary: "Prometheus metrics (docs/operations.md lists them)",
+		answers: []answer{{status: 200, media: "text/plain", schema: obj{"type": "string"},
+			desc: "the Prometheus text exposition format (version 0.0.4; OpenMetrics when the Accept header asks for it)"}},
+		errors: []contract.ErrorCode{contract.CodeNotConfigured}},
 	{pattern: "POST /v1/sessions", id: "createSession", summary: "Create a session from record fields and a snapshot",
 		body:    &body{media: []string{"application/json"}, schema: []any{typ[api.CreateSessionRequest]()}},
 		answers: []answer{{status: 201, desc: "created", schema: typ[api.Session]()}},
@@ -201,6 +205,16 @@ var operations = []operation{
 		answers: []answer{{status: 200, desc: "what the sweep did", schema: typ[wire.SweepResult]()}}},
 }
 
+// requestIDParam and requestIDHeader: every request may carry an id, and every answer carries
+// the request's id (the client's when fit, else a new one); the server's log lines of the
+// request carry it too.
+var (
+	requestIDParam = param{name: "X-Request-Id", in: "header", desc: "the request's id for the server's logs (1 to 128 of A-Z a-z 0-9 . _ : -); another value is replaced by a new id",
+		schema: obj{"type": "string"}}
+	requestIDHeader = obj{"X-Request-Id": obj{"description": "the request's id: the client's X-Request-Id when fit, else a new one", "required": true,
+		"schema": obj{"type": "string", "minLength": 1, "maxLength": 128, "pattern": `^[A-Za-z0-9._:-]+$`}}}
+)
+
 var acceptProgress = param{name: "Accept", in: "header", desc: "list application/x-ndjson to have the answer streamed as progress lines once the operation runs for the progress interval", schema: strParam}
 
 const sseDescription = `A text/event-stream (server-sent events). Each stored event is one block:
@@ -300,7 +314,7 @@ func (s *schemas) operation(op operation, path string) obj {
 		params = append(params, obj{"name": w, "in": "path", "required": true, "description": desc + " (1 to 256 characters)",
 			"schema": obj{"type": "string", "minLength": 1, "maxLength": 256}})
 	}
-	for _, p := range op.params {
+	for _, p := range append(op.params, requestIDParam) {
 		params = append(params, obj{"name": p.name, "in": p.in, "description": p.desc, "schema": p.schema})
 	}
 	if len(params) > 0 {
@@ -341,7 +355,7 @@ func (s *schemas) operation(op operation, path string) obj {
 			content[api.ProgressMediaType] = obj{"x-sessiond-line": obj{"oneOf": []any{s.inline(typ[api.ProgressLine]()), s.schemaOf(a.schema), ref("ErrorBody")}}}
 			desc += ". " + progressDescription
 		}
-		responses[strconv.Itoa(a.status)] = obj{"description": desc, "content": content}
+		responses[strconv.Itoa(a.status)] = obj{"description": desc, "content": content, "headers": requestIDHeader}
 	}
 	// Error responses, grouped by status; each lists its codes.
 	codes := []contract.ErrorCode{contract.CodeMalformed, contract.CodeInternal, contract.CodeUnavailable}
@@ -384,7 +398,7 @@ func (s *schemas) operation(op operation, path string) obj {
 			s.fail(fmt.Errorf("operation %s: status %d is both an answer and an error", op.id, st))
 		}
 		responses[strconv.Itoa(st)] = obj{"description": desc + "; see docs/api.md for what each code means",
-			"content": obj{"application/json": obj{"schema": sch}}}
+			"content": obj{"application/json": obj{"schema": sch}}, "headers": requestIDHeader}
 	}
 	out["responses"] = responses
 	return out

@@ -51,7 +51,8 @@ const (
 type Store struct {
 	dir  string
 	lock *dirLock
-	log  *slog.Logger // Options.Logger
+	log  *slog.Logger   // Options.Logger
+	obs  store.Observer // Options.Observer
 
 	wdb *sql.DB // exactly one connection, owned by the writer goroutine
 	rdb *sql.DB // read-only pool
@@ -87,6 +88,8 @@ type Options struct {
 	// return to a caller: a failed checkpoint (retried), a failed sync (the store refuses
 	// writes from then on). Default: discard.
 	Logger *slog.Logger
+	// Observer is told of each group commit and each sync, for metrics (default: nothing).
+	Observer store.Observer
 }
 
 // Open opens (creating when needed) the store in dir: it creates dir and dir/sessiond.db, takes
@@ -126,7 +129,7 @@ func Open(ctx context.Context, dir string, opt ...Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, log: o.Logger}
+	s := &Store{dir: dir, lock: lock, log: o.Logger, obs: o.Observer}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		lock.release()
