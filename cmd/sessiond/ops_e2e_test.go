@@ -11,10 +11,11 @@ import (
 )
 
 // TestServeLogsAndMetricsEndToEnd runs "sessiond serve --log-format json --log-level debug
-// --metrics-addr 127.0.0.1:0": every log line is a JSON object; a request's X-Request-Id comes
-// back and is on its log line; /metrics answers on both listeners.
+// --metrics-addr 127.0.0.1:0 --admin-addr 127.0.0.1:0": every log line is a JSON object; a
+// request's X-Request-Id comes back and is on its log line; /metrics answers on the API and
+// metrics listeners; pprof on the admin listener only.
 func TestServeLogsAndMetricsEndToEnd(t *testing.T) {
-	base, _, stderr := startServe(t, "--data", t.TempDir(), "--log-format", "json", "--log-level", "debug", "--metrics-addr", "127.0.0.1:0")
+	base, _, stderr := startServe(t, "--data", t.TempDir(), "--log-format", "json", "--log-level", "debug", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 	req, _ := http.NewRequest("GET", base+"/v1/sessions/S-none", nil)
 	req.Header.Set("X-Request-Id", "e2e-req.1")
 	resp, err := http.DefaultClient.Do(req)
@@ -25,10 +26,10 @@ func TestServeLogsAndMetricsEndToEnd(t *testing.T) {
 	if resp.StatusCode != 404 || resp.Header.Get("X-Request-Id") != "e2e-req.1" {
 		t.Fatalf("GET: %d, X-Request-Id %q; want 404 and e2e-req.1 back", resp.StatusCode, resp.Header.Get("X-Request-Id"))
 	}
-	var metricsURL string
+	var metricsURL, adminURL string
 	var sawRequest bool
 	deadline := time.Now().Add(10 * time.Second)
-	for (metricsURL == "" || !sawRequest) && time.Now().Before(deadline) {
+	for (metricsURL == "" || adminURL == "" || !sawRequest) && time.Now().Before(deadline) {
 		sc := bufio.NewScanner(strings.NewReader(stderr.String()))
 		for sc.Scan() {
 			var line map[string]any
@@ -38,6 +39,9 @@ func TestServeLogsAndMetricsEndToEnd(t *testing.T) {
 			switch line["msg"] {
 			case "metrics listening":
 				metricsURL, _ = line["addr"].(string)
+				metricsURL += "/metrics"
+			case "admin listening":
+				adminURL, _ = line["addr"].(string)
 			case "request":
 				if line["request_id"] == "e2e-req.1" && line["status"] == float64(404) {
 					sawRequest = true
@@ -46,8 +50,29 @@ func TestServeLogsAndMetricsEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if metricsURL == "" || !sawRequest {
-		t.Fatalf("no metrics listener line (%q) or no request line with request_id e2e-req.1 (%v) in:\n%s", metricsURL, sawRequest, stderr.String())
+	if metricsURL == "" || adminURL == "" || !sawRequest {
+		t.Fatalf("no metrics listener line (%q), admin listener line (%q) or request line with request_id e2e-req.1 (%v) in:\n%s", metricsURL, adminURL, sawRequest, stderr.String())
+	}
+	// pprof answers on the admin listener only (docs/operations.md, "Profiling").
+	for _, c := range []struct {
+		url    string
+		status int
+		body   string
+	}{
+		{adminURL + "/debug/pprof/goroutine?debug=1", 200, "goroutine profile:"},
+		{adminURL + "/debug/pprof/profile?seconds=1", 200, ""},
+		{base + "/debug/pprof/", 404, "NOT_FOUND"},
+		{strings.TrimSuffix(metricsURL, "/metrics") + "/debug/pprof/", 404, ""},
+	} {
+		resp, err := http.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), c.body) {
+			t.Errorf("GET %s: %d %.200q, want %d with %q", c.url, resp.StatusCode, body, c.status, c.body)
+		}
 	}
 	for _, u := range []string{metricsURL, base + "/metrics"} {
 		resp, err := http.Get(u)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -37,6 +38,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format: text (logfmt key=value lines) or json (one JSON object a line)")
+	adminAddr := fs.String("admin-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:9421; off by default, never on the API listener")
 	metricsAddr := fs.String("metrics-addr", "", "also serve the Prometheus metrics (GET /metrics) on this address, e.g. 127.0.0.1:9420; they are always on the API listener")
 	staleAfter := fs.Duration("stale-after", session.DefaultStaleAfter, "heartbeat TTL: running and paused sessions silent for longer are marked stale (and their active run failed)")
 	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
@@ -68,7 +70,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	for _, a := range []string{*addr, *metricsAddr} {
+	for _, a := range []string{*addr, *metricsAddr, *adminAddr} {
 		if a == "" {
 			continue
 		}
@@ -109,23 +111,34 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ln) }()
-	var ms *http.Server // the metrics listener, when --metrics-addr is given
-	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
+	// The metrics listener (--metrics-addr) and the admin listener (--admin-addr), when given.
+	var side []*http.Server
+	for _, l := range []struct {
+		addr, flag, what string
+		handler          http.Handler
+	}{
+		{*metricsAddr, "--metrics-addr", "metrics", metricsMux(metrics)},
+		{*adminAddr, "--admin-addr", "admin", adminMux()},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		sln, err := net.Listen("tcp", l.addr)
 		if err != nil {
-			hs.Close()
+			for _, hs := range append(side, hs) {
+				hs.Close()
+			}
 			srv.Close()
 			st.Close()
-			fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --metrics-addr\n", *metricsAddr, err)
+			fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with %s\n", l.addr, err, l.flag)
 			return 1
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics.Handler())
-		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		go func() { errc <- ms.Serve(mln) }()
-		log.Info("metrics listening", "addr", "http://"+mln.Addr().String()+"/metrics")
+		ss := &http.Server{Handler: l.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		side = append(side, ss)
+		go func() { errc <- ss.Serve(sln) }()
+		log.Info(l.what+" listening", "addr", "http://"+sln.Addr().String())
 	}
 	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
 	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), where)
@@ -146,8 +159,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("shutdown did not finish in time", "err", err)
 	}
-	if ms != nil {
-		ms.Shutdown(sctx)
+	for _, ss := range side {
+		ss.Shutdown(sctx)
 	}
 	if err := st.Close(); err != nil {
 		log.Error("close store", "err", err)
@@ -155,6 +168,27 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// metricsMux serves the metrics alone (--metrics-addr).
+func metricsMux(m *server.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
+}
+
+// adminMux serves Go's pprof profiles (--admin-addr): CPU, heap, goroutines, blocking, traces.
+// They expose the process's internals and cost CPU while taken, so they are on a listener of
+// their own that an operator opts into, never on the API's.
+func adminMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // redactURL returns a database URL fit for logs: without its password.
