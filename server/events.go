@@ -71,14 +71,12 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		fail(storeError(err, id))
 		return
 	}
+	m.batch(events, res.Results)
 	out := api.AppendResponse{Results: make([]api.AppendResult, len(res.Results)), LastSequence: res.LastSequence}
 	for i, a := range res.Results {
 		st := api.Accepted
 		if a.Duplicate {
 			st = api.Duplicate
-			m.duplicate()
-		} else {
-			m.appended(events[i].EventType)
 		}
 		out.Results[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
 	}
