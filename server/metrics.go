@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -99,6 +100,54 @@ func NewMetrics() *Metrics {
 	m.sweeps.WithLabelValues("ok")
 	m.sweeps.WithLabelValues("error")
 	return m
+}
+
+// observeStore adds the gauges of what the store driver reports about itself: the SQLite
+// files' sizes, the PostgreSQL pool and listener. They are read at scrape time. A second
+// server over the same metrics finds them registered and keeps the first store's.
+func (m *Metrics) observeStore(st store.Store) {
+	if m == nil {
+		return
+	}
+	var cs []prometheus.Collector
+	if fs, ok := st.(store.FileSizer); ok {
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_store_size_bytes", Help: "Size of the SQLite database file."},
+				func() float64 { d, _ := fs.FileSizes(); return float64(d) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_store_wal_size_bytes", Help: "Size of the SQLite write-ahead log (the checkpointer moves it into the database file)."},
+				func() float64 { _, w := fs.FileSizes(); return float64(w) }))
+	}
+	if pr, ok := st.(store.PoolReporter); ok {
+		conns := func(f func(store.PoolState) int32) func() float64 {
+			return func() float64 { return float64(f(pr.PoolState())) }
+		}
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_connections", Help: "PostgreSQL pool connections by state.", ConstLabels: prometheus.Labels{"state": "acquired"}},
+				conns(func(p store.PoolState) int32 { return p.AcquiredConns })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_connections", Help: "PostgreSQL pool connections by state.", ConstLabels: prometheus.Labels{"state": "idle"}},
+				conns(func(p store.PoolState) int32 { return p.IdleConns })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_max_connections", Help: "Size of the PostgreSQL pool."},
+				conns(func(p store.PoolState) int32 { return p.MaxConns })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_pg_pool_empty_acquires_total", Help: "Acquires that waited for a PostgreSQL connection because the pool was exhausted."},
+				func() float64 { return float64(pr.PoolState().EmptyAcquires) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_listener_up", Help: "1 while the PostgreSQL commit listener holds a listening connection, else 0."},
+				func() float64 {
+					if pr.PoolState().ListenerUp {
+						return 1
+					}
+					return 0
+				}),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_pg_listener_reconnects_total", Help: "Connections of the PostgreSQL commit listener replaced after a failure."},
+				func() float64 { return float64(pr.PoolState().ListenerReconnects) }))
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				panic(err) // a name clash between the metrics of this file: a bug
+			}
+		}
+	}
 }
 
 // Registry returns the registry the metrics are in, to add more collectors to it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -101,6 +102,7 @@ func TestMetrics(t *testing.T) {
 		{"every append that reached the store was timed", nil, "sessiond_append_duration_seconds", nil, 3},
 		{"the store's syncs were timed", nil, "sessiond_store_sync_duration_seconds", nil, -1},
 		{"the store's group commits were sized", nil, "sessiond_store_group_commit_appends", nil, -1},
+		{"the database file has a size", nil, "sessiond_store_size_bytes", nil, -1},
 		{"requests are counted by route and status", nil, "sessiond_http_requests_total", []string{"route", "POST /v1/sessions/{id}/events", "code", "201"}, 1},
 		{"an unknown path is counted as unmatched", func(t *testing.T) { b.mustDo(t, "GET", "/v1/nothing", "", "", 404) },
 			"sessiond_http_requests_total", []string{"route", "unmatched", "code", "404"}, 1},
@@ -173,4 +175,42 @@ func (b *bundle) mustDo(t testing.TB, method, path, ct, body string, want int) r
 		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.status, want, resp.body)
 	}
 	return resp
+}
+
+// poolStore is a SQLite store that reports a pool and a listener, as the PostgreSQL driver does.
+type poolStore struct {
+	*sqlite.Store
+	state store.PoolState
+}
+
+func (p poolStore) PoolState() store.PoolState { return p.state }
+
+// TestMetricsPoolState: a driver that reports a pool and a listener has them in the metrics,
+// read at scrape time.
+func TestMetricsPoolState(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := server.New(poolStore{st, store.PoolState{AcquiredConns: 2, IdleConns: 3, TotalConns: 5, MaxConns: 8, EmptyAcquires: 7, ListenerUp: true, ListenerReconnects: 4}}, server.Options{})
+	defer srv.Close()
+	for _, c := range []struct {
+		metric string
+		labels []string
+		want   float64
+	}{
+		{"sessiond_pg_pool_connections", []string{"state", "acquired"}, 2},
+		{"sessiond_pg_pool_connections", []string{"state", "idle"}, 3},
+		{"sessiond_pg_pool_max_connections", nil, 8},
+		{"sessiond_pg_pool_empty_acquires_total", nil, 7},
+		{"sessiond_pg_listener_up", nil, 1},
+		{"sessiond_pg_listener_reconnects_total", nil, 4},
+		{"sessiond_store_size_bytes", nil, -1}, // the embedded SQLite store's
+	} {
+		got := metricValue(t, srv.Metrics(), c.metric, c.labels...)
+		if c.want < 0 && got <= 0 || c.want >= 0 && got != c.want {
+			t.Errorf("%s%v = %v, want %v (-1: some)", c.metric, c.labels, got, c.want)
+		}
+	}
 }

@@ -140,6 +140,7 @@ func New(st store.Store, opt Options) *Server {
 	s.reqPrefix = newRequestIDPrefix()
 	if s.opt.Metrics != nil {
 		s.metricsHandler = s.opt.Metrics.Handler()
+		s.opt.Metrics.observeStore(st)
 	}
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.register(s.routes())

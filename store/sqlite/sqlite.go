@@ -326,3 +326,17 @@ func (s *Store) enter() error {
 	s.inflight.Add(1)
 	return nil
 }
+
+// FileSizes returns the size in bytes of the database file and of its write-ahead log, for
+// metrics (store.FileSizer); 0 for a file that does not exist.
+func (s *Store) FileSizes() (data, wal int64) {
+	size := func(path string) int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	db := filepath.Join(s.dir, DBFile)
+	return size(db), size(db + "-wal")
+}
