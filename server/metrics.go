@@ -32,6 +32,7 @@ type Metrics struct {
 	groupAppends    prometheus.Histogram
 	groupEvents     prometheus.Histogram
 	subscribers     prometheus.Gauge
+	lag             prometheus.Histogram
 	cutoffs         *prometheus.CounterVec
 	commands        *prometheus.CounterVec
 	sweeps          *prometheus.CounterVec
@@ -76,6 +77,9 @@ func NewMetrics() *Metrics {
 		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sessiond_sse_subscribers", Help: "Live SSE streams.",
 		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_sse_delivery_lag_events", Help: "How far behind its session's head a live stream was after each write, in events (0: caught up).", Buckets: []float64{0, 1, 10, 100, 1000, 10000},
+		}),
 		cutoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sessiond_sse_stream_ends_total", Help: "SSE streams the server ended, by reason: SUBSCRIBER_TOO_SLOW (fell MaxLag behind), write_timeout (could not take a write), SHUTTING_DOWN, STREAM_FAILED.",
 		}, []string{"reason"}),
@@ -90,7 +94,7 @@ func NewMetrics() *Metrics {
 		}, []string{"action"}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.eventsAppended, m.eventDuplicates, m.appendRejected,
-		m.appendDuration, m.syncDuration, m.groupAppends, m.groupEvents, m.subscribers, m.cutoffs,
+		m.appendDuration, m.syncDuration, m.groupAppends, m.groupEvents, m.subscribers, m.lag, m.cutoffs,
 		m.commands, m.sweeps, m.swept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Zero series for the outcomes an alert looks at, so a rate() sees them before the first.
@@ -225,6 +229,12 @@ func (m *Metrics) appendTook(d time.Duration) {
 func (m *Metrics) subscriber(delta float64) {
 	if m != nil {
 		m.subscribers.Add(delta)
+	}
+}
+
+func (m *Metrics) delivered(behind int64) {
+	if m != nil {
+		m.lag.Observe(float64(behind))
 	}
 }
 

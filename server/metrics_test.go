@@ -138,7 +138,8 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-// TestMetricsSubscribers: the subscribers gauge follows streams opening and closing.
+// TestMetricsSubscribers: the subscribers gauge follows streams opening and closing; a live
+// delivery is observed in the delivery lag.
 func TestMetricsSubscribers(t *testing.T) {
 	b := setup(t, server.Options{})
 	b.createSession(t, "S-sub")
@@ -148,6 +149,16 @@ func TestMetricsSubscribers(t *testing.T) {
 	}
 	if n := metricValue(t, b.srv.Metrics(), "sessiond_sse_subscribers"); n != 1 {
 		t.Fatalf("sessiond_sse_subscribers = %v with one stream open, want 1", n)
+	}
+	// A live event delivered is one observation of the delivery lag.
+	b.mustDo(t, "POST", "/v1/sessions/S-sub/events", "application/json", event("S-sub", 1), 201)
+	if e, err := s.next(); err != nil || e.id != "0" {
+		t.Fatalf("the live event: %+v, %v", e, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); metricValue(t, b.srv.Metrics(), "sessiond_sse_delivery_lag_events") < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("sessiond_sse_delivery_lag_events has no observation after a live event was delivered")
+		}
 	}
 	s.resp.Body.Close()
 	deadline := time.Now().Add(5 * time.Second)

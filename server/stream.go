@@ -245,6 +245,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			if !sw.flush(blocks) {
 				return
 			}
+			if caughtUp {
+				s.opt.Metrics.delivered(max(head-cursor, 0))
+			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
 				sw.finalMessage(contract.CodeSubscriberTooSlow, fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
 				return
