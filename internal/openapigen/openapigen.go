@@ -138,8 +138,8 @@ var operations = []operation{
 		},
 		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: sseDescription,
 			// Each block's data: an event, or the final stream.error's error envelope.
-			line: obj{"oneOf": []any{ref("AgentSessionEvent"), obj{"type": "object", "additionalProperties": false, "required": []any{"error"},
-				"properties": obj{"error": obj{"type": "object", "required": []any{"code", "message"}, "properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}}}}}},
+			line: obj{"oneOf": []any{ref("AgentSessionEvent"), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
+				"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}}}},
 	{pattern: "GET /v1/sessions/{id}/runs", id: "listRuns", summary: "The session's runs (the projection of its status events)",
 		answers: []answer{{status: 200, desc: "every run, oldest first", schema: typ[api.RunList]()}}},
 	{pattern: "GET /v1/sessions/{id}/runs/{runId}", id: "getRun", summary: "One run",
@@ -217,11 +217,12 @@ var (
 
 var acceptProgress = param{name: "Accept", in: "header", desc: "list application/x-ndjson to have the answer streamed as progress lines once the operation runs for the progress interval", schema: strParam}
 
-const sseDescription = `A text/event-stream (server-sent events). Each stored event is one block:
+const sseDescription = `A text/event-stream (server-sent events). The first block is "retry: 1000" and "id: <the starting cursor>"
+without data. Each stored event is then one block:
 "id: <sequence>", "event: ev.<eventType>" (ev.message, ev.status, ...), "data: <the AgentSessionEvent as stored, one line>".
 Comment lines (": keep-alive") are sent every keep-alive interval. Just before the server ends a stream it sends one
-"event: stream.error" block whose data is an ErrorBody (see components/schemas/ErrorBody) with code SUBSCRIBER_TOO_SLOW,
-SHUTTING_DOWN or STREAM_FAILED and a message naming the Last-Event-ID to resume with. Reconnect with Last-Event-ID to resume
+"event: stream.error" block whose data is {"code":…,"message":…} with code SUBSCRIBER_TOO_SLOW, SHUTTING_DOWN or
+STREAM_FAILED and a message naming the Last-Event-ID to resume with. Reconnect with Last-Event-ID to resume
 without gap or repeat.`
 
 const progressDescription = `With Accept: application/x-ndjson, once the operation has run for the progress interval the
