@@ -105,65 +105,81 @@ const appendRound = 400
 // built, sent, parsed and validated, committed by the store's group commit with fsync,
 // response read and checked).
 func BenchmarkHTTPAppend(b *testing.B) {
-	const batch = 100
-	const sessions = 8
 	for _, clients := range []int{8, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			bd := setup(b, server.Options{})
-			sids := make([]string, sessions)
-			for i := range sids {
-				sids[i] = fmt.Sprintf("S-bench-%d", i)
-				bd.createSession(b, sids[i])
-			}
-			hc := &http.Client{Transport: benchTransport(clients)}
-			defer hc.CloseIdleConnections()
-			total := int64(b.N) * appendRound
-			var next atomic.Int64 // batches claimed
-			var failed atomic.Value
-			b.ResetTimer()
-			cpu0 := processCPU()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					sid := sids[c%sessions]
-					url := bd.ts.URL + "/v1/sessions/" + sid + "/events"
-					body := make([]byte, 0, batch*(benchEventSize+1))
-					for next.Add(1) <= total {
-						body = body[:0]
-						base := keySeq.Add(batch) - batch
-						for i := int64(0); i < batch; i++ {
-							body = benchEvent(body, sid, base+i, "bench")
-							body = append(body, '\n')
-						}
-						resp, err := hc.Post(url, "application/x-ndjson", bytes.NewReader(body))
-						if err != nil {
-							failed.CompareAndSwap(nil, err)
-							return
-						}
-						data, _ := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusCreated {
-							failed.CompareAndSwap(nil, fmt.Errorf("append: %d %s", resp.StatusCode, data))
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			cpu := processCPU() - cpu0
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(total*batch)/elapsed.Seconds(), "events/s")
-			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores-used")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(total*batch), "cpu-ns/event")
+			benchHTTPAppend(b, setup(b, server.Options{}), clients)
 		})
 	}
+}
+
+// BenchmarkHTTPAppendMetrics is BenchmarkHTTPAppend with 8 clients, metrics off (no metrics
+// recorded) and on (the server's metrics and the store's group-commit and sync hooks, as
+// sessiond serve runs): side by side, what metrics cost (docs/operations.md).
+func BenchmarkHTTPAppendMetrics(b *testing.B) {
+	b.Run("metrics=off", func(b *testing.B) {
+		benchHTTPAppend(b, setup(b, server.Options{DisableMetrics: true}), 8)
+	})
+	b.Run("metrics=on", func(b *testing.B) {
+		benchHTTPAppend(b, setupObserved(b), 8)
+	})
+}
+
+// benchHTTPAppend runs the rounds of BenchmarkHTTPAppend against bd with the given clients.
+func benchHTTPAppend(b *testing.B, bd *bundle, clients int) {
+	const batch = 100
+	const sessions = 8
+	sids := make([]string, sessions)
+	for i := range sids {
+		sids[i] = fmt.Sprintf("S-bench-%d", i)
+		bd.createSession(b, sids[i])
+	}
+	hc := &http.Client{Transport: benchTransport(clients)}
+	defer hc.CloseIdleConnections()
+	total := int64(b.N) * appendRound
+	var next atomic.Int64 // batches claimed
+	var failed atomic.Value
+	b.ResetTimer()
+	cpu0 := processCPU()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sid := sids[c%sessions]
+			url := bd.ts.URL + "/v1/sessions/" + sid + "/events"
+			body := make([]byte, 0, batch*(benchEventSize+1))
+			for next.Add(1) <= total {
+				body = body[:0]
+				base := keySeq.Add(batch) - batch
+				for i := int64(0); i < batch; i++ {
+					body = benchEvent(body, sid, base+i, "bench")
+					body = append(body, '\n')
+				}
+				resp, err := hc.Post(url, "application/x-ndjson", bytes.NewReader(body))
+				if err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					failed.CompareAndSwap(nil, fmt.Errorf("append: %d %s", resp.StatusCode, data))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(total*batch)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores-used")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(total*batch), "cpu-ns/event")
 }
 
 // fanoutBundle is setup's bundle with a commit recorder registered on the store before the

@@ -38,6 +38,11 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.svc.Execute(r.Context(), id, cmd, opt)
+	outcome := "error"
+	if err == nil {
+		outcome = res.Outcome
+	}
+	s.opt.Metrics.command(cmd.CommandType, outcome)
 	switch {
 	case errors.Is(err, session.ErrSessionMismatch):
 		writeError(w, api.Errorf(api.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))

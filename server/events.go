@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
@@ -17,11 +18,16 @@ import (
 // (Content-Type: application/x-ndjson) to a session's log, all or nothing.
 func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	m := s.opt.Metrics
+	fail := func(e *api.Error) {
+		m.rejected(e)
+		writeError(w, e)
+	}
 	var expected *int64
 	if r.URL.Query().Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
 		if aerr != nil {
-			writeError(w, aerr)
+			fail(aerr)
 			return
 		}
 		expected = &n
@@ -36,7 +42,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	ndjson := mt == "application/x-ndjson" || mt == "application/ndjson"
 	body, aerr := s.readBody(w, r)
 	if aerr != nil {
-		writeError(w, aerr)
+		fail(aerr)
 		return
 	}
 	var (
@@ -49,25 +55,28 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		events, probs = s.parseJSONEvents(body)
 	}
 	if len(probs) > 0 {
-		writeError(w, validationError("events", probs))
+		fail(validationError("events", probs))
 		return
 	}
 	if len(events) == 0 {
-		writeError(w, api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
+		fail(api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
 		return
 	}
 	if len(events) > store.MaxBatchEvents {
-		writeError(w, api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
+		fail(api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
 		return
 	}
 	// The append is not tied to the request's context: once the body is read, a client that
 	// disconnects gets its batch either fully committed or not at all, never half.
 	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
+	start := time.Now()
 	res, err := s.svc.Append(context.WithoutCancel(r.Context()), id, events, expected, lease)
+	m.appendTook(time.Since(start))
 	if err != nil {
-		writeError(w, storeError(err, id))
+		fail(storeError(err, id))
 		return
 	}
+	m.batch(events, res.Results)
 	out := api.AppendResponse{Results: make([]api.AppendResult, len(res.Results)), LastSequence: res.LastSequence}
 	for i, a := range res.Results {
 		st := api.Accepted

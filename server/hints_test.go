@@ -63,7 +63,7 @@ func (e *hintEnv) start(t *testing.T, st *sqlite.Store) {
 		e.closers = append(e.closers, func() { st.Close() })
 	}
 	srv := server.New(st, e.opt)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(validated(t, srv))
 	e.closers = append(e.closers, func() { srv.Close(); ts.Close() })
 	e.bundle = &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 }

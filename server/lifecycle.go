@@ -45,7 +45,7 @@ func (s *Server) startSweeper() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), s.opt.SweepInterval+time.Minute)
 			start := time.Now()
-			res, err := s.svc.Sweep(ctx, session.SweepOptions{StaleAfter: s.opt.StaleAfter})
+			res, err := s.sweep(ctx)
 			cancel()
 			switch {
 			case err != nil:
@@ -232,8 +232,15 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
 }
 
+// sweep runs one sweep and counts it in the metrics.
+func (s *Server) sweep(ctx context.Context) (session.SweepResult, error) {
+	res, err := s.svc.Sweep(ctx, session.SweepOptions{StaleAfter: s.opt.StaleAfter})
+	s.opt.Metrics.sweep(res.Expired, res.Stale, res.RunsFailed, res.Skipped, err)
+	return res, err
+}
+
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
-	res, err := s.svc.Sweep(r.Context(), session.SweepOptions{StaleAfter: s.opt.StaleAfter})
+	res, err := s.sweep(r.Context())
 	if err != nil {
 		writeError(w, storeError(err, ""))
 		return

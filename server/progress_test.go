@@ -233,7 +233,7 @@ func TestProgressStreamEndsWithTheErrorAnswer(t *testing.T) {
 		dirs[i] = broken(t)
 		// The same store behind a server whose archive directory is broken.
 		srv := server.New(b.st, server.Options{ArchiveDir: dirs[i], ProgressInterval: interval})
-		ts := httptest.NewServer(srv)
+		ts := httptest.NewServer(validated(t, srv))
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		bundles[i] = &bundle{st: b.st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 	}

@@ -61,6 +61,13 @@ type Options struct {
 	// LeaseExpiryInterval is how often expired leases are looked for (default 500ms; negative:
 	// never, for tests that drive ExpireLeases themselves).
 	LeaseExpiryInterval time.Duration
+	// Metrics are the Prometheus metrics the server records and serves at GET /metrics
+	// (default: a fresh set, [NewMetrics]). Pass the same ones to the store driver through
+	// [Metrics.StoreObserver] to have its group commits and syncs measured too.
+	Metrics *Metrics
+	// DisableMetrics records no metrics (GET /metrics answers NOT_CONFIGURED): for the
+	// benchmark that measures what metrics cost.
+	DisableMetrics bool
 	// ProgressInterval is the least time between two progress lines of archive and restore,
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
@@ -107,6 +114,12 @@ func (o Options) withDefaults() Options {
 	if o.LeaseExpiryInterval == 0 {
 		o.LeaseExpiryInterval = 500 * time.Millisecond
 	}
+	switch {
+	case o.DisableMetrics:
+		o.Metrics = nil
+	case o.Metrics == nil:
+		o.Metrics = NewMetrics()
+	}
 	return o
 }
 
@@ -128,6 +141,10 @@ type Server struct {
 	sweeper  sync.WaitGroup  // the background sweeper (lifecycle.go) and lease expirer (workers.go)
 	life     context.Context // ends when the server closes: ends waiting claims (workers.go)
 	endLife  context.CancelFunc
+	// metricsHandler serves GET /metrics; nil without metrics.
+	metricsHandler http.Handler
+	reqPrefix      string        // the process's prefix of generated request ids
+	reqSeq         atomic.Uint64 // the counter of generated request ids
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
@@ -136,6 +153,11 @@ func New(st store.Store, opt Options) *Server {
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
+	s.reqPrefix = newRequestIDPrefix()
+	if s.opt.Metrics != nil {
+		s.metricsHandler = s.opt.Metrics.Handler()
+		s.opt.Metrics.observeStore(st)
+	}
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.register(s.routes())
 	s.startSweeper()
@@ -148,6 +170,8 @@ func New(st store.Store, opt Options) *Server {
 func (s *Server) routes() []route {
 	return append([]route{
 		{pattern: "GET /healthz", handle: s.handleHealth},
+		{pattern: "GET /v1/openapi.json", handle: handleOpenAPI},
+		{pattern: "GET /metrics", handle: s.handleMetrics},
 		{pattern: "POST /v1/sessions", handle: s.handleCreateSession, body: jsonBody},
 		{pattern: "GET /v1/sessions", handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}", handle: s.handleGetSession},
@@ -169,14 +193,28 @@ func (s *Server) routes() []route {
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so
-// one bad request never takes the process down.
+// one bad request never takes the process down. Every request gets a request id (the client's
+// X-Request-Id when it is a fit one, else a new one), sent back in X-Request-Id and put on
+// every log line of the request; every answer is counted in the metrics by route pattern and
+// status (requestlog.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, pattern := s.mux.Handler(r)
+	id := s.requestID(r.Header.Get(requestIDHeader))
+	w.Header().Set(requestIDHeader, id)
+	sw := &statusWriter{ResponseWriter: w}
+	start := time.Now()
+	defer s.finish(sw, r, pattern, id, start)
+	s.serve(sw, r, pattern)
+}
+
+// serve answers r; pattern is the route that matched it ("" for none).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.opt.Logger.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+			s.requestLogger(w).Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
 			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
@@ -185,7 +223,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The mux answers unknown paths and methods with plain text; keep errors in one shape.
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if pattern == "" {
 		var allowed []string
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch} {
 			probe := r.Clone(r.Context())
@@ -232,6 +270,12 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.svc.StoreDriver()})
+}
+
+// handleOpenAPI serves the OpenAPI 3.1 description of this API (api/openapi.json).
+func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(api.OpenAPI)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -361,3 +405,6 @@ func jsonErrorText(err error) string {
 
 // Service returns the domain service the server executes commands and projections with.
 func (s *Server) Service() *session.Service { return s.svc }
+
+// Metrics returns the metrics the server records (nil with Options.DisableMetrics).
+func (s *Server) Metrics() *Metrics { return s.opt.Metrics }

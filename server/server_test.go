@@ -36,7 +36,11 @@ func setup(t testing.TB, opt server.Options) *bundle {
 		t.Fatal(err)
 	}
 	srv := server.New(st, opt)
-	ts := httptest.NewServer(srv)
+	var h http.Handler = srv
+	if _, bench := t.(*testing.B); !bench {
+		h = validated(t, srv) // benchmarks measure the server alone
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()

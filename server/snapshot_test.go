@@ -79,7 +79,7 @@ func TestPatchSnapshotIsDurableAndJudgesCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(validated(t, srv))
 	b := &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 	r := b.runtime(t, "S-cap", `{"tools":true}`) // the README tour's snapshot: no approval
 	r.message("m1", "user", "clean up")
@@ -126,7 +126,7 @@ func TestPatchSnapshotIsDurableAndJudgesCommands(t *testing.T) {
 	defer st2.Close()
 	srv2 := server.New(st2, server.Options{})
 	defer srv2.Close()
-	ts2 := httptest.NewServer(srv2)
+	ts2 := httptest.NewServer(validated(t, srv2))
 	defer ts2.Close()
 	s2, err := client.New(ts2.URL, ts2.Client()).GetSession(context.Background(), "S-cap")
 	if err != nil || s2.Snapshot.ModelID != "model-2" || !s2.Snapshot.Capabilities.Has("approval") {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -183,6 +185,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 
 	t := s.hub.join(id)
 	defer s.hub.leave(id, t)
+	s.opt.Metrics.subscriber(1)
+	defer s.opt.Metrics.subscriber(-1)
 
 	// The opening block carries the starting cursor as an id without data: clients (and
 	// browsers' EventSource) that drop before the first event resume from here.
@@ -241,6 +245,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			if !sw.flush(blocks) {
 				return
 			}
+			if caughtUp {
+				s.opt.Metrics.delivered(max(head-cursor, 0))
+			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
 				sw.finalMessage(contract.CodeSubscriberTooSlow, fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
 				return
@@ -295,6 +302,7 @@ type sseWriter struct {
 	timeout time.Duration
 	setAt   time.Time // when the write deadline was last moved
 	done    func()
+	metrics *Metrics // counts the stream's end when the server ends it
 	// broken is set when a write failed: a chunk may have gone out in part, so no more bytes
 	// (not even the body's terminator, which would complete the cut chunk) may follow.
 	broken bool
@@ -305,7 +313,7 @@ var crlf = []byte("\r\n")
 // startSSE sends the response header of an event stream and returns its writer. The caller
 // must call end when the stream is over.
 func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout}
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout, metrics: s.opt.Metrics}
 	if r.ProtoMajor == 1 && r.ProtoMinor == 1 && s.addStream() {
 		conn, brw, err := sw.rc.Hijack()
 		if err == nil && brw.Reader.Buffered() == 0 {
@@ -382,14 +390,27 @@ func (sw *sseWriter) flush(b []byte) bool {
 		bufs := net.Buffers{hdr, b, crlf}
 		if _, err := bufs.WriteTo(sw.conn); err != nil {
 			sw.broken = true
+			sw.failed(err)
 			return false
 		}
 		return true
 	}
 	if _, err := sw.w.Write(b); err != nil {
+		sw.failed(err)
 		return false
 	}
-	return sw.rc.Flush() == nil
+	if err := sw.rc.Flush(); err != nil {
+		sw.failed(err)
+		return false
+	}
+	return true
+}
+
+// failed counts a write that timed out: the subscriber could not take it and is cut off.
+func (sw *sseWriter) failed(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		sw.metrics.streamEnded("write_timeout")
+	}
 }
 
 // end finishes a taken-over connection: the chunked body's terminator, then close.
@@ -409,6 +430,7 @@ func (sw *sseWriter) end() {
 // finalMessage sends the api.SSEStreamError block that tells the subscriber why the stream
 // ends and how to resume.
 func (sw *sseWriter) finalMessage(code contract.ErrorCode, msg string) {
+	sw.metrics.streamEnded(string(code))
 	b, _ := contract.Marshal(api.Error{Code: code, Message: msg})
 	out := append([]byte("event: "+api.SSEStreamError+"\ndata: "), b...)
 	sw.flush(append(out, "\n\n"...))

@@ -26,6 +26,7 @@ type sseEvent struct {
 
 // sseReader reads raw SSE blocks from a response, so tests see exactly what the server sends.
 type sseReader struct {
+	t    testing.TB
 	resp *http.Response
 	r    *bufio.Reader
 }
@@ -47,7 +48,7 @@ func openStream(t testing.TB, b *bundle, path string, header map[string]string) 
 		t.Fatalf("content type %q", ct)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	return &sseReader{resp: resp, r: bufio.NewReaderSize(resp.Body, 1<<20)}
+	return &sseReader{t: t, resp: resp, r: bufio.NewReaderSize(resp.Body, 1<<20)}
 }
 
 // next returns the next block that carries data or an id (comments and retry lines skipped).
@@ -62,6 +63,9 @@ func (s *sseReader) next() (sseEvent, error) {
 		switch {
 		case line == "":
 			if e.id != "" || e.data != "" {
+				if msg := checkStreamBlock(s.t, e); msg != "" {
+					s.t.Errorf("stream block %+v: %s", e, msg)
+				}
 				return e, nil
 			}
 		case strings.HasPrefix(line, "id: "):
@@ -260,6 +264,9 @@ func TestStreamCutsOffSlowSubscriber(t *testing.T) {
 		last = seq
 	}
 	<-done
+	if n := metricValue(t, b.srv.Metrics(), "sessiond_sse_stream_ends_total", "reason", "SUBSCRIBER_TOO_SLOW"); n != 1 {
+		t.Errorf("sessiond_sse_stream_ends_total{reason=SUBSCRIBER_TOO_SLOW} = %v, want 1", n)
+	}
 }
 
 func TestStreamEndsOnShutdown(t *testing.T) {

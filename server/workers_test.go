@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -359,4 +360,50 @@ func init() {
 			},
 		},
 	)
+}
+
+// TestRacingExpirersAgree: two instances (two services over one store) that expire the same
+// lease at once append the same events, so one append is a duplicate of the other: neither
+// fails, the run is failed once and one new attempt is queued.
+func TestRacingExpirersAgree(t *testing.T) {
+	b := setup(t, server.Options{LeaseExpiryInterval: -1})
+	b.queueRun(t, "S-1")
+	c := b.claim(t, `{"leaseTtl":"1s"}`, 200)
+	if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "run1", "r1", "running")); resp.status != 201 {
+		t.Fatalf("running: %d %s", resp.status, resp.body)
+	}
+	later := func() time.Time { return time.Now().Add(time.Minute) }
+	var wg sync.WaitGroup
+	results := make([]session.LeaseExpiryResult, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		svc := session.New(b.st, later)
+		wg.Go(func() {
+			results[i], errs[i] = svc.ExpireLeases(context.Background(), session.LeaseExpiryOptions{MaxAttempts: 2})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("expirer %d: %v", i, err)
+		}
+	}
+	runs := b.waitRuns(t, "S-1", 2, contract.RunStatusQueued)
+	if runs[0].Status != contract.RunStatusFailed || runs[1].Attempt != 2 {
+		t.Errorf("runs = %+v, want r1 failed and one attempt 2 queued", runs)
+	}
+	page, err := b.cl.ReadEvents(context.Background(), "S-1", -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errors := 0
+	for _, raw := range page.Events {
+		var e contract.Event
+		if json.Unmarshal(raw, &e) == nil && e.EventType == "error" {
+			errors++
+		}
+	}
+	if errors != 1 {
+		t.Errorf("%d LEASE_EXPIRED error events, want 1 (results %+v)", errors, results)
+	}
 }

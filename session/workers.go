@@ -217,6 +217,7 @@ func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (Lea
 			return res, fmt.Errorf("expire leases: %w", err)
 		}
 		progress := 0
+		var firstErr error
 		for _, e := range batch {
 			res.Expired++
 			requeued, err := s.expireLease(ctx, e, cutoff, opt.MaxAttempts)
@@ -225,7 +226,10 @@ func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (Lea
 			case errors.As(err, &le), errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrSessionNotFound), errors.Is(err, errAlive):
 				res.Skipped++
 			case err != nil:
-				return res, fmt.Errorf("expire lease %s of run %q of session %q: %w", e.Lease.LeaseID, e.RunID, e.SessionID, err)
+				// One lease that cannot be expired now does not hold up the others.
+				if firstErr == nil {
+					firstErr = fmt.Errorf("expire lease %s of run %q of session %q: %w", e.Lease.LeaseID, e.RunID, e.SessionID, err)
+				}
 			default:
 				progress++
 				res.Failed++
@@ -233,6 +237,9 @@ func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (Lea
 					res.Requeued++
 				}
 			}
+		}
+		if firstErr != nil {
+			return res, firstErr
 		}
 		if len(batch) < opt.Batch || progress == 0 {
 			return res, nil
@@ -251,11 +258,14 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	if contract.IsTerminal(run.Status) {
 		return false, errAlive
 	}
-	now := s.now()
-	ts := store.FormatTime(now)
+	// The run failed when its lease expired: every field below derives from the lease and the
+	// run, not from the clock, so instances that race to expire the same lease append the same
+	// events and the later one's is a duplicate, never an idempotency conflict.
+	at := e.Lease.ExpiresAt
+	ts := store.FormatTime(at)
 	var dur int64
-	if started, err := store.ParseTime(run.StartedAt); err == nil && now.After(started) {
-		dur = now.Sub(started).Milliseconds()
+	if started, err := store.ParseTime(run.StartedAt); err == nil && at.After(started) {
+		dur = at.Sub(started).Milliseconds()
 	}
 	d := json.Number(fmt.Sprint(dur))
 	subject := e.RunID + "\x00" + e.Lease.LeaseID

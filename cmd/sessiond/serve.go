@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -36,6 +37,9 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	allowRemote := fs.Bool("insecure-allow-remote", false, "allow listening on a non-loopback address without authentication (dangerous: anyone who reaches it can write)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log format: text (logfmt key=value lines) or json (one JSON object a line)")
+	adminAddr := fs.String("admin-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:9421; off by default, never on the API listener")
+	metricsAddr := fs.String("metrics-addr", "", "also serve the Prometheus metrics (GET /metrics) on this address, e.g. 127.0.0.1:9420; they are always on the API listener")
 	staleAfter := fs.Duration("stale-after", session.DefaultStaleAfter, "heartbeat TTL: running and paused sessions silent for longer are marked stale (and their active run failed)")
 	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
 	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
@@ -60,11 +64,25 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: --log-level %q: %v\n", *logLevel, err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	if err := checkLoopback(*addr); err != nil && !*allowRemote {
-		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: sessiond has no authentication yet; listen on 127.0.0.1 or ::1, or pass --insecure-allow-remote if the network is trusted\n", err)
+	var log *slog.Logger
+	switch *logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	default:
+		fmt.Fprintf(stderr, "sessiond serve: --log-format %q is not text or json\nhint: pass --log-format text (the default) or --log-format json\n", *logFormat)
 		return 2
+	}
+
+	for _, a := range []string{*addr, *metricsAddr, *adminAddr} {
+		if a == "" {
+			continue
+		}
+		if err := checkLoopback(a); err != nil && !*allowRemote {
+			fmt.Fprintf(stderr, "sessiond serve: %v\nhint: sessiond has no authentication yet; listen on 127.0.0.1 or ::1, or pass --insecure-allow-remote if the network is trusted\n", err)
+			return 2
+		}
 	}
 
 	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
@@ -76,6 +94,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	metrics := server.NewMetrics()
 	var st store.Store
 	var err error
 	where := *data
@@ -85,11 +104,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sessiond serve: open store: %v\nhint: check that PostgreSQL at %s is reachable and that its user may create tables in the schema named by search_path\n", err, where)
 			return 1
 		}
-	} else if st, err = sqlite.Open(ctx, *data, sqlite.Options{Logger: log}); err != nil {
+	} else if st, err = sqlite.Open(ctx, *data, sqlite.Options{Logger: log, Observer: metrics.StoreObserver()}); err != nil {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
-	srv := server.New(st, server.Options{Logger: log, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts})
+	srv := server.New(st, server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()
@@ -97,8 +116,35 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
+	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ln) }()
+	// The metrics listener (--metrics-addr) and the admin listener (--admin-addr), when given.
+	var side []*http.Server
+	for _, l := range []struct {
+		addr, flag, what string
+		handler          http.Handler
+	}{
+		{*metricsAddr, "--metrics-addr", "metrics", metricsMux(metrics)},
+		{*adminAddr, "--admin-addr", "admin", adminMux()},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		sln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, hs := range append(side, hs) {
+				hs.Close()
+			}
+			srv.Close()
+			st.Close()
+			fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with %s\n", l.addr, err, l.flag)
+			return 1
+		}
+		ss := &http.Server{Handler: l.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		side = append(side, ss)
+		go func() { errc <- ss.Serve(sln) }()
+		log.Info(l.what+" listening", "addr", "http://"+sln.Addr().String())
+	}
 	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
 	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), where)
 
@@ -118,12 +164,36 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("shutdown did not finish in time", "err", err)
 	}
+	for _, ss := range side {
+		ss.Shutdown(sctx)
+	}
 	if err := st.Close(); err != nil {
 		log.Error("close store", "err", err)
 		code = 1
 	}
 	log.Info("stopped")
 	return code
+}
+
+// metricsMux serves the metrics alone (--metrics-addr).
+func metricsMux(m *server.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
+}
+
+// adminMux serves Go's pprof profiles (--admin-addr): CPU, heap, goroutines, blocking, traces.
+// They expose the process's internals and cost CPU while taken, so they are on a listener of
+// their own that an operator opts into, never on the API's.
+func adminMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // redactURL returns a database URL fit for logs: without its password.

@@ -59,6 +59,7 @@ type listener struct {
 	pid         atomic.Uint32
 	reconnects  atomic.Int64 // connections replaced after a failure
 	established atomic.Int64 // connections that listened and caught up
+	up          atomic.Bool  // a connection listens now
 	caughtUp    atomic.Int64 // commits found by polls
 	polls       atomic.Int64
 }
@@ -165,6 +166,8 @@ func (l *listener) session(confirmed func()) error {
 		return err
 	}
 	l.established.Add(1)
+	l.up.Store(true)
+	defer l.up.Store(false)
 	confirmed()
 	next := time.Now().Add(pollEvery)
 	for {

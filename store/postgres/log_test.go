@@ -69,3 +69,32 @@ func TestOpenTakesOneOptions(t *testing.T) {
 		t.Fatalf("Open with two Options: %v; want a refusal", err)
 	}
 }
+
+// TestPoolState: what PoolState reports for the metrics follows the pool and the listener: the
+// listener up, a connection lost (a reconnect counted), up again.
+func TestPoolState(t *testing.T) {
+	fastListener(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Open(ctx, pgtest.Schema(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	createSession(t, st, "S-pool")
+	ps := st.PoolState()
+	if !ps.ListenerUp || ps.TotalConns < 1 || ps.MaxConns < ps.TotalConns || ps.ListenerReconnects != 0 {
+		t.Fatalf("PoolState of a healthy store: %+v", ps)
+	}
+	if _, err := pgtest.Admin(t).Exec(ctx, `SELECT pg_terminate_backend($1)`, int64(st.lis.pid.Load())); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if ps = st.PoolState(); ps.ListenerReconnects == 1 && ps.ListenerUp {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PoolState after the listener's connection was killed: %+v; want 1 reconnect and the listener up", ps)
+		}
+	}
+}

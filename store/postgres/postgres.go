@@ -242,3 +242,18 @@ func (s *Store) enter() error {
 	s.inflight.Add(1)
 	return nil
 }
+
+// PoolState returns the connection pool's and the commit listener's state, for metrics
+// (store.PoolReporter).
+func (s *Store) PoolState() store.PoolState {
+	st := s.pool.Stat()
+	return store.PoolState{
+		AcquiredConns:      st.AcquiredConns(),
+		IdleConns:          st.IdleConns(),
+		TotalConns:         st.TotalConns(),
+		MaxConns:           st.MaxConns(),
+		EmptyAcquires:      st.EmptyAcquireCount(),
+		ListenerUp:         s.lis.up.Load(),
+		ListenerReconnects: s.lis.reconnects.Load(),
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Durability without stalling the writer.
@@ -177,8 +178,12 @@ func (s *Store) syncer() {
 		}
 		err := d.err()
 		if err == nil {
+			start := time.Now()
 			if err = d.syncWAL(); err != nil && d.failed.CompareAndSwap(nil, &err) {
 				s.log.Error("sqlite store: syncing the WAL failed; the store refuses writes until sessiond restarts", "dir", s.dir, "err", err)
+			}
+			if f := s.obs.Synced; f != nil && err == nil {
+				f(time.Since(start), len(batch))
 			}
 		}
 		subs := s.subs.List()

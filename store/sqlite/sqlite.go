@@ -51,7 +51,8 @@ const (
 type Store struct {
 	dir  string
 	lock *dirLock
-	log  *slog.Logger // Options.Logger
+	log  *slog.Logger   // Options.Logger
+	obs  store.Observer // Options.Observer
 
 	wdb *sql.DB // exactly one connection, owned by the writer goroutine
 	rdb *sql.DB // read-only pool
@@ -87,6 +88,8 @@ type Options struct {
 	// return to a caller: a failed checkpoint (retried), a failed sync (the store refuses
 	// writes from then on). Default: discard.
 	Logger *slog.Logger
+	// Observer is told of each group commit and each sync, for metrics (default: nothing).
+	Observer store.Observer
 }
 
 // Open opens (creating when needed) the store in dir: it creates dir and dir/sessiond.db, takes
@@ -126,7 +129,7 @@ func Open(ctx context.Context, dir string, opt ...Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, log: o.Logger}
+	s := &Store{dir: dir, lock: lock, log: o.Logger, obs: o.Observer}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		lock.release()
@@ -322,4 +325,18 @@ func (s *Store) enter() error {
 	}
 	s.inflight.Add(1)
 	return nil
+}
+
+// FileSizes returns the size in bytes of the database file and of its write-ahead log, for
+// metrics (store.FileSizer); 0 for a file that does not exist.
+func (s *Store) FileSizes() (data, wal int64) {
+	size := func(path string) int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	db := filepath.Join(s.dir, DBFile)
+	return size(db), size(db + "-wal")
 }

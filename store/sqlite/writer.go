@@ -213,10 +213,15 @@ func (w *writer) commitGroup(group []*request) {
 		return
 	}
 	w.commits++
+	events := 0
 	for _, r := range taken {
 		if r.commit != nil {
-			w.events += len(r.commit.Events)
+			events += len(r.commit.Events)
 		}
+	}
+	w.events += events
+	if f := w.s.obs.GroupCommitted; f != nil {
+		f(len(taken), events)
 	}
 	if w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents {
 		w.commits, w.events = 0, 0

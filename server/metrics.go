@@ -1,0 +1,275 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// Metrics are the server's Prometheus metrics (docs/operations.md lists them with the alerts
+// to set). Create them with [NewMetrics] and pass them in [Options] and, through
+// [Metrics.StoreObserver], to the store driver; GET /metrics serves them. Every method is safe
+// on a nil *Metrics, which records nothing.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests    *prometheus.CounterVec
+	httpDuration    *prometheus.HistogramVec
+	eventsAppended  *prometheus.CounterVec
+	eventDuplicates prometheus.Counter
+	appendRejected  *prometheus.CounterVec
+	appendDuration  prometheus.Histogram
+	syncDuration    prometheus.Histogram
+	groupAppends    prometheus.Histogram
+	groupEvents     prometheus.Histogram
+	subscribers     prometheus.Gauge
+	lag             prometheus.Histogram
+	cutoffs         *prometheus.CounterVec
+	commands        *prometheus.CounterVec
+	sweeps          *prometheus.CounterVec
+	swept           *prometheus.CounterVec
+}
+
+// latencyBuckets span 100µs to 10s: an fsync on a good disk to a stalled one.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
+
+// NewMetrics returns the server's metrics in a registry of their own, with the Go runtime's
+// and the process's collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_http_requests_total", Help: "HTTP requests answered, by route pattern and status code.",
+		}, []string{"route", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sessiond_http_request_duration_seconds", Help: "Time to answer an HTTP request, by route pattern (streams are not observed).", Buckets: latencyBuckets,
+		}, []string{"route"}),
+		eventsAppended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_events_appended_total", Help: "Events added to a session's log, by event type.",
+		}, []string{"kind"}),
+		eventDuplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sessiond_event_duplicates_total", Help: "Appended events that were already stored (same idempotencyKey and content) and were not added again.",
+		}),
+		appendRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_append_rejections_total", Help: "Append requests refused (nothing of the batch stored), by error code.",
+		}, []string{"code"}),
+		appendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_append_duration_seconds", Help: "Time from a parsed batch to its durable commit (the store's group commit and sync included).", Buckets: latencyBuckets,
+		}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_store_sync_duration_seconds", Help: "Time of one sync (fsync) of the store's log (SQLite).", Buckets: latencyBuckets,
+		}),
+		groupAppends: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_store_group_commit_appends", Help: "Appends carried by one group commit (SQLite).", Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
+		groupEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_store_group_commit_events", Help: "Events carried by one group commit (SQLite).", Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}),
+		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sessiond_sse_subscribers", Help: "Live SSE streams.",
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_sse_delivery_lag_events", Help: "How far behind its session's head a live stream was after each write, in events (0: caught up).", Buckets: []float64{0, 1, 10, 100, 1000, 10000},
+		}),
+		cutoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_sse_stream_ends_total", Help: "SSE streams the server ended, by reason: SUBSCRIBER_TOO_SLOW (fell MaxLag behind), write_timeout (could not take a write), SHUTTING_DOWN, STREAM_FAILED.",
+		}, []string{"reason"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_commands_total", Help: "Commands executed, by command type and outcome (accepted, duplicate, rejected, failed, error).",
+		}, []string{"type", "outcome"}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_sweeps_total", Help: "Sweeps run (background and POST /v1/sweep), by result (ok, error).",
+		}, []string{"result"}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_swept_sessions_total", Help: "Sessions the sweeps handled, by action: expired (reported silent), stale (marked stale), runs_failed (active run failed with HEARTBEAT_LOST), skipped (alive after all).",
+		}, []string{"action"}),
+	}
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.eventsAppended, m.eventDuplicates, m.appendRejected,
+		m.appendDuration, m.syncDuration, m.groupAppends, m.groupEvents, m.subscribers, m.lag, m.cutoffs,
+		m.commands, m.sweeps, m.swept,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Zero series for the outcomes an alert looks at, so a rate() sees them before the first.
+	for _, code := range []string{string(contract.CodeSubscriberTooSlow), "write_timeout", string(contract.CodeShuttingDown), string(contract.CodeStreamFailed)} {
+		m.cutoffs.WithLabelValues(code)
+	}
+	m.sweeps.WithLabelValues("ok")
+	m.sweeps.WithLabelValues("error")
+	return m
+}
+
+// observeStore adds the gauges of what the store driver reports about itself: the SQLite
+// files' sizes, the PostgreSQL pool and listener. They are read at scrape time. A second
+// server over the same metrics finds them registered and keeps the first store's.
+func (m *Metrics) observeStore(st store.Store) {
+	if m == nil {
+		return
+	}
+	var cs []prometheus.Collector
+	if fs, ok := st.(store.FileSizer); ok {
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_store_size_bytes", Help: "Size of the SQLite database file."},
+				func() float64 { d, _ := fs.FileSizes(); return float64(d) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_store_wal_size_bytes", Help: "Size of the SQLite write-ahead log (the checkpointer moves it into the database file)."},
+				func() float64 { _, w := fs.FileSizes(); return float64(w) }))
+	}
+	if pr, ok := st.(store.PoolReporter); ok {
+		conns := func(f func(store.PoolState) int32) func() float64 {
+			return func() float64 { return float64(f(pr.PoolState())) }
+		}
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_connections", Help: "PostgreSQL pool connections by state.", ConstLabels: prometheus.Labels{"state": "acquired"}},
+				conns(func(p store.PoolState) int32 { return p.AcquiredConns })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_connections", Help: "PostgreSQL pool connections by state.", ConstLabels: prometheus.Labels{"state": "idle"}},
+				conns(func(p store.PoolState) int32 { return p.IdleConns })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_pool_max_connections", Help: "Size of the PostgreSQL pool."},
+				conns(func(p store.PoolState) int32 { return p.MaxConns })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_pg_pool_empty_acquires_total", Help: "Acquires that waited for a PostgreSQL connection because the pool was exhausted."},
+				func() float64 { return float64(pr.PoolState().EmptyAcquires) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_pg_listener_up", Help: "1 while the PostgreSQL commit listener holds a listening connection, else 0."},
+				func() float64 {
+					if pr.PoolState().ListenerUp {
+						return 1
+					}
+					return 0
+				}),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_pg_listener_reconnects_total", Help: "Connections of the PostgreSQL commit listener replaced after a failure."},
+				func() float64 { return float64(pr.PoolState().ListenerReconnects) }))
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				panic(err) // a name clash between the metrics of this file: a bug
+			}
+		}
+	}
+}
+
+// Registry returns the registry the metrics are in, to add more collectors to it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition formats (for --metrics-addr).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// StoreObserver returns the hooks a store driver reports its group commits and syncs to.
+func (m *Metrics) StoreObserver() store.Observer {
+	if m == nil {
+		return store.Observer{}
+	}
+	return store.Observer{
+		GroupCommitted: func(appends, events int) {
+			m.groupAppends.Observe(float64(appends))
+			m.groupEvents.Observe(float64(events))
+		},
+		Synced: func(took time.Duration, _ int) { m.syncDuration.Observe(took.Seconds()) },
+	}
+}
+
+func (m *Metrics) request(route string, code int, took time.Duration, stream bool) {
+	if m == nil {
+		return
+	}
+	m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	if !stream {
+		m.httpDuration.WithLabelValues(route).Observe(took.Seconds())
+	}
+}
+
+// batch counts the events of an answered append: added ones by kind, duplicates. Each run of
+// events of one kind costs one label lookup, so a batch of 100 messages costs one, not 100.
+func (m *Metrics) batch(events []*contract.EncodedEvent, results []store.AppendResult) {
+	if m == nil {
+		return
+	}
+	dups, run, kind := 0, 0, ""
+	for i, r := range results {
+		if r.Duplicate {
+			dups++
+			continue
+		}
+		if k := events[i].EventType; k != kind {
+			if run > 0 {
+				m.eventsAppended.WithLabelValues(kind).Add(float64(run))
+			}
+			kind, run = k, 0
+		}
+		run++
+	}
+	if run > 0 {
+		m.eventsAppended.WithLabelValues(kind).Add(float64(run))
+	}
+	if dups > 0 {
+		m.eventDuplicates.Add(float64(dups))
+	}
+}
+
+func (m *Metrics) rejected(e *api.Error) {
+	if m != nil {
+		m.appendRejected.WithLabelValues(string(e.Code)).Inc()
+	}
+}
+
+func (m *Metrics) appendTook(d time.Duration) {
+	if m != nil {
+		m.appendDuration.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) subscriber(delta float64) {
+	if m != nil {
+		m.subscribers.Add(delta)
+	}
+}
+
+func (m *Metrics) delivered(behind int64) {
+	if m != nil {
+		m.lag.Observe(float64(behind))
+	}
+}
+
+func (m *Metrics) streamEnded(reason string) {
+	if m != nil {
+		m.cutoffs.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) command(typ, outcome string) {
+	if m != nil {
+		m.commands.WithLabelValues(typ, outcome).Inc()
+	}
+}
+
+func (m *Metrics) sweep(expired, stale, runsFailed, skipped int, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.sweeps.WithLabelValues("error").Inc()
+		return
+	}
+	m.sweeps.WithLabelValues("ok").Inc()
+	m.swept.WithLabelValues("expired").Add(float64(expired))
+	m.swept.WithLabelValues("stale").Add(float64(stale))
+	m.swept.WithLabelValues("runs_failed").Add(float64(runsFailed))
+	m.swept.WithLabelValues("skipped").Add(float64(skipped))
+}
+
+// handleMetrics serves GET /metrics.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Metrics == nil {
+		writeError(w, api.Errorf(api.CodeNotConfigured, "this server collects no metrics (Options.DisableMetrics); sessiond serve always does"))
+		return
+	}
+	s.metricsHandler.ServeHTTP(w, r)
+}

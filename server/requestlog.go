@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// requestIDHeader carries a request's id, in and out.
+const requestIDHeader = "X-Request-Id"
+
+// maxRequestIDLength bounds a client's request id; a longer one is replaced.
+const maxRequestIDLength = 128
+
+// newRequestIDPrefix returns a random prefix, so ids of different processes differ.
+func newRequestIDPrefix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestID returns the client's id when it is a fit one (1 to 128 characters, letters,
+// digits and . _ : - only, so a log line never carries what a client smuggles in), else a
+// new one: the process's prefix and a counter.
+func (s *Server) requestID(client string) string {
+	if fitRequestID(client) {
+		return client
+	}
+	return s.reqPrefix + "-" + strconv.FormatUint(s.reqSeq.Add(1), 36)
+}
+
+func fitRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// finish logs and counts an answered request: a 500 (a bug or a store failure) at level error,
+// with the request id the client holds, so a report can be matched to the line; every other
+// one at debug.
+func (s *Server) finish(sw *statusWriter, r *http.Request, pattern, id string, start time.Time) {
+	took := time.Since(start)
+	route := pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	code := sw.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	s.opt.Metrics.request(route, code, took, sw.hijacked || strings.HasSuffix(pattern, "/events/stream"))
+	level := slog.LevelDebug
+	if code == http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	if s.opt.Logger.Enabled(context.Background(), level) {
+		s.opt.Logger.Log(context.Background(), level, "request", "request_id", id, "method", r.Method, "route", route, "path", r.URL.Path, "status", code, "took", took)
+	}
+}
+
+// requestLogger returns the logger for lines about the request w answers: with its id.
+func (s *Server) requestLogger(w http.ResponseWriter) *slog.Logger {
+	return s.opt.Logger.With("request_id", w.Header().Get(requestIDHeader))
+}
+
+// statusWriter records the status of an answer for the request metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code     int
+	hijacked bool
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.code == 0 {
+		sw.code = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(p []byte) (int, error) {
+	if sw.code == 0 {
+		sw.code = http.StatusOK
+	}
+	return sw.ResponseWriter.Write(p)
+}
+
+// Hijack takes the connection over (SSE on HTTP/1.1, which then writes a 200 itself).
+func (sw *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, b, err := http.NewResponseController(sw.ResponseWriter).Hijack()
+	if err == nil {
+		sw.hijacked, sw.code = true, http.StatusOK
+	}
+	return c, b, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush and SetWriteDeadline.
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
