@@ -245,7 +245,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			if !sw.flush(blocks) {
 				return
 			}
-			if caughtUp {
+			if caughtUp || ok {
+				// A live delivery: the subscriber is (or was) at the head, or is served from
+				// the ring of recent events.
 				s.opt.Metrics.delivered(max(head-cursor, 0))
 			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
