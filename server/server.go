@@ -118,6 +118,7 @@ type Server struct {
 	svc      *session.Service
 	opt      Options
 	hub      *hub
+	feed     *feed // the change feed (feed.go)
 	mux      *http.ServeMux
 	closing  atomic.Bool
 	stopSub  func()
@@ -136,6 +137,7 @@ func New(st store.Store, opt Options) *Server {
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.stopSub = st.Subscribe(s.hub.publish)
+	s.feed = newFeed(st, feedRing, s.opt.Logger)
 	s.register(s.routes())
 	s.startSweeper()
 	s.startLeaseExpirer()
@@ -161,6 +163,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
+		{pattern: "GET /v1/events/stream", handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
 	}, append(s.lifecycleRoutes(), s.workerRoutes()...)...)
 }
 
@@ -212,6 +215,7 @@ func (s *Server) Close() {
 	close(s.shutdown)
 	s.endLife()
 	s.stopSub()
+	s.feed.close()
 	s.svc.Close()
 	// A stream that checked closing before it was set has called streams.Add by the time
 	// this lock is free; later ones see closing and do not take their connection over.
