@@ -102,30 +102,38 @@ type ChangeFeed interface {
 }
 
 // ChangeSubscribers is the registry of SubscribeChanges callbacks a driver keeps. The zero
-// value is ready to use and safe for concurrent use; Notify never blocks on Add or a cancel.
+// value is ready to use and safe for concurrent use; Notify calls the callbacks in registration
+// order and never blocks on Add or a cancel.
 type ChangeSubscribers struct {
 	mu   sync.Mutex
-	fns  map[int]func(int64)
+	fns  []changeSubscriber // in registration order
 	next int
 	list atomic.Pointer[[]func(int64)]
+}
+
+type changeSubscriber struct {
+	id int
+	fn func(int64)
 }
 
 // Add registers fn and returns the func that unregisters it (safe to call more than once).
 func (s *ChangeSubscribers) Add(fn func(int64)) (cancel func()) {
 	s.mu.Lock()
-	if s.fns == nil {
-		s.fns = map[int]func(int64){}
-	}
 	id := s.next
 	s.next++
-	s.fns[id] = fn
+	s.fns = append(s.fns, changeSubscriber{id, fn})
 	s.publish()
 	s.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
-			delete(s.fns, id)
+			for i, sub := range s.fns {
+				if sub.id == id {
+					s.fns = append(s.fns[:i:i], s.fns[i+1:]...)
+					break
+				}
+			}
 			s.publish()
 			s.mu.Unlock()
 		})
@@ -134,14 +142,14 @@ func (s *ChangeSubscribers) Add(fn func(int64)) (cancel func()) {
 
 // publish stores a fresh copy of the callbacks; the caller holds mu.
 func (s *ChangeSubscribers) publish() {
-	list := make([]func(int64), 0, len(s.fns))
-	for _, fn := range s.fns {
-		list = append(list, fn)
+	list := make([]func(int64), len(s.fns))
+	for i, sub := range s.fns {
+		list[i] = sub.fn
 	}
 	s.list.Store(&list)
 }
 
-// Notify calls every registered callback with seq.
+// Notify calls every registered callback with seq, in registration order.
 func (s *ChangeSubscribers) Notify(seq int64) {
 	if l := s.list.Load(); l != nil {
 		for _, fn := range *l {
