@@ -11,8 +11,13 @@ import (
 //
 // Every driver records a Change for each session-level change in the same transaction as the
 // write it records, and numbers the changes with a global sequence (Change.Seq: 1, 2, 3, ...)
-// that has no gap and follows commit order: a reader that has seen change n and reads after n
-// never misses a change that commits later, whichever instance of a shared store committed it.
+// that has no gap and becomes visible in order: a reader that has seen change n and reads
+// after n never misses a change numbered later, whichever instance of a shared store committed
+// it. The changes of one session are numbered in their commit order. A change is readable once
+// numbered: SQLite numbers it in the writing transaction (readable when the write returns);
+// PostgreSQL numbers committed changes right after their commit, in a transaction of its own
+// (readable milliseconds later; store/postgres/changes.go). SubscribeChanges reports them
+// when they are readable.
 // The changes recorded, by kind:
 //
 //   - ChangeSessionCreated: a session was created (CreateSession, ImportSession of a new id).

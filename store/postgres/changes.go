@@ -13,13 +13,15 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// The change feed (store/changes.go). The triggers of migration 0006 write the changes in the
-// transaction of the write they record and number them at COMMIT under the change_counter row
-// lock (gap-free, in commit order, across instances); changes_number NOTIFYs the schema's
-// change channel (changeChannelFor) with each sequence. The listener LISTENs on it too, and
-// each of its polls reads change_counter, so a lost notification delays a feed by at most
-// pollEvery and never loses a change: readers read the table, the notification only wakes
-// them.
+// The change feed (store/changes.go). The triggers of migration 0006 write the changes,
+// unnumbered, in the transaction of the write they record; the numberer (below) numbers the
+// committed ones with changes_assign, one numbering at a time across instances, gap-free and in
+// order, and changes_assign NOTIFYs the schema's change channel (changeChannelFor). Every write
+// method that may record a change kicks the numberer when it returns (kickChanges), and the
+// listener kicks it at each poll, so the changes of an instance that died between its commit
+// and its kick are numbered within pollEvery. The listener LISTENs on the change channel and
+// reads change_counter at each poll: a lost notification delays a feed by at most pollEvery
+// and never loses a change (readers read the table; the notification only wakes them).
 
 const changeCols = `seq, kind, session_id, project, agent_id, run_id, status, previous, attempt, token, at_ms`
 
@@ -119,4 +121,65 @@ func (l *listener) pollChanges(ctx context.Context, conn *pgx.Conn) error {
 	}
 	l.s.deliverChange(n)
 	return nil
+}
+
+// numberer runs changes_assign whenever it is kicked, until Close.
+type numberer struct {
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// kickChanges asks the numberer to number the committed changes; it never blocks.
+func (s *Store) kickChanges() {
+	select {
+	case s.num.kick <- struct{}{}:
+	default:
+	}
+}
+
+// newNumberer returns a numberer that is not running yet (kicks wait for it).
+func newNumberer() *numberer {
+	return &numberer{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// startNumberer starts the numberer goroutine.
+func (s *Store) startNumberer() { go s.runNumberer() }
+
+// stopNumberer ends the numberer and waits for it (before the pool closes).
+func (s *Store) stopNumberer() {
+	close(s.num.stop)
+	<-s.num.done
+}
+
+func (s *Store) runNumberer() {
+	defer close(s.num.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.num.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-s.num.stop:
+			return
+		case <-s.num.kick:
+		}
+		for {
+			var before, after int64
+			err := s.pool.QueryRow(ctx, `SELECT (SELECT last FROM change_counter), changes_assign()`).Scan(&before, &after)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.log.Warn("postgres store: numbering the change feed failed; retrying at the next kick or poll", "err", err)
+				break
+			}
+			s.deliverChange(after)
+			if after-before < 10000 {
+				break // all numbered; a full batch means there may be more
+			}
+		}
+	}
 }

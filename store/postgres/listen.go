@@ -225,6 +225,7 @@ func (l *listener) session(confirmed func()) error {
 func (l *listener) poll(conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
 	defer cancel()
+	l.s.kickChanges() // numbers the changes of an instance that died before its kick
 	if err := l.pollChanges(ctx, conn); err != nil {
 		return err
 	}

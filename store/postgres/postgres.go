@@ -51,6 +51,7 @@ type Store struct {
 	changeChannel    string
 	changeSubs       store.ChangeSubscribers
 	changesDelivered atomic.Int64
+	num              *numberer
 
 	// deliverMu serialises calls of the subscribers and guards delivered.
 	deliverMu sync.Mutex
@@ -130,7 +131,7 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
 	}
-	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema), changeChannel: changeChannelFor(*schema)}
+	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema), changeChannel: changeChannelFor(*schema), num: newNumberer()}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
 	s.lis = newListener(s, lcfg)
@@ -139,6 +140,8 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
 	}
 	s.notifier = newNotifier(s)
+	s.startNumberer()
+	s.kickChanges() // changes an instance left unnumbered
 	return s, nil
 }
 
@@ -233,6 +236,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.stopNumberer()
 	s.notifier.stop()
 	s.lis.stop()
 	s.pool.Close()

@@ -55,6 +55,26 @@ func readAllChanges(t *testing.T, ctx context.Context, st store.Store, after int
 	}
 }
 
+// waitChanges waits until the store's last change is at least n: a driver may number changes
+// right after their commit rather than in it (store/changes.go).
+func waitChanges(t *testing.T, ctx context.Context, st store.Store, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		last, err := st.LastChange(ctx)
+		if err != nil {
+			t.Fatalf("LastChange: %v", err)
+		}
+		if last >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the last change is %d after 10 s, want %d", last, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // setStatus sets the session's record status with UpdateSession.
 func setStatus(t *testing.T, ctx context.Context, st store.Store, id, status string) {
 	t.Helper()
@@ -111,6 +131,7 @@ func (s *suite) testChanges(t *testing.T) {
 			{store.ChangeSessionArchived, "S-1", "", "archived", "running"},
 			{store.ChangeSessionRestored, "S-1", "", "closed", "archived"},
 		}
+		waitChanges(t, ctx, st, int64(len(all)))
 		cs := readAllChanges(t, ctx, st, 0, store.ChangeFilter{}, 0)
 		if got := gotChanges(t, 0, cs); !slices.Equal(got, all) {
 			t.Fatalf("changes:\n got %v\nwant %v", got, all)
@@ -175,6 +196,7 @@ func (s *suite) testChanges(t *testing.T) {
 			return
 		}
 		st = s.h.Reopen(t, st)
+		waitChanges(t, ctx, st, 3)
 		cs := readAllChanges(t, ctx, st, 1, store.ChangeFilter{}, 0)
 		if got := gotChanges(t, 1, cs); len(got) != 2 || got[1].kind != store.ChangeRunQueued {
 			t.Fatalf("after reopen, changes after 1 = %v; want session.created S-2, run.queued R-2", got)
@@ -182,6 +204,7 @@ func (s *suite) testChanges(t *testing.T) {
 		if err := st.CreateSession(ctx, NewSession("S-3", SessionSpec{})); err != nil {
 			t.Fatal(err)
 		}
+		waitChanges(t, ctx, st, 4)
 		if got := gotChanges(t, 3, readAllChanges(t, ctx, st, 3, store.ChangeFilter{}, 0)); len(got) != 1 || got[0].session != "S-3" {
 			t.Errorf("the first change after reopen = %v; want seq 4, S-3 created", got)
 		}
@@ -256,9 +279,10 @@ func (s *suite) testChanges(t *testing.T) {
 		if err := <-readErr; err != nil {
 			t.Fatal(err)
 		}
+		want := writers * (each + (each+2)/3)
+		waitChanges(t, ctx, stores[0], int64(want))
 		cs := readAllChanges(t, ctx, stores[0], 0, store.ChangeFilter{}, 0)
 		got := gotChanges(t, 0, cs)
-		want := writers * (each + (each+2)/3)
 		if len(got) != want {
 			t.Fatalf("%d changes, want %d", len(got), want)
 		}

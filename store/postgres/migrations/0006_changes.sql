@@ -1,17 +1,19 @@
 -- 0006: the change feed across sessions (store/changes.go).
 --
 -- changes holds one row per session-level change, written by the triggers below in the same
--- transaction as the write it records. id only identifies a row; seq is the feed's order. A
--- sequence (IDENTITY, BIGSERIAL) would not do for seq: numbers are taken when rows are
--- inserted, not when transactions commit, so a reader could see 8 before 7 commits and skip 7
--- for good. Instead, seq is assigned by the deferred constraint trigger changes_number, which
--- runs at COMMIT, after every other write of the transaction: it increments the single row of
--- change_counter (a row lock held until the transaction ends) and stamps the row. A second
--- transaction that records changes waits for that lock until the first has committed and become
--- visible, so seq follows commit order, and a rolled back transaction takes its numbers with it:
--- no gap, whichever instance commits. Only transactions that record a change take the lock,
--- and only for the time of their commit. changes_number also NOTIFYs the channel
--- 'sdc:' || md5(schema) with the sequence, so that every instance's listener wakes its feeds.
+-- transaction as the write it records. id only identifies a row; seq is the feed's order, NULL
+-- until the row is numbered. A sequence (IDENTITY, BIGSERIAL) would not do for seq: numbers are
+-- taken when rows are inserted, not when transactions commit, so a reader could see 8 before 7
+-- commits and skip 7 for good. Numbering inside the writing transaction under a counter row
+-- lock would be gap-free, but would hold that lock through every such commit's WAL flush and
+-- serialise them all (claims fell from about 3,400/s to under 1,100/s). Instead the rows are
+-- committed unnumbered and changes_assign numbers the committed ones afterwards: it runs in a
+-- transaction of its own, takes an advisory lock (one numbering at a time, across instances),
+-- gives the unnumbered rows it sees the numbers after change_counter.last in id order, moves
+-- the counter and NOTIFYs the channel 'sdc:' || md5(schema) with the new last number. Each
+-- numbering commits before the next one starts, so numbers become visible in order and without
+-- a gap; a rolled back numbering gives its numbers back. The rows of one session are inserted
+-- under its row lock, so their ids, and their numbers, follow their commit order.
 CREATE TABLE change_counter (
     one  boolean PRIMARY KEY DEFAULT true CHECK (one),
     last bigint  NOT NULL
@@ -20,7 +22,7 @@ INSERT INTO change_counter (one, last) VALUES (true, 0);
 
 CREATE TABLE changes (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    seq        bigint UNIQUE,  -- NULL only inside the recording transaction, before its COMMIT
+    seq        bigint UNIQUE,  -- NULL until changes_assign numbers the row
     kind       text   NOT NULL,
     session_id text   COLLATE "C" NOT NULL,
     project    text   NOT NULL,
@@ -36,17 +38,31 @@ CREATE TABLE changes (
 CREATE INDEX changes_project ON changes (project, seq);
 CREATE INDEX changes_agent ON changes (agent_id, seq);
 
-CREATE FUNCTION changes_number() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The committed rows still to number.
+CREATE INDEX changes_unnumbered ON changes (id) WHERE seq IS NULL;
+
+-- changes_assign numbers up to 10,000 committed unnumbered changes and returns the last number
+-- (change_counter.last when there was nothing to number). A run with nothing to number writes
+-- nothing (no transaction id, no WAL flush).
+CREATE FUNCTION changes_assign() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     n bigint;
+    k bigint;
 BEGIN
-    UPDATE change_counter SET last = last + 1 RETURNING last INTO n;
-    UPDATE changes SET seq = n WHERE id = NEW.id;
-    PERFORM pg_notify('sdc:' || md5(TG_TABLE_SCHEMA), n::text);
-    RETURN NULL;
+    PERFORM pg_advisory_xact_lock(hashtextextended('sessiond/changes/' || current_schema(), 0));
+    SELECT last INTO n FROM change_counter;
+    WITH todo AS (
+        SELECT id, n + row_number() OVER (ORDER BY id) AS num
+        FROM (SELECT id FROM changes WHERE seq IS NULL ORDER BY id LIMIT 10000) AS u
+    )
+    UPDATE changes AS c SET seq = todo.num FROM todo WHERE c.id = todo.id;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    IF k > 0 THEN
+        UPDATE change_counter SET last = n + k;
+        PERFORM pg_notify('sdc:' || md5(current_schema()), (n + k)::text);
+    END IF;
+    RETURN n + k;
 END $$;
-CREATE CONSTRAINT TRIGGER changes_number AFTER INSERT ON changes
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION changes_number();
 
 CREATE FUNCTION changes_on_session() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
