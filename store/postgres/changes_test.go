@@ -57,3 +57,44 @@ func TestChangesNotifiedAcrossInstances(t *testing.T) {
 		t.Errorf("no change was delivered without a poll: the NOTIFY path does not work")
 	}
 }
+
+// TestChangesOfADeadInstanceAreNumbered checks that a change committed without a kick (its
+// instance died between the commit and the kick) is numbered by another instance's listener
+// poll, and that the numbers stay gap-free.
+func TestChangesOfADeadInstanceAreNumbered(t *testing.T) {
+	fastListener(t)
+	u := pgtest.Schema(t)
+	st := openURL(t, u)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, storetest.NewSession("S-1", storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(0); n < 1; time.Sleep(5 * time.Millisecond) { // the creation's own kick is done
+		var err error
+		if n, err = st.LastChange(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As the triggers write it, but through the pool: no write method, so no kick.
+	if _, err := st.pool.Exec(ctx, `INSERT INTO changes (kind, session_id, project, agent_id, status, previous)
+		VALUES ('session.status', 'S-1', '', 'agent-1', 'paused', 'running')`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cs, err := st.ReadChanges(ctx, 0, store.ChangeFilter{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 2 {
+			if cs[0].Seq != 1 || cs[1].Seq != 2 || cs[1].Kind != store.ChangeSessionStatus {
+				t.Fatalf("changes %+v, want seq 1 (created) and 2 (the unkicked status change)", cs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unkicked change was not numbered within 5 s (changes: %+v)", cs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
