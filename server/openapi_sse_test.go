@@ -17,38 +17,44 @@ import (
 // stream line (x-sessiond-line of the stream's 200 answer) instead.
 
 var (
-	sseLineOnce   sync.Once
-	sseLineSchema *jsonschema.Schema
-	sseLineErr    error
+	sseLineMu      sync.Mutex
+	sseLineSchemas = map[string]*jsonschema.Schema{}
 )
 
-// streamLinePointer is where the document keeps the schema of a stream block's data.
-const streamLinePointer = "#/paths/~1v1~1sessions~1{id}~1events~1stream/get/responses/200/content/text~1event-stream/x-sessiond-line"
+// Where the document keeps the schema of a stream block's data: the session stream's and the
+// change feed's.
+const (
+	streamLinePointer = "#/paths/~1v1~1sessions~1{id}~1events~1stream/get/responses/200/content/text~1event-stream/x-sessiond-line"
+	changeLinePointer = "#/paths/~1v1~1events~1stream/get/responses/200/content/text~1event-stream/x-sessiond-line"
+)
 
-func streamLine(t testing.TB) *jsonschema.Schema {
+// streamLine compiles (once) the schema the document keeps at pointer.
+func streamLine(t testing.TB, pointer string) *jsonschema.Schema {
 	t.Helper()
-	sseLineOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(api.OpenAPI))
-		if err != nil {
-			sseLineErr = err
-			return
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("openapi.json", doc); err != nil {
-			sseLineErr = err
-			return
-		}
-		sseLineSchema, sseLineErr = c.Compile("openapi.json" + streamLinePointer)
-	})
-	if sseLineErr != nil {
-		t.Fatalf("compile the stream line schema of api/openapi.json: %v", sseLineErr)
+	sseLineMu.Lock()
+	defer sseLineMu.Unlock()
+	if sch, ok := sseLineSchemas[pointer]; ok {
+		return sch
 	}
-	return sseLineSchema
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(api.OpenAPI))
+	if err != nil {
+		t.Fatalf("read api/openapi.json: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("openapi.json", doc); err != nil {
+		t.Fatalf("load api/openapi.json: %v", err)
+	}
+	sch, err := c.Compile("openapi.json" + pointer)
+	if err != nil {
+		t.Fatalf("compile the stream line schema %s of api/openapi.json: %v", pointer, err)
+	}
+	sseLineSchemas[pointer] = sch
+	return sch
 }
 
-// checkStreamBlock reports what is wrong with a block of the stream by the document: its data
-// must be an AgentSessionEvent (in a block named ev.<eventType>) or, in the final
-// stream.error block, {"code","message"}.
+// checkStreamBlock reports what is wrong with a block of a stream by the document: its data
+// must be an AgentSessionEvent (in a block named ev.<eventType>), a change (in a block named
+// change.<kind>, on the change feed) or, in the final stream.error block, {"code","message"}.
 func checkStreamBlock(t testing.TB, e sseEvent) string {
 	if e.data == "" {
 		return ""
@@ -57,11 +63,15 @@ func checkStreamBlock(t testing.TB, e sseEvent) string {
 	if err != nil {
 		return fmt.Sprintf("block data is not JSON: %v", err)
 	}
-	if err := streamLine(t).Validate(v); err != nil {
+	pointer := streamLinePointer
+	if strings.HasPrefix(e.event, "change.") {
+		pointer = changeLinePointer // the change feed's blocks
+	}
+	if err := streamLine(t, pointer).Validate(v); err != nil {
 		return fmt.Sprintf("block data is not what api/openapi.json describes: %v", err)
 	}
-	if e.event != api.SSEStreamError && !strings.HasPrefix(e.event, api.SSEEventPrefix) {
-		return fmt.Sprintf("block name %q is neither %s<eventType> nor %s", e.event, api.SSEEventPrefix, api.SSEStreamError)
+	if e.event != api.SSEStreamError && !strings.HasPrefix(e.event, api.SSEEventPrefix) && !strings.HasPrefix(e.event, "change.") {
+		return fmt.Sprintf("block name %q is neither %s<eventType>, change.<kind> nor %s", e.event, api.SSEEventPrefix, api.SSEStreamError)
 	}
 	return ""
 }

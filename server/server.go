@@ -132,6 +132,7 @@ type Server struct {
 	svc      *session.Service
 	opt      Options
 	hub      *hub
+	feed     *feed // the change feed (feed.go)
 	mux      *http.ServeMux
 	closing  atomic.Bool
 	stopSub  func()
@@ -159,6 +160,7 @@ func New(st store.Store, opt Options) *Server {
 		s.opt.Metrics.observeStore(st)
 	}
 	s.stopSub = st.Subscribe(s.hub.publish)
+	s.feed = newFeed(st, feedRing, s.opt.Logger)
 	s.register(s.routes())
 	s.startSweeper()
 	s.startLeaseExpirer()
@@ -186,6 +188,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
+		{pattern: "GET /v1/events/stream", handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
 		// The web UI (package web): the page, and its static files and policy table.
 		{pattern: "GET /{$}", handle: web.ServeIndex},
 		{pattern: "GET /ui/{file...}", handle: web.ServeAsset},
@@ -254,6 +257,7 @@ func (s *Server) Close() {
 	close(s.shutdown)
 	s.endLife()
 	s.stopSub()
+	s.feed.close()
 	s.svc.Close()
 	// A stream that checked closing before it was set has called streams.Add by the time
 	// this lock is free; later ones see closing and do not take their connection over.

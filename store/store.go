@@ -138,6 +138,9 @@ type Store interface {
 	// act through a fenced append (Fence.ExpiredBy), which a renewal since refuses.
 	ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]ExpiredLease, error)
 
+	// ChangeFeed reads and follows the change feed across sessions (changes.go).
+	ChangeFeed
+
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities
 	// Close waits for in-flight appends and releases the store.

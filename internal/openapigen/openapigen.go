@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -46,8 +47,9 @@ type answer struct {
 	schema any    // reflect.Type, obj, or func(*schemas) obj
 	// progress: the answer may also be a progress stream (Accept: application/x-ndjson).
 	progress bool
-	// line is the schema of each data line of a stream (x-sessiond-line).
-	line obj
+	// line is the schema of each data line of a stream (x-sessiond-line): an obj, or a
+	// func(*schemas) obj.
+	line any
 }
 
 // operation is one endpoint of the document.
@@ -154,6 +156,19 @@ var operations = []operation{
 			// Each block's data: an event, or the final stream.error's error envelope.
 			line: obj{"oneOf": []any{ref("AgentSessionEvent"), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
 				"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}}}},
+	{pattern: "GET /v1/events/stream", id: "streamChanges", summary: "Server-sent events: session-level changes across sessions (the change feed), from a cursor, then live",
+		params: []param{
+			{name: "project", in: "query", desc: "only changes of sessions of this project", schema: strParam},
+			{name: "agent", in: "query", desc: "only changes of sessions of this agent_id", schema: strParam},
+			{name: "after", in: "query", desc: "start after this change number (0: from the first; default: only changes from now on)", schema: intParam(0, contract.MaxSafeInteger)},
+			{name: "Last-Event-ID", in: "header", desc: "resume after this change number (EventSource sends it on reconnect); wins over after", schema: obj{"type": "string", "pattern": `^[0-9]+$`}},
+		},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+			desc: "blocks named change.<kind> with the change number as id (docs/api.md, The change feed), and a final stream.error block",
+			line: func(s *schemas) obj {
+				return obj{"oneOf": []any{s.inline(typ[store.Change]()), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
+					"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}
+			}}}},
 	{pattern: "GET /v1/sessions/{id}/runs", id: "listRuns", summary: "The session's runs (the projection of its status events)",
 		answers: []answer{{status: 200, desc: "every run, oldest first", schema: typ[api.RunList]()}}},
 	{pattern: "GET /v1/sessions/{id}/runs/{runId}", id: "getRun", summary: "One run",
@@ -388,7 +403,7 @@ func (s *schemas) operation(op operation, path string) obj {
 		}
 		content := obj{mt: obj{"schema": s.schemaOf(a.schema)}}
 		if a.line != nil {
-			content[mt].(obj)["x-sessiond-line"] = a.line
+			content[mt].(obj)["x-sessiond-line"] = s.schemaOf(a.line)
 		}
 		desc := a.desc
 		if a.progress {

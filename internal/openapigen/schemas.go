@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
@@ -137,6 +138,9 @@ func (s *schemas) ofType(t reflect.Type) obj {
 	}
 	if t == reflect.TypeFor[contract.ErrorCode]() {
 		return obj{"type": "string"}
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return obj{"type": "string", "format": "date-time"}
 	}
 	if ck, ok := contractKinds[t]; ok {
 		return s.contractKind(ck.kind, ck.name)

@@ -84,6 +84,7 @@ const (
 // after such failures means the batch may or may not be stored; retrying it with the same
 // idempotency keys is always safe.
 func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}

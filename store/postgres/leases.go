@@ -57,6 +57,7 @@ func claimQuery(f store.ClaimFilter) (string, []any) {
 // statement, its own transaction. It takes no lock on the session's row (an append takes the
 // session's row, then its runs'; a claim taking them the other way round could deadlock).
 func (s *Store) ClaimRun(ctx context.Context, f store.ClaimFilter, leaseID string, expiresAt time.Time) (store.Claim, error) {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := s.enter(); err != nil {
 		return store.Claim{}, fmt.Errorf("claim a run: %w", err)
 	}

@@ -162,6 +162,7 @@ func (e *txFinal) Error() string { return e.err.Error() }
 // the session's row lock, and stores both, as UpdateSession does. fn may be called again, on a
 // fresh copy, when the connection fails before the commit.
 func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.Session, *store.Lifecycle) error) (*store.Session, store.Lifecycle, error) {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := s.enter(); err != nil {
 		return nil, store.Lifecycle{}, fmt.Errorf("update lifecycle of session %q: %w", id, err)
 	}
@@ -243,6 +244,7 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 // ImportSession writes a whole session in one transaction (see store.Store). The events are
 // written with one multi-row INSERT, as appends write theirs.
 func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := imp.Check(); err != nil {
 		return err
 	}

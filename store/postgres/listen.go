@@ -155,7 +155,7 @@ func (l *listener) session(confirmed func()) error {
 	}()
 	l.pid.Store(conn.PgConn().PID())
 	qctx, qcancel := context.WithTimeout(l.ctx, connectTimeout)
-	_, err = conn.Exec(qctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize())
+	_, err = conn.Exec(qctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{l.s.changeChannel}.Sanitize())
 	qcancel()
 	if err != nil {
 		return fmt.Errorf("listener: listen: %w", err)
@@ -190,6 +190,12 @@ func (l *listener) session(confirmed func()) error {
 			}
 			return fmt.Errorf("listener: wait for notifications: %w", err)
 		}
+		if n.Channel == l.s.changeChannel {
+			if seq, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+				l.s.deliverChange(seq)
+			}
+			continue
+		}
 		kind, rest, _ := strings.Cut(n.Payload, " ")
 		if kind != "c" && kind != "k" {
 			continue // not ours
@@ -222,6 +228,10 @@ func (l *listener) session(confirmed func()) error {
 func (l *listener) poll(conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
 	defer cancel()
+	l.s.kickChanges() // numbers the changes of an instance that died before its kick
+	if err := l.pollChanges(ctx, conn); err != nil {
+		return err
+	}
 	if l.watermark == "" {
 		if err := conn.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&l.watermark); err != nil {
 			return fmt.Errorf("listener: poll: %w", err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,13 @@ type Store struct {
 	inflight sync.WaitGroup
 
 	subs store.Subscribers
+
+	// The change feed (changes.go): its NOTIFY channel, subscribers and the last sequence
+	// they were told of.
+	changeChannel    string
+	changeSubs       store.ChangeSubscribers
+	changesDelivered atomic.Int64
+	num              *numberer
 
 	// deliverMu serialises calls of the subscribers and guards delivered.
 	deliverMu sync.Mutex
@@ -123,7 +131,7 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
 	}
-	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema)}
+	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema), changeChannel: changeChannelFor(*schema), num: newNumberer()}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
 	s.lis = newListener(s, lcfg)
@@ -132,6 +140,8 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
 	}
 	s.notifier = newNotifier(s)
+	s.startNumberer()
+	s.kickChanges() // changes an instance left unnumbered
 	return s, nil
 }
 
@@ -226,6 +236,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.stopNumberer()
 	s.notifier.stop()
 	s.lis.stop()
 	s.pool.Close()

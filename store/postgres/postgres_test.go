@@ -57,5 +57,11 @@ func TestConformance(t *testing.T) {
 			mu.Unlock()
 			return st
 		},
+		Second: func(t *testing.T, st store.Store) store.Store {
+			mu.Lock()
+			u := urls[st]
+			mu.Unlock()
+			return openURL(t, u)
+		},
 	})
 }

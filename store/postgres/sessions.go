@@ -46,6 +46,7 @@ func scanSession(row pgx.Row) (int64, *store.Session, error) {
 // returns store.ErrSessionExists when the id is taken (by any instance). s.LastSequence is
 // ignored and set to -1.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if sess == nil || sess.Record.SessionID == "" {
 		return errors.New("create session: the record has no session_id")
 	}
@@ -159,6 +160,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 // returns store.ErrSessionNotFound for an unknown id, or fn's error (nothing stored). fn may be
 // called again, on a fresh copy, when the connection fails before the commit.
 func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (*store.Session, error) {
+	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("update session %q: %w", id, err)
 	}

@@ -37,6 +37,8 @@ import (
 type committed struct {
 	n     uint64     // the commit's number
 	group []*request // the requests to answer once it is synced; nil when COMMIT failed
+	// changes is the last change sequence the commit recorded, 0 when it recorded none.
+	changes int64
 }
 
 // durability is the Store's half of the pipeline.
@@ -206,6 +208,9 @@ func (s *Store) syncer() {
 				close(r.done)
 			}
 			d.setDurable(c.n)
+			if err == nil && c.changes > 0 {
+				s.changeSubs.Notify(c.changes)
+			}
 		}
 		clear(batch)
 	}

@@ -75,7 +75,8 @@ type Store struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	subs store.Subscribers
+	subs       store.Subscribers
+	changeSubs store.ChangeSubscribers // SubscribeChanges (changes.go)
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
 }

@@ -85,6 +85,8 @@ type writer struct {
 	filterBytes int    // memory held by the filters and open lists of the cached sessions
 	evictedTo   int    // filterBytes after the last eviction (generation.go)
 
+	changesSeen int64 // the last change sequence handed to the syncer (changes.go)
+
 	// work since the checkpointer was last asked to run
 	commits, events int
 }
@@ -206,6 +208,11 @@ func (w *writer) commitGroup(group []*request) {
 			}
 		}
 	}
+	lastChange, err := w.lastChange()
+	if err != nil {
+		w.abort(taken, err)
+		return
+	}
 	n := w.s.dur.committing.Add(1)
 	if err := w.exec(`COMMIT`); err != nil {
 		w.abort(taken, fatal("commit", err))
@@ -228,7 +235,11 @@ func (w *writer) commitGroup(group []*request) {
 		w.s.kickCheckpointer()
 	}
 	// The syncer answers the callers once the commit is durable (durable.go).
-	w.s.syncq <- committed{n: n, group: append([]*request(nil), taken...)}
+	c := committed{n: n, group: append([]*request(nil), taken...)}
+	if lastChange > w.changesSeen {
+		c.changes, w.changesSeen = lastChange, lastChange
+	}
+	w.s.syncq <- c
 }
 
 // abort rolls the group's transaction back and fails every request of it. The cache is

@@ -25,6 +25,10 @@ type Harness struct {
 	// Reopen closes old and opens the same data again, as a restarted process would. When it
 	// is nil the durability tests are skipped.
 	Reopen func(t *testing.T, old store.Store) store.Store
+	// Second, for a driver whose stores may share their data (Capabilities
+	// SharedAcrossProcesses), opens another store on the data of st, as a second instance
+	// would; the tests that use it write through both. Nil skips that part.
+	Second func(t *testing.T, st store.Store) store.Store
 }
 
 // Exercise runs the conformance suite against the driver h describes, as subtests of t. The
@@ -50,6 +54,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Durability", s.testDurability},
 		{"Lifecycle", s.testLifecycle},
 		{"Leases", s.testLeases},
+		{"Changes", s.testChanges},
 		{"Close", s.testClose},
 	} {
 		t.Run(g.name, func(t *testing.T) {

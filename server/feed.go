@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// The change feed across sessions: GET /v1/events/stream (docs/api.md, "The change feed").
+//
+// The store records every session-level change with a global, gap-free sequence in the
+// transaction of the write (store/changes.go) and reports new ones through SubscribeChanges
+// (on PostgreSQL, those of every instance). One pump goroutine per server reads the new changes
+// once, encodes each as an SSE block and publishes an immutable ring of the recent ones; each
+// subscriber keeps a cursor (the last change sequence it has passed) and takes the blocks after
+// it from the ring, skipping those its filter does not match, or reads from the store when its
+// cursor is older than the ring (a resume, a slow reader). The cursor only moves over changes
+// that were sent or skipped by the filter, and every change in the ring was read from the store
+// in order after the one before it, so there is neither gap nor repeat at the seam.
+//
+// The feed reads the store directly rather than through the session service, as the stream hub
+// does: it is transport for changes already committed.
+
+// changeEventPrefix goes before a change's kind to name its SSE block ("change.session.created").
+// Per-session streams name theirs api.SSEEventPrefix + eventType ("ev.…"): the two never clash.
+const changeEventPrefix = "change."
+
+// feedRing is how many recent changes the pump keeps encoded (default).
+const feedRing = 4096
+
+// feedEntry is one change of the ring, encoded.
+type feedEntry struct {
+	seq            int64
+	project, agent string
+	block          []byte
+}
+
+// feedView is one published state of the ring. It never changes after it is stored.
+type feedView struct {
+	ready   bool        // the pump knows the store's position; until then readers use the store
+	base    int64       // the sequence before entries[0]
+	entries []feedEntry // base+1, base+2, ...
+	// changed is closed when a newer view replaces this one.
+	changed chan struct{}
+}
+
+// head is the last change sequence the view knows.
+func (v *feedView) head() int64 { return v.base + int64(len(v.entries)) }
+
+// feed is the pump and its ring.
+type feed struct {
+	st   store.ChangeFeed
+	ring int
+	log  interface{ Warn(string, ...any) }
+	view atomic.Pointer[feedView]
+	kick chan struct{}
+	stop func() // unsubscribes
+	done chan struct{}
+	ctx  context.Context
+	end  context.CancelFunc
+	once sync.Once
+}
+
+func newFeed(st store.ChangeFeed, ring int, log interface{ Warn(string, ...any) }) *feed {
+	f := &feed{st: st, ring: ring, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f.view.Store(&feedView{changed: make(chan struct{})})
+	f.ctx, f.end = context.WithCancel(context.Background())
+	f.stop = st.SubscribeChanges(func(int64) { f.wake() })
+	f.wake()
+	go f.pump()
+	return f
+}
+
+// wake asks the pump to read; it never blocks.
+func (f *feed) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the pump and waits for it.
+func (f *feed) close() {
+	f.once.Do(func() {
+		f.stop()
+		f.end()
+		<-f.done
+	})
+}
+
+// pump reads the changes after the ring's head whenever the store reports some, and publishes
+// them. A failed read is retried on the next report, or after a second.
+func (f *feed) pump() {
+	defer close(f.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.kick:
+		case <-retry.C:
+		}
+		if err := f.catchUp(); err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			f.log.Warn("change feed: reading the store failed; retrying", "err", err)
+			retry.Reset(time.Second)
+		}
+	}
+}
+
+// catchUp reads and publishes every change after the ring's head.
+func (f *feed) catchUp() error {
+	old := f.view.Load()
+	if !old.ready {
+		last, err := f.st.LastChange(f.ctx)
+		if err != nil {
+			return err
+		}
+		f.publish(old, &feedView{ready: true, base: last})
+	}
+	for {
+		old = f.view.Load()
+		cs, err := f.st.ReadChanges(f.ctx, old.head(), store.ChangeFilter{}, store.MaxChangesPage)
+		if err != nil {
+			return err
+		}
+		if len(cs) == 0 {
+			return nil
+		}
+		entries := old.entries
+		for i := range cs {
+			c := &cs[i]
+			if c.Seq != old.head()+int64(len(entries)-len(old.entries))+1 {
+				return fmt.Errorf("the store returned change %d after %d", c.Seq, old.head()+int64(len(entries)-len(old.entries)))
+			}
+			entries = append(entries, feedEntry{seq: c.Seq, project: c.Project, agent: c.AgentID, block: appendChangeSSE(nil, c)})
+		}
+		nv := &feedView{ready: true, base: old.base, entries: entries}
+		if over := len(entries) - f.ring; over > 0 {
+			// Drop the oldest quarter at once (amortised), into a new array: older views
+			// still point into the current one.
+			drop := min(over+f.ring/4, len(entries))
+			nv.entries = append(make([]feedEntry, 0, f.ring), entries[drop:]...)
+			nv.base += int64(drop)
+		}
+		f.publish(old, nv)
+		if len(cs) < store.MaxChangesPage {
+			return nil
+		}
+	}
+}
+
+// publish replaces old by nv and wakes the subscribers. Only the pump publishes.
+func (f *feed) publish(old, nv *feedView) {
+	nv.changed = make(chan struct{})
+	f.view.Store(nv)
+	close(old.changed)
+}
+
+// appendChangeSSE appends the SSE block of a change.
+func appendChangeSSE(buf []byte, c *store.Change) []byte {
+	data, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("encode change %d: %v", c.Seq, err)) // a Change always encodes
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, c.Seq, 10)
+	buf = append(buf, "\nevent: "+changeEventPrefix...)
+	buf = append(buf, c.Kind...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, data...)
+	return append(buf, "\n\n"...)
+}
+
+// feedFilter reads the project and agent query parameters.
+func feedFilter(r *http.Request) (store.ChangeFilter, *api.Error) {
+	q := r.URL.Query()
+	f := store.ChangeFilter{Project: q.Get("project"), AgentID: q.Get("agent")}
+	for _, p := range []struct{ name, val, what string }{{"project", f.Project, "a project"}, {"agent", f.AgentID, "an agent id"}} {
+		if q.Has(p.name) && p.val == "" {
+			return f, api.Errorf(api.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
+		}
+	}
+	return f, nil
+}
+
+// handleChangeStream serves GET /v1/events/stream: the change feed as Server-Sent Events.
+func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	f, aerr := feedFilter(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	last, err := s.feed.st.LastChange(ctx)
+	if err != nil {
+		writeError(w, storeError(err, ""))
+		return
+	}
+	cursor := last // by default, the changes from now on
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %q must be a change sequence (an integer >= 0; 0 replays the feed from its start)", v))
+			return
+		}
+		cursor = n
+	} else if r.URL.Query().Has("after") {
+		n, aerr := queryInt(r, "after", 0, 0, contract.MaxSafeInteger)
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		cursor = n
+	}
+	if cursor > last {
+		writeError(w, api.Errorf(api.CodeMalformed, "change %d is after the last change of the feed (%d); resume with a sequence this feed sent, or 0 to replay it from its start", cursor, last))
+		return
+	}
+
+	opening := make([]byte, 0, 64)
+	opening = append(opening, "retry: 1000\nid: "...)
+	opening = strconv.AppendInt(opening, cursor, 10)
+	opening = append(opening, "\n\n"...)
+	sw := s.startSSE(w, r)
+	defer sw.end()
+	if !sw.flush(opening) {
+		return
+	}
+	keepAlive := time.NewTicker(s.opt.KeepAlive)
+	defer keepAlive.Stop()
+	filtered := f != store.ChangeFilter{}
+	var buf []byte
+	for {
+		v := s.feed.view.Load()
+		buf = buf[:0]
+		more := false // a full page was read from the store: read on without waiting
+		if v.ready && cursor >= v.base {
+			// From the ring: the entries after cursor, those the filter matches.
+			if cursor < v.head() { // a cursor after the head is a change the pump has yet to read
+				for _, e := range v.entries[cursor-v.base:] {
+					if !filtered || ((f.Project == "" || e.project == f.Project) && (f.AgentID == "" || e.agent == f.AgentID)) {
+						buf = append(buf, e.block...)
+					}
+				}
+			}
+			cursor = max(cursor, v.head())
+		} else {
+			// Older than the ring: from the store, a page at a time. A short page means the
+			// store has no more matching change up to a head at least v's (read before).
+			cs, err := s.feed.st.ReadChanges(ctx, cursor, f, store.MaxChangesPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the change feed failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
+				}
+				return
+			}
+			for i := range cs {
+				buf = appendChangeSSE(buf, &cs[i])
+				cursor = cs[i].Seq
+			}
+			more = len(cs) == store.MaxChangesPage
+			if !more && v.ready {
+				cursor = max(cursor, v.head())
+			}
+		}
+		if len(buf) > 0 {
+			select {
+			case <-s.shutdown:
+				sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+				return
+			case <-sw.gone:
+				return
+			default:
+			}
+			if !sw.flush(buf) {
+				return
+			}
+		}
+		if more || cursor < s.feed.view.Load().head() {
+			continue
+		}
+		select {
+		case <-v.changed:
+		case <-keepAlive.C:
+			if !sw.flush([]byte(": keep-alive\n\n")) {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-sw.gone:
+			return
+		case <-s.shutdown:
+			sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+			return
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+const createInProject = `{"session_id":%q,"agent_id":%q,"project":%q,"role":"implementer","snapshot":{"mode":"work","modelId":"model-x","capabilities":{"tools":true}}}`
+
+// createIn creates session id of agent in project.
+func (b *bundle) createIn(t testing.TB, id, agent, project string) {
+	t.Helper()
+	if resp := b.do(t, "POST", "/v1/sessions", "application/json", fmt.Sprintf(createInProject, id, agent, project)); resp.status != http.StatusCreated {
+		t.Fatalf("create session %s: %d %s", id, resp.status, resp.body)
+	}
+}
+
+// nextChange reads the next change block within 10 s and checks its name against its data.
+func nextChange(t testing.TB, s *sseReader) (int64, store.Change) {
+	t.Helper()
+	type res struct {
+		e   sseEvent
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { e, err := s.nextEvent(); ch <- res{e, err} }()
+	var r res
+	select {
+	case r = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change within 10 s")
+	}
+	if r.err != nil {
+		t.Fatalf("read the change feed: %v", r.err)
+	}
+	var c store.Change
+	if err := json.Unmarshal([]byte(r.e.data), &c); err != nil {
+		t.Fatalf("change data %s: %v", r.e.data, err)
+	}
+	id, err := strconv.ParseInt(r.e.id, 10, 64)
+	if err != nil || id != c.Seq || r.e.event != "change."+c.Kind {
+		t.Fatalf("block id %q event %q for change %+v: want id = seq and event change.<kind>", r.e.id, r.e.event, c)
+	}
+	return id, c
+}
+
+// expectChanges reads len(want) changes and compares "kind session status".
+func expectChanges(t testing.TB, s *sseReader, want ...string) int64 {
+	t.Helper()
+	var last int64
+	for i, w := range want {
+		seq, c := nextChange(t, s)
+		if got := c.Kind + " " + c.SessionID + " " + c.Status; got != w {
+			t.Fatalf("change %d (seq %d) = %q, want %q", i, seq, got, w)
+		}
+		last = seq
+	}
+	return last
+}
+
+func TestChangeFeedLiveAndFilters(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.createIn(t, "S-old", "agent-1", "p1") // before the streams open: not in a live feed
+	all := openStream(t, b, "/v1/events/stream", nil)
+	p1 := openStream(t, b, "/v1/events/stream?project=p1", nil)
+	a2 := openStream(t, b, "/v1/events/stream?agent=agent-2", nil)
+	both := openStream(t, b, "/v1/events/stream?project=p2&agent=agent-2", nil)
+	b.createIn(t, "S-1", "agent-1", "p1")
+	b.createIn(t, "S-2", "agent-2", "p2")
+	b.createIn(t, "S-3", "agent-2", "p1")
+	if resp := b.do(t, "PATCH", "/v1/sessions/S-2", "application/json", `{"status":"paused","updated_by_gate":"owner"}`); resp.status != 200 {
+		t.Fatalf("patch: %d %s", resp.status, resp.body)
+	}
+	expectChanges(t, all, "session.created S-1 running", "session.created S-2 running", "session.created S-3 running", "session.status S-2 paused")
+	expectChanges(t, p1, "session.created S-1 running", "session.created S-3 running")
+	expectChanges(t, a2, "session.created S-2 running", "session.created S-3 running", "session.status S-2 paused")
+	expectChanges(t, both, "session.created S-2 running", "session.status S-2 paused")
+
+	// A replay from the start (Last-Event-ID: 0) reads the store, then goes on live.
+	replay := openStream(t, b, "/v1/events/stream?project=p1", map[string]string{"Last-Event-ID": "0"})
+	expectChanges(t, replay, "session.created S-old running", "session.created S-1 running", "session.created S-3 running")
+	b.createIn(t, "S-4", "agent-9", "p1")
+	expectChanges(t, replay, "session.created S-4 running")
+}
+
+func TestChangeFeedResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *bundle {
+		st, err := sqlite.Open(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.New(st, server.Options{})
+		b := &bundle{st: st, srv: srv}
+		b.ts = httptest.NewServer(srv)
+		return b
+	}
+	b := open()
+	for i := range 5 {
+		b.createIn(t, fmt.Sprintf("S-%d", i), "agent-1", "p")
+	}
+	b.srv.Close()
+	b.ts.Close()
+	b.st.Close()
+
+	b = open()
+	t.Cleanup(func() { b.srv.Close(); b.ts.Close(); b.st.Close() })
+	s := openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": "2"})
+	expectChanges(t, s, "session.created S-2 running", "session.created S-3 running", "session.created S-4 running")
+	b.createIn(t, "S-new", "agent-1", "p")
+	if seq := expectChanges(t, s, "session.created S-new running"); seq != 6 {
+		t.Errorf("the first change after the restart has seq %d, want 6 (no gap, no reuse)", seq)
+	}
+}
+
+func TestChangeFeedRejections(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.createSession(t, "S-1")
+	for _, tc := range []struct {
+		name, path, lastEventID, want string
+		// fix is the request that follows the error's hint; it must open a stream.
+		fixPath, fixLastEventID string
+	}{
+		{"Last-Event-ID not a number", "/v1/events/stream", "abc", "must be a change sequence", "/v1/events/stream", "0"},
+		{"Last-Event-ID negative", "/v1/events/stream", "-1", "must be a change sequence", "/v1/events/stream", "0"},
+		{"Last-Event-ID after the end", "/v1/events/stream", "99", "after the last change of the feed (1)", "/v1/events/stream", "0"},
+		{"after after the end", "/v1/events/stream?after=7", "", "after the last change", "/v1/events/stream?after=1", ""},
+		{"empty project", "/v1/events/stream?project=", "", "query parameter project is empty", "/v1/events/stream", ""},
+		{"empty agent", "/v1/events/stream?agent=", "", "query parameter agent is empty", "/v1/events/stream", ""},
+		{"misspelt parameter", "/v1/events/stream?Project=p", "", "did you mean project?", "/v1/events/stream?project=p", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", b.ts.URL+tc.path, nil)
+			if tc.lastEventID != "" {
+				req.Header.Set("Last-Event-ID", tc.lastEventID)
+			}
+			resp, err := b.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body strings.Builder
+			buf := make([]byte, 4096)
+			n, _ := resp.Body.Read(buf)
+			body.Write(buf[:n])
+			resp.Body.Close()
+			if resp.StatusCode != 400 {
+				t.Fatalf("status %d, want 400: %s", resp.StatusCode, body.String())
+			}
+			if e := errorBody(t, body.String()); e.Code != api.CodeMalformed || !strings.Contains(e.Message, tc.want) {
+				t.Errorf("error %+v, want MALFORMED_REQUEST saying %q", e, tc.want)
+			}
+			h := map[string]string{}
+			if tc.fixLastEventID != "" {
+				h["Last-Event-ID"] = tc.fixLastEventID
+			}
+			s := openStream(t, b, tc.fixPath, h)
+			if tc.fixLastEventID == "0" {
+				expectChanges(t, s, "session.created S-1 running")
+			}
+		})
+	}
+}
