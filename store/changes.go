@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -110,55 +108,12 @@ type ChangeFeed interface {
 // value is ready to use and safe for concurrent use; Notify calls the callbacks in registration
 // order and never blocks on Add or a cancel.
 type ChangeSubscribers struct {
-	mu   sync.Mutex
-	fns  []changeSubscriber // in registration order
-	next int
-	list atomic.Pointer[[]func(int64)]
-}
-
-type changeSubscriber struct {
-	id int
-	fn func(int64)
-}
-
-// Add registers fn and returns the func that unregisters it (safe to call more than once).
-func (s *ChangeSubscribers) Add(fn func(int64)) (cancel func()) {
-	s.mu.Lock()
-	id := s.next
-	s.next++
-	s.fns = append(s.fns, changeSubscriber{id, fn})
-	s.publish()
-	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			for i, sub := range s.fns {
-				if sub.id == id {
-					s.fns = append(s.fns[:i:i], s.fns[i+1:]...)
-					break
-				}
-			}
-			s.publish()
-			s.mu.Unlock()
-		})
-	}
-}
-
-// publish stores a fresh copy of the callbacks; the caller holds mu.
-func (s *ChangeSubscribers) publish() {
-	list := make([]func(int64), len(s.fns))
-	for i, sub := range s.fns {
-		list[i] = sub.fn
-	}
-	s.list.Store(&list)
+	Registry[int64]
 }
 
 // Notify calls every registered callback with seq, in registration order.
 func (s *ChangeSubscribers) Notify(seq int64) {
-	if l := s.list.Load(); l != nil {
-		for _, fn := range *l {
-			fn(seq)
-		}
+	for _, fn := range s.List() {
+		fn(seq)
 	}
 }

@@ -5,26 +5,30 @@ import (
 	"sync/atomic"
 )
 
-// Subscribers is the registry of commit callbacks a driver keeps for Subscribe. The zero value
-// is ready to use and safe for concurrent use; List never blocks on Add or a cancel.
-type Subscribers struct {
+// Registry is a list of callbacks taking a T, as drivers keep them for Subscribe and
+// SubscribeChanges. The zero value is ready to use and safe for concurrent use; List never
+// blocks on Add or a cancel.
+type Registry[T any] struct {
 	mu   sync.Mutex
-	fns  []subscriber // in registration order
+	fns  []registered[T] // in registration order
 	next int
-	list atomic.Pointer[[]func(Commit)]
+	list atomic.Pointer[[]func(T)]
 }
 
-type subscriber struct {
+type registered[T any] struct {
 	id int
-	fn func(Commit)
+	fn func(T)
 }
+
+// Subscribers is the registry of commit callbacks a driver keeps for Subscribe.
+type Subscribers = Registry[Commit]
 
 // Add registers fn and returns the func that unregisters it (safe to call more than once).
-func (s *Subscribers) Add(fn func(Commit)) (cancel func()) {
+func (s *Registry[T]) Add(fn func(T)) (cancel func()) {
 	s.mu.Lock()
 	id := s.next
 	s.next++
-	s.fns = append(s.fns, subscriber{id, fn})
+	s.fns = append(s.fns, registered[T]{id, fn})
 	s.publish()
 	s.mu.Unlock()
 	var once sync.Once
@@ -44,8 +48,8 @@ func (s *Subscribers) Add(fn func(Commit)) (cancel func()) {
 }
 
 // publish stores a fresh copy of the callbacks; the caller holds mu.
-func (s *Subscribers) publish() {
-	list := make([]func(Commit), len(s.fns))
+func (s *Registry[T]) publish() {
+	list := make([]func(T), len(s.fns))
 	for i, sub := range s.fns {
 		list[i] = sub.fn
 	}
@@ -53,7 +57,7 @@ func (s *Subscribers) publish() {
 }
 
 // List returns the callbacks in registration order. The slice must not be modified.
-func (s *Subscribers) List() []func(Commit) {
+func (s *Registry[T]) List() []func(T) {
 	if l := s.list.Load(); l != nil {
 		return *l
 	}
