@@ -10,6 +10,7 @@ import "testing"
 func TestChangeFeedDoc(t *testing.T) {
 	doc := readDoc(t, "docs/api.md")
 	r := newDocRun(t, "docs/api.md")
+	r.run(docCommand{text: "sessiond serve"}) // the server the page's examples run against
 	for _, b := range mustSection(t, doc, "docs/api.md", "### `GET /v1/events/stream`: session-level changes across sessions") {
 		for _, c := range b {
 			r.run(c)
