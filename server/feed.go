@@ -292,18 +292,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		if more || cursor < s.feed.view.Load().head() {
 			continue
 		}
-		select {
-		case <-v.changed:
-		case <-keepAlive.C:
-			if !sw.flush([]byte(": keep-alive\n\n")) {
-				return
-			}
-		case <-ctx.Done():
-			return
-		case <-sw.gone:
-			return
-		case <-s.shutdown:
-			sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
 			return
 		}
 	}

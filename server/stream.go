@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -257,18 +258,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		caughtUp = true
-		select {
-		case <-v.changed:
-		case <-keepAlive.C:
-			if !sw.flush([]byte(": keep-alive\n\n")) {
-				return
-			}
-		case <-ctx.Done():
-			return
-		case <-sw.gone:
-			return
-		case <-s.shutdown:
-			sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
 			return
 		}
 	}
@@ -311,6 +301,26 @@ type sseWriter struct {
 }
 
 var crlf = []byte("\r\n")
+
+// await waits, on a stream at its head, until changed is closed (there is more to send) or a
+// keep-alive is due (sent here). It reports false when the stream is over: the client left,
+// the request ended, the keep-alive could not be written, or the server is shutting down
+// (the final message, with the cursor to resume from, is sent then).
+func (s *Server) await(ctx context.Context, sw *sseWriter, changed <-chan struct{}, keepAlive <-chan time.Time, cursor int64) bool {
+	select {
+	case <-changed:
+		return true
+	case <-keepAlive:
+		return sw.flush([]byte(": keep-alive\n\n"))
+	case <-ctx.Done():
+		return false
+	case <-sw.gone:
+		return false
+	case <-s.shutdown:
+		sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+		return false
+	}
+}
 
 // startSSE sends the response header of an event stream and returns its writer. The caller
 // must call end when the stream is over.
