@@ -9,55 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
-// need finds a program the test needs: without it the test is skipped, unless it runs in CI
-// (CI=true), where it fails.
-func need(t *testing.T, name, why string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed; CI must have it (%s)", name, why)
-		}
-		t.Skipf("%s is not installed (%s)", name, why)
-	}
-	return p
-}
-
-// redocly returns the Redocly CLI pinned by testdata/redocly/package-lock.json: the one `npm
-// ci --prefix api/testdata/redocly` installed (.ci/run does), else a fresh install in a
-// temporary directory.
+// redocly returns the Redocly CLI pinned by testdata/redocly/package-lock.json (installed by
+// `npm ci --prefix api/testdata/redocly` in .ci/run, else in a temporary directory).
 func redocly(t *testing.T) string {
 	t.Helper()
-	need(t, "node", "Redocly CLI runs on Node")
-	src, err := filepath.Abs("testdata/redocly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(src, "node_modules", ".bin", "redocly")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	npm := need(t, "npm", "it installs the pinned Redocly CLI")
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--prefer-offline")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return filepath.Join(dir, "node_modules", ".bin", "redocly")
+	testenv.Need(t, "node", "Redocly CLI runs on Node", "")
+	return filepath.Join(testenv.NpmPackages(t, "testdata/redocly"), "node_modules", ".bin", "redocly")
 }
 
 // TestOpenAPILint lints api/openapi.json with Redocly CLI's recommended rules: no error and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -33,53 +34,11 @@ func browserExample(t *testing.T) string {
 	return js
 }
 
-// need finds a program the test needs: without it the test is skipped, unless it runs in CI
-// (CI=true), where it fails.
-func need(t *testing.T, name, why string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed; CI must have it (%s)", name, why)
-		}
-		t.Skipf("%s is not installed (%s)", name, why)
-	}
-	return p
-}
-
-// eventSourcePackage lays out a directory where Node finds the eventsource package of
-// testdata/eventsource: its node_modules when `npm ci` was run there, else a fresh `npm ci`.
+// eventSourcePackage lays out a directory where Node finds the eventsource package pinned by
+// testdata/eventsource's lockfile.
 func eventSourcePackage(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	src, err := filepath.Abs("testdata/eventsource")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(src, "node_modules", "eventsource", "package.json")); err == nil {
-		if err := os.Symlink(filepath.Join(src, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	npm := need(t, "npm", "it installs the eventsource package the example runs with")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--prefer-offline")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return dir
+	return testenv.NpmPackages(t, "testdata/eventsource")
 }
 
 // prelude gives the example what a browser page would: an EventSource, resolving the
@@ -96,7 +55,7 @@ globalThis.EventSource = class EventSource extends NodeEventSource {
 // connection error), then the stream's final message when the server shuts down, and only
 // then EventSource's own connection errors.
 func TestEventSourceExample(t *testing.T) {
-	node := need(t, "node", "it runs the browser example of docs/api.md")
+	node := testenv.Need(t, "node", "it runs the browser example of docs/api.md", "")
 	js := browserExample(t)
 	dir := eventSourcePackage(t)
 	script := filepath.Join(dir, "example.mjs")

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
@@ -179,13 +178,7 @@ func (s *site) events(t testing.TB, id string) []map[string]any {
 // (uncaught exceptions, console.error) fail the test.
 func browser(t testing.TB) context.Context {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is not installed, and CI=true requires the browser tests: apt-get install -y chromium")
-		}
-		t.Skip("chromium is not installed (apt-get install -y chromium); the browser tests skip")
-	}
+	path := testenv.Need(t, "chromium", "the browser tests drive it", "apt-get install -y chromium")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),

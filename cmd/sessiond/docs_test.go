@@ -61,6 +61,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // docCommand is one command of a ```sh block of a document.
@@ -514,12 +516,7 @@ func TestReadOnly(t *testing.T) {
 // needTool skips the test when the command tool is not installed, or fails it under CI=true.
 func needTool(t *testing.T, tool, who string) {
 	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed; %s needs it", tool, who)
-		}
-		t.Skipf("%s is not installed; %s needs it (under CI=true this fails)", tool, who)
-	}
+	testenv.Need(t, tool, who+" needs it", "")
 }
 
 // readDoc reads a document of the checkout.
