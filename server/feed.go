@@ -230,13 +230,9 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	opening := make([]byte, 0, 64)
-	opening = append(opening, "retry: 1000\nid: "...)
-	opening = strconv.AppendInt(opening, cursor, 10)
-	opening = append(opening, "\n\n"...)
-	sw := s.startSSE(w, r)
+	sw, ok := s.openSSE(w, r, cursor)
 	defer sw.end()
-	if !sw.flush(opening) {
+	if !ok {
 		return
 	}
 	keepAlive := time.NewTicker(s.opt.KeepAlive)

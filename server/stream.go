@@ -189,15 +189,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	s.opt.Metrics.subscriber(1)
 	defer s.opt.Metrics.subscriber(-1)
 
-	// The opening block carries the starting cursor as an id without data: clients (and
-	// browsers' EventSource) that drop before the first event resume from here.
-	opening := make([]byte, 0, 64)
-	opening = append(opening, "retry: 1000\nid: "...)
-	opening = strconv.AppendInt(opening, cursor, 10)
-	opening = append(opening, "\n\n"...)
-	sw := s.startSSE(w, r)
+	sw, ok := s.openSSE(w, r, cursor)
 	defer sw.end()
-	if !sw.flush(opening) {
+	if !ok {
 		return
 	}
 	keepAlive := time.NewTicker(s.opt.KeepAlive)
@@ -320,6 +314,19 @@ func (s *Server) await(ctx context.Context, sw *sseWriter, changed <-chan struct
 		sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
 		return false
 	}
+}
+
+// openSSE starts an event stream (startSSE) and sends its opening block: the reconnect delay
+// and the starting cursor as an id without data, so clients (and browsers' EventSource) that
+// drop before the first block resume from there. ok is false when the client is gone; the
+// caller calls end on sw in either case.
+func (s *Server) openSSE(w http.ResponseWriter, r *http.Request, cursor int64) (sw *sseWriter, ok bool) {
+	opening := make([]byte, 0, 64)
+	opening = append(opening, "retry: 1000\nid: "...)
+	opening = strconv.AppendInt(opening, cursor, 10)
+	opening = append(opening, "\n\n"...)
+	sw = s.startSSE(w, r)
+	return sw, sw.flush(opening)
 }
 
 // startSSE sends the response header of an event stream and returns its writer. The caller
