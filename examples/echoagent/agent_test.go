@@ -16,22 +16,29 @@ import (
 	"github.com/sessiond/sessiond/wire"
 )
 
-// TestWholeLoop runs the example agent against a real server and drives it the way a person
-// would: message and queued run → claim → tool → approval → steer → stop, then resume.
-func TestWholeLoop(t *testing.T) {
+// startServer starts a real server on SQLite in a temporary directory, stopped when the test
+// ends, and returns a client of it.
+func startServer(t *testing.T) *client.Client {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := server.New(st, server.Options{})
 	ts := httptest.NewServer(srv)
-	defer func() { srv.Close(); ts.Close(); st.Close() }()
-	cl := client.New(ts.URL, nil)
+	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
+	return client.New(ts.URL, nil)
+}
+
+// TestWholeLoop runs the example agent against a real server and drives it the way a person
+// would: message and queued run → claim → tool → approval → steer → stop, then resume.
+func TestWholeLoop(t *testing.T) {
+	cl := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	yes := true
-	_, err = cl.CreateSession(ctx, api.CreateSessionRequest{SessionID: "S-loop", AgentID: "echoagent", Role: "implementer",
+	_, err := cl.CreateSession(ctx, api.CreateSessionRequest{SessionID: "S-loop", AgentID: "echoagent", Role: "implementer",
 		Snapshot: contract.Snapshot{Mode: "work", ModelID: "echo", Capabilities: contract.Capabilities{Approval: &yes, Steering: &yes, Resume: &yes}}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -20,14 +16,7 @@ import (
 // never told about, each to completion, every event under the lease it claimed the run with
 // (the event ids name the fencing token).
 func TestServesManySessions(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	defer func() { srv.Close(); ts.Close(); st.Close() }()
-	cl := client.New(ts.URL, nil)
+	cl := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
