@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -362,9 +362,25 @@ func init() {
 	)
 }
 
-// TestRacingExpirersAgree: two instances (two services over one store) that expire the same
-// lease at once append the same events, so one append is a duplicate of the other: neither
-// fails, the run is failed once and one new attempt is queued.
+// staleRunStore is a store whose Run reads the run, reports that it did, and answers only
+// once release is closed: an instance that looked at a run just before another expired it.
+type staleRunStore struct {
+	store.Store
+	read    chan struct{}
+	release chan struct{}
+}
+
+func (s *staleRunStore) Run(ctx context.Context, sessionID, runID string) (contract.Run, error) {
+	r, err := s.Store.Run(ctx, sessionID, runID)
+	close(s.read)
+	<-s.release
+	return r, err
+}
+
+// TestRacingExpirersAgree: two instances (two services over one store, with clocks a minute
+// apart) expire the same lease; the second read the run before the first expired it. Both
+// append the same events, so the second's is a duplicate: neither fails, the run is failed
+// once and one new attempt is queued.
 func TestRacingExpirersAgree(t *testing.T) {
 	b := setup(t, server.Options{LeaseExpiryInterval: -1})
 	b.queueRun(t, "S-1")
@@ -372,21 +388,24 @@ func TestRacingExpirersAgree(t *testing.T) {
 	if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "run1", "r1", "running")); resp.status != 201 {
 		t.Fatalf("running: %d %s", resp.status, resp.body)
 	}
-	later := func() time.Time { return time.Now().Add(time.Minute) }
-	var wg sync.WaitGroup
-	results := make([]session.LeaseExpiryResult, 2)
-	errs := make([]error, 2)
-	for i := range 2 {
-		svc := session.New(b.st, later)
-		wg.Go(func() {
-			results[i], errs[i] = svc.ExpireLeases(context.Background(), session.LeaseExpiryOptions{MaxAttempts: 2})
-		})
+	opt := session.LeaseExpiryOptions{MaxAttempts: 2}
+	slow := &staleRunStore{Store: b.st, read: make(chan struct{}), release: make(chan struct{})}
+	second := session.New(slow, func() time.Time { return time.Now().Add(2 * time.Minute) })
+	var secondErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, secondErr = second.ExpireLeases(context.Background(), opt)
+	}()
+	<-slow.read
+	first := session.New(b.st, func() time.Time { return time.Now().Add(time.Minute) })
+	if _, err := first.ExpireLeases(context.Background(), opt); err != nil {
+		t.Errorf("first expirer: %v", err)
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("expirer %d: %v", i, err)
-		}
+	close(slow.release)
+	<-done
+	if secondErr != nil {
+		t.Errorf("second expirer: %v", secondErr)
 	}
 	runs := b.waitRuns(t, "S-1", 2, contract.RunStatusQueued)
 	if runs[0].Status != contract.RunStatusFailed || runs[1].Attempt != 2 {
@@ -404,6 +423,6 @@ func TestRacingExpirersAgree(t *testing.T) {
 		}
 	}
 	if errors != 1 {
-		t.Errorf("%d LEASE_EXPIRED error events, want 1 (results %+v)", errors, results)
+		t.Errorf("%d LEASE_EXPIRED error events, want 1", errors)
 	}
 }
