@@ -184,6 +184,9 @@ type Session struct {
 	// Lifecycle is the lifecycle state: the work window (warm), the latest archive,
 	// compaction and restore. Omitted fields were never set.
 	Lifecycle wire.Lifecycle `json:"lifecycle"`
+	// Advice is the status mode's recommendation (GET /v1/sessions/{id}/status) at the time
+	// of the answer: whether to archive now, why, and whether the session is stale.
+	Advice wire.Advice `json:"advice"`
 }
 
 // SessionList is the body of GET /v1/sessions.

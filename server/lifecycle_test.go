@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,8 +74,16 @@ func TestLifecycleEndpoints(t *testing.T) {
 		t.Errorf("Warm with negative hours: %v", err)
 	}
 	clk.Add(100 * time.Minute)
-	if st, _ := b.cl.Status(ctx, "S-life"); st.Recommendation != "archive_now" {
-		t.Errorf("status with 32 min left in the window = %+v", st)
+	st0, _ := b.cl.Status(ctx, "S-life")
+	if st0.Recommendation != "archive_now" {
+		t.Errorf("status with 32 min left in the window = %+v", st0)
+	}
+	// The session resource (one and in the list) carries the same advice.
+	if s, _ := b.cl.GetSession(ctx, "S-life"); s.Advice.Recommendation != st0.Recommendation || strings.Join(s.Advice.Reasons, "|") != strings.Join(st0.Reasons, "|") || s.Advice.Stale != st0.Stale {
+		t.Errorf("resource advice = %+v, status = %+v", s.Advice, st0)
+	}
+	if l, _ := b.cl.ListSessions(ctx, url.Values{}); len(l.Sessions) != 1 || l.Sessions[0].Advice.Recommendation != "archive_now" {
+		t.Errorf("list advice = %+v", l)
 	}
 	a, err := b.cl.Assess(ctx, "S-life", session.AssessRequest{Task: "- a\n- b"})
 	if err != nil || a.Sufficient || len(a.Phases) != 1 {

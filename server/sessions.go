@@ -42,18 +42,20 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/sessions/"+d.Record.SessionID)
-	writeJSON(w, http.StatusCreated, resourceOf(d))
+	writeJSON(w, http.StatusCreated, s.resourceOf(d))
 }
 
-// resourceOf is the session resource of a session's detail.
-func resourceOf(d *session.Detail) api.Session {
+// resourceOf is the session resource of a session's detail, with the advice of the status mode
+// under the server's heartbeat TTL.
+func (s *Server) resourceOf(d *session.Detail) api.Session {
 	return api.Session{Record: d.Record, Snapshot: d.Snapshot, LastSequence: d.LastSequence,
-		Lineage: d.Lineage, ActiveBranch: d.ActiveBranch, CurrentRun: d.CurrentRun, Lifecycle: d.Lifecycle}
+		Lineage: d.Lineage, ActiveBranch: d.ActiveBranch, CurrentRun: d.CurrentRun, Lifecycle: d.Lifecycle,
+		Advice: s.svc.Advise(d, s.opt.StaleAfter)}
 }
 
 // resource builds the session resource of a session a lifecycle operation returned.
 func (s *Server) resource(ctx context.Context, sess *store.Session) api.Session {
-	return resourceOf(s.svc.Detail(ctx, sess))
+	return s.resourceOf(s.svc.Detail(ctx, sess))
 }
 
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +65,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, resourceOf(d))
+	writeJSON(w, http.StatusOK, s.resourceOf(d))
 }
 
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +87,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.SessionList{Sessions: make([]api.Session, 0, len(list)), Next: next}
 	for _, d := range list {
-		out.Sessions = append(out.Sessions, resourceOf(d))
+		out.Sessions = append(out.Sessions, s.resourceOf(d))
 	}
 	writeJSONTagged(w, r, out)
 }
@@ -159,7 +161,7 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, serviceError(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, resourceOf(d))
+	writeJSON(w, http.StatusOK, s.resourceOf(d))
 }
 
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {

@@ -21,9 +21,6 @@ const (
 // WindowNearlyOver left (or is over); ok otherwise. staleAfter is the heartbeat TTL (default
 // DefaultStaleAfter).
 func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duration) (*StatusReport, error) {
-	if staleAfter <= 0 {
-		staleAfter = DefaultStaleAfter
-	}
 	sess, err := s.st.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
@@ -32,11 +29,25 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	rec := &sess.Record
-	r := &StatusReport{SessionID: id, Status: rec.Status, LastHeartbeatAt: rec.LastHeartbeatAt.Get(),
+	return statusOf(&sess.Record, lc, s.now(), staleAfter), nil
+}
+
+// Advise is the part of Status a list of sessions shows: the recommendation, its reasons and
+// staleness, from a detail already read (no I/O). staleAfter as for Status.
+func (s *Service) Advise(d *Detail, staleAfter time.Duration) Advice {
+	r := statusOf(&d.Record, d.Lifecycle, s.now(), staleAfter)
+	return Advice{Recommendation: r.Recommendation, Stale: r.Stale, Reasons: r.Reasons}
+}
+
+// statusOf is the rule of Status, once: the report of a session with record rec and lifecycle
+// state lc at time now.
+func statusOf(rec *contract.SessionRecord, lc store.Lifecycle, now time.Time, staleAfter time.Duration) *StatusReport {
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	r := &StatusReport{SessionID: rec.SessionID, Status: rec.Status, LastHeartbeatAt: rec.LastHeartbeatAt.Get(),
 		StaleAfterSeconds: staleAfter.Seconds(), LastArchivedAt: lc.LastArchivedAt,
-		Window: windowOf(id, lc, now), Recommendation: RecommendOK, Reasons: []string{}}
+		Window: windowOf(rec.SessionID, lc, now), Recommendation: RecommendOK, Reasons: []string{}}
 	started, _ := store.ParseTime(rec.StartedAt)
 	r.HoursSinceStart = hoursBetween(started, now)
 	r.Stale = rec.Status == contract.SessionStatusStale || expired(rec, now.Add(-staleAfter))
@@ -46,7 +57,7 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 	}
 	if !live(rec.Status) {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the session is %s: nothing to archive", rec.Status))
-		return r, nil
+		return r
 	}
 	switch {
 	case r.HoursSinceLastArchive != nil && *r.HoursSinceLastArchive > ArchiveEvery.Hours():
@@ -69,5 +80,5 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 	if r.Stale {
 		r.Reasons = append(r.Reasons, "the session is stale: no heartbeat within "+staleAfter.String())
 	}
-	return r, nil
+	return r
 }

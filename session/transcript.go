@@ -115,6 +115,8 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		t.Errors = append(t.Errors, *p)
 	case *contract.DiffPayload:
 		t.Diffs = upsert(f, "diff", p.Path, t.Diffs, *p)
+	case *contract.WorkspaceFilePayload:
+		t.WorkspaceFiles = upsert(f, "workspace-file", p.Path, t.WorkspaceFiles, *p)
 	case *contract.TerminalPayload:
 		f.applyTerminal(p)
 	case *contract.TestResultPayload:

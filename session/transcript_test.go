@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -197,7 +198,7 @@ func TestTranscriptBytesOfTheStory(t *testing.T) {
 
 // storyTranscript is the transcript of the story as the fold gave it before it kept growing
 // text in builders (the bytes clients received then).
-const storyTranscript = `{"sessionId":"S-t","lastSequence":29,"messages":[{"messageId":"u1","role":"user","parts":["fix the build"],"sequence":0},{"messageId":"a1","role":"assistant","parts":["Fixed."],"status":"completed","runId":"r1","sequence":25}],"reasoning":[{"reasoningId":"th1","text":"The build fails.","status":"completed"}],"plan":{"planId":"p1","status":"running","steps":[{"id":"s1","title":"read","status":"completed"},{"id":"s2","title":"fix","status":"running"}]},"tasks":[{"taskId":"t1","title":"read logs","status":"running"}],"tools":[{"toolCallId":"tc1","toolName":"shell","status":"failed","input":{"cmd":"make"},"error":"exit 2","startedAt":"2026-03-01T12:00:02Z"}],"artifacts":[{"artifactId":"art1","name":"log.txt","kind":"file","status":"ready","url":"https://example.com/log.txt"}],"testResults":[{"testId":"tt1","name":"TestX","status":"passed","durationMs":12.5}],"summaries":[{"summaryId":"sum1","runId":"r1","text":"fixed","highlights":["Makefile"],"pendingItems":[],"status":"completed"}],"approvals":[{"approvalId":"ap0","status":"requested","title":"old"},{"approvalId":"ap1","toolCallId":"tc2","status":"approved","title":"edit Makefile?"}],"diffs":[{"path":"Makefile","status":"modified","patch":"-a\n+c"}],"terminals":[{"terminalId":"term1","output":"building...\nerror: x\n","exitCode":2}],"usage":{"latest":{"totalTokens":7},"total":{"inputTokens":150,"outputTokens":25,"totalTokens":182},"byRun":{"r1":{"inputTokens":150,"outputTokens":25,"totalTokens":175}}},"errors":[{"code":"WARN","message":"flaky","retryable":true}],"steers":null,"resumable":true}`
+const storyTranscript = `{"sessionId":"S-t","lastSequence":29,"messages":[{"messageId":"u1","role":"user","parts":["fix the build"],"sequence":0},{"messageId":"a1","role":"assistant","parts":["Fixed."],"status":"completed","runId":"r1","sequence":25}],"reasoning":[{"reasoningId":"th1","text":"The build fails.","status":"completed"}],"plan":{"planId":"p1","status":"running","steps":[{"id":"s1","title":"read","status":"completed"},{"id":"s2","title":"fix","status":"running"}]},"tasks":[{"taskId":"t1","title":"read logs","status":"running"}],"tools":[{"toolCallId":"tc1","toolName":"shell","status":"failed","input":{"cmd":"make"},"error":"exit 2","startedAt":"2026-03-01T12:00:02Z"}],"artifacts":[{"artifactId":"art1","name":"log.txt","kind":"file","status":"ready","url":"https://example.com/log.txt"}],"testResults":[{"testId":"tt1","name":"TestX","status":"passed","durationMs":12.5}],"summaries":[{"summaryId":"sum1","runId":"r1","text":"fixed","highlights":["Makefile"],"pendingItems":[],"status":"completed"}],"approvals":[{"approvalId":"ap0","status":"requested","title":"old"},{"approvalId":"ap1","toolCallId":"tc2","status":"approved","title":"edit Makefile?"}],"diffs":[{"path":"Makefile","status":"modified","patch":"-a\n+c"}],"workspaceFiles":null,"terminals":[{"terminalId":"term1","output":"building...\nerror: x\n","exitCode":2}],"usage":{"latest":{"totalTokens":7},"total":{"inputTokens":150,"outputTokens":25,"totalTokens":182},"byRun":{"r1":{"inputTokens":150,"outputTokens":25,"totalTokens":175}}},"errors":[{"code":"WARN","message":"flaky","retryable":true}],"steers":null,"resumable":true}`
 
 // TestRebuildAcrossPages folds a log of several read pages (the catch-up reads 10,000 events
 // at a time, the next page while the fold applies the current one) and checks the terminal's
@@ -228,5 +229,25 @@ func TestRebuildAcrossPages(t *testing.T) {
 	}
 	if diff := cmp.Diff(rebuilt, live); diff != "" {
 		t.Errorf("live projection differs from rebuild (-rebuilt +live):\n%s", diff)
+	}
+}
+
+// TestTranscriptWorkspaceFiles: workspace files are kept by path, each in its latest state
+// (a delete replaces the upsert), in order of first appearance.
+func TestTranscriptWorkspaceFiles(t *testing.T) {
+	b := setup(t)
+	b.append(t,
+		b.event(t, "workspace-file", "", `{"path":"parser.go","operation":"upsert","mimeType":"text/x-go","size":120}`),
+		b.event(t, "workspace-file", "", `{"path":"out.png","operation":"upsert","mimeType":"image/png","size":2048}`),
+		b.event(t, "workspace-file", "", `{"path":"parser.go","operation":"delete"}`),
+	)
+	tr, err := b.svc.Transcript(context.Background(), b.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(tr.WorkspaceFiles)
+	want := `[{"path":"parser.go","operation":"delete"},{"path":"out.png","operation":"upsert","mimeType":"image/png","size":2048}]`
+	if string(got) != want {
+		t.Errorf("workspace files:\n got %s\nwant %s", got, want)
 	}
 }

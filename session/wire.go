@@ -23,6 +23,8 @@ type (
 	LineageNode = wire.LineageNode
 	// Window is [wire.Window]: a session's work window.
 	Window = wire.Window
+	// Advice is [wire.Advice]: the recommendation the session resource carries.
+	Advice = wire.Advice
 	// StatusReport is [wire.StatusReport]: the answer of the status mode.
 	StatusReport = wire.StatusReport
 	// SweepResult is [wire.SweepResult]: what one sweep did.

@@ -417,8 +417,10 @@ func TestBrowserTimeTravel(t *testing.T) {
 	if got := eval[string](t, ctx, `[...document.querySelectorAll('.msg .md')].map((m) => m.textContent.trim()).join('|')`); got != "message 0|message 1" {
 		t.Fatalf("at sequence 1 the page shows %q", got)
 	}
-	if n := eval[int](t, ctx, `document.querySelectorAll('.msg button').length`); n != 0 {
-		t.Errorf("the past offers %d message controls", n)
+	// In the past a message offers only "fork from here" (these messages started no run, and the
+	// snapshot allows forks), never edit and rerun.
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('.msg button')].map((b) => b.textContent).join('|')`); got != "fork from here|fork from here" {
+		t.Errorf("the past offers the message controls %q", got)
 	}
 	run(t, ctx, "back to live", chromedp.Click(chromedp.CSS(`.travel button`)), waitJS(`!document.querySelector('.past') && document.querySelectorAll('.msg').length === 5`))
 }
@@ -441,6 +443,65 @@ func TestBrowserForkFromMessage(t *testing.T) {
 	code, body := s.call(t, "GET", "/v1/sessions/"+strings.TrimPrefix(hash, "#/s/")+"/lineage", "")
 	if code != http.StatusOK || !strings.Contains(body, `"forkedFromThreadId":"S-source"`) || !strings.Contains(body, `"forkedFromMessageId":"m2"`) {
 		t.Fatalf("the new session's lineage: %d %s", code, body)
+	}
+}
+
+// TestBrowserForkFromThePast: in time travel, "Fork from here" forks from the latest message at
+// the chosen sequence: the new session's lineage names that message, not the latest one.
+func TestBrowserForkFromThePast(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-past"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Write the parser"), runStatus(id, "r1", "m1", "running"),
+		ev(id, "message", "r1", "", `{"messageId":"m2","role":"assistant","operation":"append","parts":[{"type":"text","text":"Parser written."}],"status":"completed"}`),
+		runStatus(id, "r1", "m1", "completed"), // sequence 3
+		msg(id, "m3", "user", "Now the lexer"), runStatus(id, "r2", "m3", "running"),
+		ev(id, "message", "r2", "", `{"messageId":"m4","role":"assistant","operation":"append","parts":[{"type":"text","text":"Lexer written."}],"status":"completed"}`),
+		runStatus(id, "r2", "m3", "completed"))
+	openSession(t, ctx, s, id)
+	run(t, ctx, "live", waitJS(`document.querySelectorAll('.msg').length === 4`))
+	eval[any](t, ctx, `(() => { const i = document.querySelector('.travel input[type=number]'); i.value = '3'; i.dispatchEvent(new Event('change', { bubbles: true })); })()`)
+	run(t, ctx, "sequence 3", waitJS(`document.querySelectorAll('.msg').length === 2 && !!document.querySelector('.travel .fork-here')`),
+		chromedp.Click(chromedp.CSS(`.travel .fork-here`)),
+		waitJS(`location.hash.startsWith('#/s/') && location.hash !== '#/s/S-past'`),
+		waitJS(`!!document.querySelector('.lineage a[href="#/s/S-past"]')`))
+	hash := eval[string](t, ctx, `location.hash`)
+	code, body := s.call(t, "GET", "/v1/sessions/"+strings.TrimPrefix(hash, "#/s/")+"/lineage", "")
+	if code != http.StatusOK || !strings.Contains(body, `"forkedFromMessageId":"m2"`) {
+		t.Fatalf("the fork from sequence 3 should come from m2: %d %s", code, body)
+	}
+}
+
+// TestBrowserListLive: the sessions list follows the change feed: a session created, its run
+// queued and finished show within seconds (the list's own poll is 10 s), and the advice column
+// says archive_now for a session whose work window is nearly over.
+func TestBrowserListLive(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	s.create(t, "S-one")
+	run(t, ctx, "list", chromedp.Navigate(s.ts.URL+"/"), waitJS(`document.querySelectorAll('table.sessions tbody tr').length === 1 && document.querySelector('.conn')?.dataset.state === 'live'`))
+	start := time.Now()
+	s.create(t, "S-two")
+	run(t, ctx, "created", waitJS(`!!document.querySelector('tr[data-session="S-two"]')`))
+	s.appendEvents(t, "S-two", msg("S-two", "m1", "user", "go"), runStatus("S-two", "r1", "m1", "queued"))
+	run(t, ctx, "queued", waitJS(`document.querySelector('tr[data-session="S-two"] td:nth-child(3)')?.textContent.trim() === 'queued'`))
+	if code, body := s.call(t, "POST", "/v1/sessions/S-one/warm", `{"hours":0.25}`); code != http.StatusOK {
+		t.Fatalf("warm: %d %s", code, body)
+	}
+	s.appendEvents(t, "S-two", runStatus("S-two", "r1", "m1", "failed"))
+	run(t, ctx, "finished", waitJS(`document.querySelector('tr[data-session="S-two"] td:nth-child(3)')?.textContent.trim() === 'failed'`))
+	if d := time.Since(start); d > 9*time.Second {
+		t.Errorf("the list took %v to show three changes: it polled instead of following the feed", d)
+	}
+	// The warm is not a change of the feed: the advice shows after the next reload (the
+	// run's finish above caused one).
+	run(t, ctx, "advice", waitJS(`document.querySelector('tr[data-session="S-one"] .advice')?.textContent.includes('archive now')`))
+	if got := eval[string](t, ctx, `document.querySelector('tr[data-session="S-one"] .advice span').title`); !strings.Contains(got, "the window closes in") {
+		t.Errorf("the advice's reasons: %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('tr[data-session="S-two"] .advice').textContent.trim()`); got != "ok" {
+		t.Errorf("a fresh session's advice: %q", got)
 	}
 }
 
@@ -511,4 +572,21 @@ func TestBrowserEditAndRerun(t *testing.T) {
 		waitJS(`location.hash.startsWith('#/s/') && location.hash !== '#/s/S-edit'`),
 		waitJS(`[...document.querySelectorAll('.msg .md')].some((m) => m.textContent.includes('Write the parser in Go'))`),
 		waitJS(`!!document.querySelector('.lineage a[href="#/s/S-edit"]')`))
+}
+
+// TestBrowserWorkspaceFiles: the workspace files the runtime reports show by path in their
+// latest state, live.
+func TestBrowserWorkspaceFiles(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-files"
+	s.create(t, id)
+	s.appendEvents(t, id, ev(id, "workspace-file", "", "", `{"path":"parser.go","operation":"upsert","mimeType":"text/x-go","size":120}`))
+	openSession(t, ctx, s, id)
+	run(t, ctx, "upsert", waitJS(`document.querySelector('[data-workspace-file="parser.go"]')?.textContent.includes('120 bytes')`))
+	s.appendEvents(t, id, ev(id, "workspace-file", "", "", `{"path":"parser.go","operation":"delete"}`))
+	run(t, ctx, "delete", waitJS(`document.querySelector('[data-workspace-file="parser.go"] .badge')?.textContent === 'deleted'`))
+	if n := eval[int](t, ctx, `document.querySelectorAll('[data-workspace-file]').length`); n != 1 {
+		t.Errorf("%d workspace file rows, want 1", n)
+	}
 }

@@ -56,6 +56,17 @@ type StatusReport struct {
 	Reasons        []string `json:"reasons"`
 }
 
+// Advice is where a session stands at a glance, as the session resource carries it: the
+// recommendation and reasons of the status mode (StatusReport) and whether it is stale.
+type Advice struct {
+	// Recommendation is "ok" or "archive_now"; Reasons say why.
+	Recommendation string `json:"recommendation"`
+	// Stale is true when the session is stale, or its last heartbeat is older than the TTL
+	// and the sweeper has not marked it yet.
+	Stale   bool     `json:"stale"`
+	Reasons []string `json:"reasons"`
+}
+
 // SweepResult counts what one sweep did.
 type SweepResult struct {
 	// Expired is how many sessions the store reported expired.

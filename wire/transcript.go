@@ -30,6 +30,8 @@ type Transcript struct {
 	Approvals []contract.ApprovalPayload `json:"approvals"`
 	// Diffs by path, latest state, in order of first appearance.
 	Diffs []contract.DiffPayload `json:"diffs"`
+	// WorkspaceFiles by path, latest state (upsert or delete), in order of first appearance.
+	WorkspaceFiles []contract.WorkspaceFilePayload `json:"workspaceFiles"`
 	// Terminals by terminalId: output chunks concatenated in order, and the last exit code.
 	Terminals []Terminal `json:"terminals"`
 	// Usage: the latest usage event, and totals per session and per run.

@@ -7,7 +7,7 @@
 export function emptyTranscript(sessionId) {
   return {
     sessionId, lastSequence: -1, messages: [], reasoning: [], plan: null, tasks: [], tools: [],
-    artifacts: [], testResults: [], summaries: [], approvals: [], diffs: [], terminals: [],
+    artifacts: [], testResults: [], summaries: [], approvals: [], diffs: [], workspaceFiles: [], terminals: [],
     usage: { latest: null, total: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, byRun: {} },
     errors: [], steers: [], resumable: false,
   };
@@ -17,7 +17,7 @@ export function emptyTranscript(sessionId) {
 const KEYED = {
   messages: "messageId", reasoning: "reasoningId", tasks: "taskId", tools: "toolCallId",
   artifacts: "artifactId", testResults: "testId", summaries: "summaryId", approvals: "approvalId",
-  diffs: "path", terminals: "terminalId", steers: "commandId",
+  diffs: "path", workspaceFiles: "path", terminals: "terminalId", steers: "commandId",
 };
 
 // Fold holds a transcript and applies events to it. t.version counts changes.
@@ -114,6 +114,7 @@ export class Fold {
       case "resume": t.resumable = p.resumable; break;
       case "error": t.errors = [...t.errors, p]; break;
       case "diff": this.upsert("diffs", p.path, () => p); break;
+      case "workspace-file": this.upsert("workspaceFiles", p.path, () => p); break;
       case "terminal":
         this.upsert("terminals", p.terminalId, (old) => {
           const m = old ? { ...old } : { terminalId: p.terminalId, output: "" };

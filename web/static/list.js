@@ -1,11 +1,17 @@
-// The sessions list: filters, search by id, and live refresh by polling the list with its
-// ETag (a 304 costs no transfer and no re-render).
+// The sessions list: filters, search by id, and live updates. The page follows the change
+// feed (GET /v1/events/stream, filtered like the list) and reloads the list with its ETag
+// shortly after each change (sessions created, statuses, runs queued, claimed and finished,
+// archives); a slow poll, also with the ETag (a 304 costs no transfer and no re-render),
+// refreshes what the feed does not carry (event counts, last activity).
 import { useState, useEffect, useRef } from "preact/hooks";
 import { getTagged } from "./api.js";
 import { html, Badge } from "./render.js";
 
 const STATUSES = ["", "running", "paused", "closed", "stale", "archived"];
-const POLL_MS = 2000;
+const POLL_MS = 10000; // the slow poll
+const SETTLE_MS = 150; // changes arriving together cause one reload
+const CHANGES = ["session.created", "session.status", "session.archived", "session.restored", "run.queued", "run.claimed", "run.finished"];
+const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };
 
 const lastActivity = (r) => [r.record.updated_at, r.record.last_heartbeat_at].filter(Boolean).sort().pop() || "";
 
@@ -13,35 +19,55 @@ export function ListPage() {
   const [f, setF] = useState({ status: "", project: "", agent: "", role: "", q: "" });
   const [list, setList] = useState(null);
   const [err, setErr] = useState(null);
+  const [conn, setConn] = useState("connecting");
   const tag = useRef(null);
   useEffect(() => {
-    let stop = false, timer = null;
+    let stop = false, timer = null, loading = false, again = false;
     tag.current = null;
     const qs = new URLSearchParams({ limit: "1000" });
     if (f.status) qs.set("status", f.status);
     if (f.project) qs.set("project", f.project);
     if (f.agent) qs.set("agent", f.agent);
-    const tick = async () => {
+    // load reloads the list (one at a time; a change during a load loads once more after it)
+    // and schedules the slow poll.
+    const load = async () => {
+      if (loading) { again = true; return; }
+      loading = true;
+      clearTimeout(timer);
       try {
-        if (!document.hidden) {
-          const r = await getTagged("/v1/sessions?" + qs, tag.current);
-          if (stop) return;
-          if (!r.notModified) { tag.current = r.tag; setList(r.body); }
-          setErr(null);
-        }
+        const r = await getTagged("/v1/sessions?" + qs, tag.current);
+        if (stop) return;
+        if (!r.notModified) { tag.current = r.tag; setList(r.body); }
+        setErr(null);
       } catch (e) {
         if (!stop) setErr(e);
+      } finally {
+        loading = false;
       }
-      if (!stop) timer = setTimeout(tick, POLL_MS);
+      if (stop) return;
+      if (again) { again = false; load(); return; }
+      timer = setTimeout(() => (document.hidden ? (timer = setTimeout(load, POLL_MS)) : load()), POLL_MS);
     };
-    tick();
-    return () => { stop = true; clearTimeout(timer); };
+    let settle = null;
+    const changed = () => { clearTimeout(settle); settle = setTimeout(load, SETTLE_MS); };
+    const fq = new URLSearchParams();
+    if (f.project) fq.set("project", f.project);
+    if (f.agent) fq.set("agent", f.agent);
+    const es = new EventSource("/v1/events/stream" + (fq.size ? "?" + fq : ""));
+    // After a reconnection the changes missed meanwhile are replayed (Last-Event-ID), so each
+    // causes a reload as usual; opening (or reopening) the feed reloads too.
+    es.onopen = () => { setConn("live"); changed(); };
+    es.onerror = () => setConn(es.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
+    for (const k of CHANGES) es.addEventListener("change." + k, changed);
+    load();
+    return () => { stop = true; clearTimeout(timer); clearTimeout(settle); es.close(); };
   }, [f.status, f.project, f.agent]);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
   const rows = list ? list.sessions.filter((s) => (!f.role || s.record.role === f.role) && (!f.q || s.record.session_id.toLowerCase().includes(f.q.toLowerCase())))
     .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a))) : [];
   return html`<main class="page">
-    <h1>Sessions</h1>
+    <header class="session-head"><h1>Sessions</h1>
+    <span class="conn conn-${conn}" data-state=${conn} role="status" aria-live="polite" title="live updates: ${CONN_LABEL[conn]}"><span aria-hidden="true">●</span> ${CONN_LABEL[conn]}</span></header>
     <form class="filters" role="search" onSubmit=${(e) => e.preventDefault()}>
       <label>Search by id<input type="search" value=${f.q} onInput=${set("q")} placeholder="S-…" /></label>
       <label>Status<select value=${f.status} onChange=${set("status")}>${STATUSES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}</select></label>
@@ -52,13 +78,14 @@ export function ListPage() {
     ${err ? html`<p class="err" role="alert">${err.code}: ${err.message}</p>` : null}
     ${!list ? html`<p>Loading…</p>` : rows.length === 0 ? html`<p class="muted">No sessions match.</p>` : html`
     <table class="sessions">
-      <thead><tr><th scope="col">session</th><th scope="col">status</th><th scope="col">run</th><th scope="col">agent</th><th scope="col">role</th><th scope="col">project</th><th scope="col">events</th><th scope="col">last activity</th></tr></thead>
+      <thead><tr><th scope="col">session</th><th scope="col">status</th><th scope="col">run</th><th scope="col">agent</th><th scope="col">role</th><th scope="col">project</th><th scope="col">events</th><th scope="col">last activity</th><th scope="col">advice</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s.record.session_id} data-session=${s.record.session_id}>
         <td><a href=${"#/s/" + encodeURIComponent(s.record.session_id)}><code>${s.record.session_id}</code></a>${s.lineage ? html` <span class="muted" title="forked from ${s.lineage.forkedFromThreadId}">⑂</span>` : null}</td>
         <td><${Badge} s=${s.record.status} /></td>
         <td>${s.currentRun ? html`<${Badge} s=${s.currentRun.status} />` : html`<${Badge} s="idle" />`}</td>
         <td>${s.record.agent_id}</td><td>${s.record.role}</td><td>${s.record.project || ""}</td>
-        <td class="num">${s.lastSequence + 1}</td><td><time datetime=${lastActivity(s)}>${lastActivity(s)}</time></td></tr>`)}</tbody>
+        <td class="num">${s.lastSequence + 1}</td><td><time datetime=${lastActivity(s)}>${lastActivity(s)}</time></td>
+        <td class="advice" title=${s.advice.reasons.join("; ")}>${s.advice.stale && s.record.status !== "stale" ? html`<${Badge} s="stale" label="no heartbeat within the TTL; the sweeper has not marked it yet" /> ` : null}${s.advice.recommendation === "archive_now" ? html`<${Badge} s="archive_now" label=${s.advice.reasons.join("; ")} />` : html`<span class="muted">ok</span>`}</td></tr>`)}</tbody>
     </table>`}
     ${list && list.next ? html`<p class="muted">Showing the first 1000 sessions; narrow the filters to see others.</p>` : null}
   </main>`;

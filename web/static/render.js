@@ -141,6 +141,10 @@ export const Artifact = ({ a }) => {
     <span class="muted">${a.kind}${a.mimeType ? " · " + a.mimeType : ""}${a.size !== undefined ? " · " + a.size + " bytes" : ""}${a.url && !url ? " · " + a.url : ""}</span></li>`;
 };
 
+// WorkspaceFile is a file of the workspace as the runtime last reported it (written or deleted).
+export const WorkspaceFile = ({ f }) => html`<li data-workspace-file=${f.path}><${Badge} s=${f.operation === "delete" ? "deleted" : "written"} /> <code>${f.path}</code>${" "}
+  <span class="muted">${[f.mimeType, f.size !== undefined ? f.size + " bytes" : ""].filter(Boolean).join(" · ")}</span></li>`;
+
 export const Summary = ({ s, action }) => html`<div class="summary card"><h4>Summary of run ${s.runId} <${Badge} s=${s.status} /> ${action}</h4>
   <p>${s.text}</p>
   ${s.highlights.length ? html`<h5>Highlights</h5><ul>${s.highlights.map((x, i) => html`<li key=${i}>${x}</li>`)}</ul>` : null}

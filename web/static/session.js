@@ -193,6 +193,9 @@ export function SessionPage({ id }) {
     return html`${canFork ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null}
       ${canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null}`;
   }, [fork, editRerun, snapshot, runStatus]);
+  // In the past (time travel) a message can still be forked: the fork takes the log through it.
+  const pastActions = useMemo(() => (m) => (allowed("fork", ctx.current.snapshot, ctx.current.runStatus).ok
+    ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null), [fork, snapshot, runStatus]);
 
   // Time travel: the transcript as it stood at sequence N, folded from the log's prefix.
   const travelTo = useCallback((n) => {
@@ -218,6 +221,9 @@ export function SessionPage({ id }) {
 
   const t = travel && travel.t ? travel.t : fold.t;
   const past = !!travel;
+  // The message "fork from here" in time travel forks from: the latest one at that sequence.
+  const forkPoint = past && !travel.loading && t.messages.length ? t.messages[t.messages.length - 1] : null;
+  const canForkPast = forkPoint && allowed("fork", snapshot, runStatus).ok;
   const gate = (type) => (past ? { ok: false, why: "viewing the past: go back to live" } : allowed(type, snapshot, runStatus));
   const stop = gate("stop"), steer = gate("steer"), resume = gate("resume"), retry = gate("retry"), approve = gate("approval"), retrySummary = gate("retry-summary");
 
@@ -265,7 +271,7 @@ export function SessionPage({ id }) {
     <label for="travel">Sequence</label>
     <input id="travel" type="range" min="0" max=${Math.max(0, lastSeq)} value=${travel ? travel.seq : lastSeq} disabled=${lastSeq < 1} onInput=${onSlide} />
     <input type="number" aria-label="sequence number" min="0" max=${lastSeq} value=${travel ? travel.seq : lastSeq} onChange=${(e) => travelTo(Number(e.currentTarget.value))} />
-    ${past ? html`<span class="past" role="status">viewing sequence ${travel.seq} of ${lastSeq}${travel.loading ? " (loading…)" : ""}</span> <button type="button" onClick=${() => setTravel(null)}>Back to live</button>` : html`<span class="muted">live</span>`}
+    ${past ? html`<span class="past" role="status">viewing sequence ${travel.seq} of ${lastSeq}${travel.loading ? " (loading…)" : ""}</span> <button type="button" onClick=${() => setTravel(null)}>Back to live</button>${canForkPast ? html` <button type="button" class="fork-here" disabled=${!!busy} onClick=${() => fork(forkPoint)} title=${"a new session with the log through message " + forkPoint.messageId + ", with its lineage"}>Fork from here</button>` : null}` : html`<span class="muted">live</span>`}
   </section>
 
   <div class="cols">
@@ -274,7 +280,7 @@ export function SessionPage({ id }) {
         <h2>Conversation</h2>
         ${from > 0 ? html`<button type="button" onClick=${() => setShown(shown + PAGE)}>show ${Math.min(PAGE, from)} earlier messages (${from} hidden)</button>` : null}
         ${msgs.length === 0 ? html`<p class="muted">No messages yet.</p>` : null}
-        ${msgs.slice(from).map((m) => html`<${R.Message} key=${m.messageId} m=${m} actions=${past ? null : messageActions} />`)}
+        ${msgs.slice(from).map((m) => html`<${R.Message} key=${m.messageId} m=${m} actions=${past ? pastActions : messageActions} />`)}
       </section>
       ${t.reasoning.length ? html`<section aria-label="Reasoning"><h2>Reasoning</h2>${t.reasoning.slice(-PAGE).map((r) => html`<${R.Reasoning} key=${r.reasoningId} r=${r} />`)}</section>` : null}
       ${t.tools.length ? html`<section aria-label="Tool calls"><h2>Tool calls</h2>${t.tools.slice(-PAGE).map((x) => html`<${R.Tool} key=${x.toolCallId} t=${x} />`)}</section>` : null}
@@ -295,6 +301,7 @@ export function SessionPage({ id }) {
       ${t.tasks.length ? html`<section aria-label="Tasks" class="card"><h3>Tasks</h3><ul>${t.tasks.map((x) => html`<${R.Task} key=${x.taskId} t=${x} />`)}</ul></section>` : null}
       <section aria-label="Usage" class="card"><h3>Usage (tokens)</h3><${R.Usage} usage=${t.usage} /></section>
       ${t.errors.length ? html`<section aria-label="Errors" class="card"><h3>Errors</h3><ul>${t.errors.slice(-PAGE).map((e, i) => html`<${R.ErrorItem} key=${i} e=${e} />`)}</ul></section>` : null}
+      ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3><ul>${t.workspaceFiles.map((f) => html`<${R.WorkspaceFile} key=${f.path} f=${f} />`)}</ul></section>` : null}
       ${t.artifacts.length ? html`<section aria-label="Artifacts" class="card"><h3>Artifacts</h3><ul>${t.artifacts.map((a) => html`<${R.Artifact} key=${a.artifactId} a=${a} />`)}</ul></section>` : null}
       ${t.summaries.map((s) => html`<${R.Summary} key=${s.summaryId} s=${s} action=${s.status === "failed" && retrySummary.ok ? html`<button type="button" class="small" disabled=${!!busy} onClick=${() => doRetrySummary(s)}>retry summary</button>` : null} />`)}
       ${t.steers.length ? html`<section aria-label="Steers" class="card"><h3>Steers</h3><ul>${t.steers.map((s) => html`<${R.Steer} key=${s.commandId} s=${s} />`)}</ul></section>` : null}
