@@ -169,7 +169,10 @@ type PatchSessionRequest struct {
 	CurrentTaskID    contract.Nullable[string] `json:"current_task_id,omitzero"`
 	CurrentMissionID contract.Nullable[string] `json:"current_mission_id,omitzero"`
 	WorktreePath     contract.Nullable[string] `json:"worktree_path,omitzero"`
-	UpdatedByGate    string                    `json:"updated_by_gate"`
+	// Multitask sets the session's default multitask strategy: reject, enqueue or interrupt
+	// (the server's field, kept in the lifecycle state, not in the record).
+	Multitask     *string `json:"multitask,omitempty"`
+	UpdatedByGate string  `json:"updated_by_gate"`
 }
 
 // Session is the session resource: GET /v1/sessions/{id}.
@@ -177,7 +180,8 @@ type Session struct {
 	Record       contract.SessionRecord `json:"record"`
 	Snapshot     contract.Snapshot      `json:"snapshot"`
 	LastSequence int64                  `json:"lastSequence"`
-	// CurrentRun is the session's most recent run, null before the first one.
+	// CurrentRun is the session's current run: the earliest one still active (runs enqueued
+	// behind it wait their turn), else the most recent; null before the first one.
 	CurrentRun   *contract.Run          `json:"currentRun"`
 	Lineage      *contract.Lineage      `json:"lineage"`
 	ActiveBranch *contract.ActiveBranch `json:"activeBranch"`
@@ -226,6 +230,16 @@ type AppendResult struct {
 type AppendResponse struct {
 	Results      []AppendResult `json:"results"`
 	LastSequence int64          `json:"lastSequence"`
+	// Interrupted, with ?multitask=interrupt, is the stop the server appended for the run that
+	// was active, before the request's events; absent when it stopped none.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+}
+
+// Interruption is the stop an interrupting append added: the run it stopped and the events
+// (stopping, and stopped for a queued run nobody held).
+type Interruption struct {
+	RunID   string         `json:"runId"`
+	Results []AppendResult `json:"results"`
 }
 
 // EventPage is the body of GET /v1/sessions/{id}/events.

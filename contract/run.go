@@ -108,10 +108,28 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
+// The multitask strategies: what an append that queues a new run does while another run of
+// the session is still active (a person's message arriving while the agent works).
+const (
+	// MultitaskReject refuses the new run (ActiveRunError): the default.
+	MultitaskReject = "reject"
+	// MultitaskEnqueue queues the new run behind the active one: it is claimable once every
+	// run created before it has ended.
+	MultitaskEnqueue = "enqueue"
+	// MultitaskInterrupt asks the active run to stop (its status becomes stopping, as the stop
+	// command does) in the same append, and queues the new run behind it.
+	MultitaskInterrupt = "interrupt"
+)
+
+// MultitaskStrategies lists the strategies, the default first.
+var MultitaskStrategies = []string{MultitaskReject, MultitaskEnqueue, MultitaskInterrupt}
+
 // ActiveRunError is returned when a run status event would create a new run while another run
-// of the same session is still active: a session has at most one active run at a time.
+// of the same session is still active: a session has one active run at a time, except that a
+// run created queued may wait behind it when the append says so (CheckNewRun's enqueue).
 type ActiveRunError struct {
 	RunID        string // the run the event would create
+	Status       string // the status the event would create it with
 	ActiveRunID  string // the run that is still active
 	ActiveStatus string
 }
@@ -121,10 +139,27 @@ func (e *ActiveRunError) Error() string {
 }
 
 // CheckNewRun applies the one-active-run rule to a run status event that creates a run:
-// active is the session's active run (status not terminal), or nil when there is none.
-func CheckNewRun(active *Run, f RunStatusFields) error {
-	if active != nil && active.RunID != f.RunID {
-		return &ActiveRunError{RunID: f.RunID, ActiveRunID: active.RunID, ActiveStatus: active.Status}
+// active is the session's earliest created active run (status not terminal), or nil when
+// there is none. With enqueue (the strategies enqueue and interrupt) a run created queued may
+// wait behind it; any other new run while one is active is refused.
+func CheckNewRun(active *Run, f RunStatusFields, enqueue bool) error {
+	if active != nil && active.RunID != f.RunID && !(enqueue && f.Status == RunStatusQueued) {
+		return &ActiveRunError{RunID: f.RunID, Status: f.Status, ActiveRunID: active.RunID, ActiveStatus: active.Status}
 	}
 	return nil
+}
+
+// CurrentRun returns the run a session's status, views and commands are about, among its runs
+// in creation order: the earliest created run that is still active (runs queued behind it
+// wait their turn), else the most recent run; nil when there is none.
+func CurrentRun(runs []Run) *Run {
+	for i := range runs {
+		if !IsTerminal(runs[i].Status) {
+			return &runs[i]
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	return &runs[len(runs)-1]
 }

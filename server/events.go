@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -35,6 +37,11 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	lease, aerr := leaseHeader(r)
 	if aerr != nil {
 		writeError(w, aerr)
+		return
+	}
+	multitask := r.URL.Query().Get("multitask")
+	if r.URL.Query().Has("multitask") && !slices.Contains(contract.MultitaskStrategies, multitask) {
+		fail(api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
 		return
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).
@@ -70,26 +77,35 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	// disconnects gets its batch either fully committed or not at all, never half.
 	// Every append from the runtime is a heartbeat, recorded in the append's transaction.
 	start := time.Now()
-	res, err := s.svc.Append(context.WithoutCancel(r.Context()), id, events, expected, lease)
+	res, err := s.svc.AppendWith(context.WithoutCancel(r.Context()), id, events, session.AppendParams{Expected: expected, Lease: lease, Multitask: multitask})
 	m.appendTook(time.Since(start))
 	if err != nil {
 		fail(storeError(err, id))
 		return
 	}
 	m.batch(events, res.Results)
-	out := api.AppendResponse{Results: make([]api.AppendResult, len(res.Results)), LastSequence: res.LastSequence}
-	for i, a := range res.Results {
-		st := api.Accepted
-		if a.Duplicate {
-			st = api.Duplicate
-		}
-		out.Results[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
+	out := api.AppendResponse{Results: appendResults(res.Results), LastSequence: res.LastSequence}
+	if res.Interrupted != nil {
+		out.Interrupted = &api.Interruption{RunID: res.Interrupted.RunID, Results: appendResults(res.Interrupted.Results)}
 	}
 	status := http.StatusOK // only duplicates
 	if res.Added {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, out)
+}
+
+// appendResults are the wire form of an append's results.
+func appendResults(res []store.AppendResult) []api.AppendResult {
+	out := make([]api.AppendResult, len(res))
+	for i, a := range res {
+		st := api.Accepted
+		if a.Duplicate {
+			st = api.Duplicate
+		}
+		out[i] = api.AppendResult{EventID: a.EventID, Sequence: a.Sequence, Status: st}
+	}
+	return out
 }
 
 // prefixProblems puts a batch index in front of each problem's path.

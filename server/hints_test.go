@@ -153,6 +153,27 @@ type hintCase struct {
 
 var hintCases = []hintCase{
 	{
+		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: api.CodeInvalidState,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			e.queueRun(t, "S-h")
+			return e.call(t, "POST", "/v1/sessions/S-h/events", "", userTurn("S-h", "m2", "r2"))
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "POST", "/v1/sessions/S-h/events?multitask=enqueue", "", userTurn("S-h", "m2", "r2"))
+		},
+	},
+	{
+		name: "unknown multitask strategy", hint: "it must be reject, enqueue or interrupt (or leave it out for the session's default)", code: api.CodeMalformed,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			e.createSession(t, "S-h")
+			return e.call(t, "POST", "/v1/sessions/S-h/events?multitask=later", "", userTurn("S-h", "m1", "r1"))
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "POST", "/v1/sessions/S-h/events?multitask=interrupt", "", userTurn("S-h", "m1", "r1"))
+			e.ok(t, "POST", "/v1/sessions/S-h/events", "", userTurn("S-h", "m1", "r1"))
+		},
+	},
+	{
 		name: "unknown session", hint: "create it with POST /v1/sessions", code: api.CodeSessionNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/sessions/S-h", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {

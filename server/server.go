@@ -178,7 +178,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions", handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}", handle: s.handleGetSession},
 		{pattern: "PATCH /v1/sessions/{id}", handle: s.handlePatchSession, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/events", handle: s.handleAppend, query: []string{"expectedSequence"}, body: eventsBody},
+		{pattern: "POST /v1/sessions/{id}/events", handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
 		{pattern: "GET /v1/sessions/{id}/events", handle: s.handleReadEvents, query: []string{"after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}/events/stream", handle: s.handleStream, query: []string{"after", "tail"}},
 		{pattern: "GET /v1/sessions/{id}/runs", handle: s.handleRuns},
@@ -340,6 +340,9 @@ func storeError(err error, sessionID string) *api.Error {
 	case errors.As(err, &run):
 		var active *contract.ActiveRunError
 		if errors.As(err, &active) {
+			if active.Status == contract.RunStatusQueued {
+				return api.Errorf(api.CodeInvalidState, "%v; or queue it behind: append again with ?multitask=enqueue (or ?multitask=interrupt to stop run %q first)", run, active.ActiveRunID)
+			}
 			return api.Errorf(api.CodeInvalidState, "%v", run)
 		}
 		return api.Errorf(api.CodeInvalidTransition, "%v", run)

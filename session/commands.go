@@ -212,7 +212,7 @@ func (s *Service) accepted(c *contract.Command, sid, runID, termination string, 
 // currentStatus is the status of the session's current run, StatusIdle before the first.
 func (s *Service) currentStatus(ctx context.Context, sid string) string {
 	if runs, err := s.st.Runs(ctx, sid); err == nil && len(runs) > 0 {
-		return runs[len(runs)-1].Status
+		return contract.CurrentRun(runs).Status
 	}
 	return StatusIdle
 }
@@ -371,7 +371,7 @@ func (s *Service) waitStopped(ctx context.Context, res *contract.CommandResult, 
 			out.SessionStatus = run.Status
 			out.Termination = "confirmed"
 			if runs, err := s.st.Runs(ctx, res.SessionID); err == nil && len(runs) > 0 {
-				out.SessionStatus = runs[len(runs)-1].Status
+				out.SessionStatus = contract.CurrentRun(runs).Status
 				if !contract.IsTerminal(out.SessionStatus) {
 					out.Termination = "" // a newer run already started; say nothing about it
 				}

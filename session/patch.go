@@ -27,6 +27,9 @@ type PatchRequest struct {
 	CurrentTaskID    contract.Nullable[string]
 	CurrentMissionID contract.Nullable[string]
 	WorktreePath     contract.Nullable[string]
+	// Multitask, when not nil, is the session's new default multitask strategy
+	// (contract.MultitaskStrategies), kept in its lifecycle state.
+	Multitask *string
 	// UpdatedByGate says who makes the change: owner, handoff, user or mission.
 	UpdatedByGate string
 }
@@ -45,8 +48,15 @@ func (s *Service) Patch(ctx context.Context, id string, req PatchRequest) (*Deta
 		return nil, &InvalidError{What: "patch", Problems: []contract.Problem{{Path: "/updated_by_gate", Rule: "enum", Layer: contract.LayerSchema,
 			Message: fmt.Sprintf("updated_by_gate %q must be one of owner, handoff, user, mission: say who makes the change", req.UpdatedByGate)}}}
 	}
+	if req.Multitask != nil && !slices.Contains(contract.MultitaskStrategies, *req.Multitask) {
+		return nil, &InvalidError{What: "patch", Problems: []contract.Problem{{Path: "/multitask", Rule: "enum", Layer: contract.LayerSchema,
+			Message: fmt.Sprintf("multitask %q must be one of reject, enqueue, interrupt: what an append that queues a run does while another run is active", *req.Multitask)}}}
+	}
 	var refusal error
-	sess, err := s.st.UpdateSession(ctx, id, func(sess *store.Session) error {
+	sess, _, err := s.st.UpdateLifecycle(ctx, id, func(sess *store.Session, lc *store.Lifecycle) error {
+		if req.Multitask != nil {
+			lc.Multitask = *req.Multitask
+		}
 		err := s.applyPatch(id, sess, &req)
 		var (
 			inv *InvalidError

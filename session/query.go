@@ -10,7 +10,8 @@ import (
 // Detail is a session with what its resource shows beside the stored record and snapshot.
 type Detail struct {
 	*store.Session
-	// CurrentRun is the session's most recent run, nil before the first one.
+	// CurrentRun is the session's current run (contract.CurrentRun: the earliest still active,
+	// else the most recent), nil before the first one.
 	CurrentRun *contract.Run
 	// Lifecycle is the session's lifecycle state (work window, latest archive, compaction,
 	// restore); zero when it was never set.
@@ -22,7 +23,7 @@ type Detail struct {
 func (s *Service) Detail(ctx context.Context, sess *store.Session) *Detail {
 	d := &Detail{Session: sess}
 	if runs, err := s.st.Runs(ctx, sess.Record.SessionID); err == nil && len(runs) > 0 {
-		d.CurrentRun = &runs[len(runs)-1]
+		d.CurrentRun = contract.CurrentRun(runs)
 	}
 	if lc, err := s.st.Lifecycle(ctx, sess.Record.SessionID); err == nil {
 		d.Lifecycle = lc

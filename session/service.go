@@ -208,7 +208,7 @@ func (s *Service) View(ctx context.Context, id string) (*contract.ViewModel, err
 		return nil, fmt.Errorf("view: %w", err)
 	}
 	if len(runs) > 0 {
-		vm.Status = runs[len(runs)-1].Status
+		vm.Status = contract.CurrentRun(runs).Status
 	}
 	return vm, nil
 }
@@ -261,7 +261,7 @@ func (s *Service) load(ctx context.Context, id string, f *Fold) (*state, error) 
 	}
 	st := &state{sess: sess, last: f.LastSequence(), runs: runs, fold: f}
 	if len(runs) > 0 {
-		st.current = &runs[len(runs)-1]
+		st.current = contract.CurrentRun(runs)
 	}
 	return st, nil
 }

@@ -140,11 +140,11 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 	if err != nil {
 		return false, err
 	}
-	var active *contract.Run
-	for i := range runs {
-		if !contract.IsTerminal(runs[i].Status) {
-			active = &runs[i]
-		}
+	// The current run: the one working (runs enqueued behind it wait, and become claimable
+	// once it has failed).
+	active := contract.CurrentRun(runs)
+	if active != nil && contract.IsTerminal(active.Status) {
+		active = nil
 	}
 	if active != nil {
 		// A run whose lease is renewed is alive, whatever its status (waiting_approval

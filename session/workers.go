@@ -59,20 +59,27 @@ func (q *queueSignal) kick() {
 	}
 }
 
-var queuedStatus = []byte(`"status":"queued"`)
+// wakingStatuses are the run statuses after which a run may be claimable: queued, and the
+// terminal ones (a run enqueued behind the one that ended is claimable now).
+var wakingStatuses = [][]byte{[]byte(`"status":"queued"`), []byte(`"status":"stopped"`), []byte(`"status":"completed"`), []byte(`"status":"failed"`)}
 
-// onCommit kicks the waiters when a commit may have queued a run: it holds a run status event
-// whose status is queued, or the driver does not say what it holds (PostgreSQL: any commit,
-// also another instance's).
+// onCommit kicks the waiters when a commit may have made a run claimable: it holds a run
+// status event whose status is queued or terminal, or the driver does not say what it holds
+// (PostgreSQL: any commit, also another instance's).
 func (q *queueSignal) onCommit(c store.Commit) {
 	if c.Events == nil {
 		q.kick()
 		return
 	}
 	for _, e := range c.Events {
-		if e.EventType == "status" && e.RunID != "" && bytes.Contains(e.Data, queuedStatus) {
-			q.kick()
-			return
+		if e.EventType != "status" || e.RunID == "" {
+			continue
+		}
+		for _, st := range wakingStatuses {
+			if bytes.Contains(e.Data, st) {
+				q.kick()
+				return
+			}
 		}
 	}
 }
@@ -293,6 +300,7 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 		events = append(events, contract.Event{Contract: "AgentSessionEvent", EventID: qID, SessionID: e.SessionID, RunID: newRun, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: qID, OccurredAt: ts, EventType: "status", Payload: &contract.StatusPayload{Status: contract.RunStatusQueued}})
 		opts.Attempts = map[string]int{newRun: next}
+		opts.Enqueue = true // behind the runs already enqueued in the session, if any
 	}
 	enc := make([]*contract.EncodedEvent, len(events))
 	for i := range events {

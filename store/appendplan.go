@@ -50,14 +50,17 @@ import (
 //     have expired by then. Events without a runId are not checked.
 //     e. The run projection, for a run status event (EncodedEvent.RunStatus): a run the
 //     session does not have yet may be created only when no other run of the session is
-//     active (contract.CheckNewRun against the earliest created run whose status is not
-//     terminal, as the batch leaves the runs so far); the status is then applied with
-//     contract.ApplyRunStatus (legal transition, same source message). A refusal is a
-//     *RunError with the event's index. A duplicate is never applied again.
+//     active, or, with opts.Enqueue, when it is created queued (contract.CheckNewRun against
+//     the earliest created run whose status is not terminal, as the batch leaves the runs so
+//     far); the status is then applied with contract.ApplyRunStatus (legal transition, same
+//     source message). A refusal is a *RunError with the event's index. A duplicate is never
+//     applied again.
 //     f. The event is accepted: its result carries its new sequence, it joins Added, and the
-//     changed run joins Runs. A run write says whether the run is claimable (queued), its
-//     attempt (opts.Attempts for a run the batch creates, else 1) and whether it loses its
-//     lease (terminal).
+//     changed run joins Runs. A run write says whether the run is claimable, its attempt
+//     (opts.Attempts for a run the batch creates, else 1) and whether it loses its lease
+//     (terminal). A run is claimable when it is queued and no run created before it is still
+//     active (a run enqueued behind another waits for it); when the batch ends a run, the
+//     earliest active run left, if queued, joins Runs as claimable (unchanged otherwise).
 //  4. Any error refuses the whole batch: nothing of it may be written and no sequence is
 //     consumed. The errors are the bare typed errors above (drivers add "append to session
 //     %q: "), or a lookup's own error passed through unchanged.
@@ -158,7 +161,7 @@ func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {
 // whose log ends at last (-1 when empty), by the rules above, asking lk about the stored events
 // and runs.
 func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, opts AppendOptions, lk AppendLookup) (AppendPlan, error) {
-	p := planner{sid: sessionID, lk: lk, events: events, fence: opts.Fence, attempts: opts.Attempts}
+	p := planner{sid: sessionID, lk: lk, events: events, fence: opts.Fence, attempts: opts.Attempts, enqueue: opts.Enqueue, unfenced: opts.Unfenced}
 	p.results = make([]AppendResult, len(events))
 	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
 	// then keeps it on the stack.
@@ -183,7 +186,11 @@ func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, o
 			next++
 		}
 	}
-	return AppendPlan{Results: p.results, Added: p.added, Runs: p.runWrites(), Last: next - 1}, nil
+	runs, err := p.runWrites()
+	if err != nil {
+		return AppendPlan{}, err
+	}
+	return AppendPlan{Results: p.results, Added: p.added, Runs: runs, Last: next - 1}, nil
 }
 
 // planner holds a plan in the making.
@@ -198,6 +205,8 @@ type planner struct {
 	added   []StoredEvent
 
 	fence        *Fence              // opts.Fence
+	unfenced     int                 // opts.Unfenced
+	enqueue      bool                // opts.Enqueue
 	attempts     map[string]int      // opts.Attempts
 	leases       map[string]*Lease   // the leases looked up (rule 3d)
 	runs         map[string]*planRun // the runs the batch has looked at, as it leaves them
@@ -278,7 +287,7 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]
 	case m.IDFound:
 		return false, conflict(i, ev, ConflictEventID, m.IDSeq)
 	}
-	if p.fence != nil && ev.RunID != "" {
+	if p.fence != nil && ev.RunID != "" && i >= p.unfenced {
 		if err := p.checkLease(i, ev.RunID); err != nil {
 			return false, err
 		}
@@ -347,7 +356,7 @@ func (p *planner) applyRun(i int, f *contract.RunStatusFields) error {
 				return err
 			}
 		}
-		if err := contract.CheckNewRun(p.earliestActive(), *f); err != nil {
+		if err := contract.CheckNewRun(p.earliestActive(), *f, p.enqueue); err != nil {
 			return &RunError{Index: i, Err: err}
 		}
 	}
@@ -414,19 +423,24 @@ func (p *planner) keep(id string, sr StoredRun) {
 	}
 }
 
-// earliestActive returns the earliest created active run, or nil. The active set holds one
-// run at most unless stored data broke the rule, so this is a constant-time scan.
+// earliestActive returns the earliest created active run, or nil.
 func (p *planner) earliestActive() *contract.Run {
+	if best := p.earliestActivePlan(); best != nil {
+		return best.run
+	}
+	return nil
+}
+
+// earliestActivePlan returns the earliest created active run as the batch leaves it, or nil.
+// The active set holds one run, or a few with runs enqueued behind it, so this scan is cheap.
+func (p *planner) earliestActivePlan() *planRun {
 	var best *planRun
 	for _, pr := range p.active {
 		if best == nil || pr.before(best) {
 			best = pr
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return best.run
+	return best
 }
 
 // before orders runs by creation: stored runs by their order, then the batch's own.
@@ -437,21 +451,42 @@ func (r *planRun) before(o *planRun) bool {
 	return r.ord < o.ord
 }
 
-func (p *planner) runWrites() []RunWrite {
+// runWrites returns the runs the batch changed, each saying whether it is claimable, plus the
+// run a run's end made claimable (rule 3f).
+func (p *planner) runWrites() ([]RunWrite, error) {
 	if len(p.changed) == 0 {
-		return nil
+		return nil, nil
 	}
-	out := make([]RunWrite, len(p.changed))
-	for i, pr := range p.changed {
+	// Whether a queued run is claimable depends on the runs created before it, and a run's end
+	// may make the next one claimable: both need the session's active runs.
+	for _, pr := range p.changed {
+		if !p.activeLoaded && (pr.run.Status == contract.RunStatusQueued || contract.IsTerminal(pr.run.Status)) {
+			if err := p.loadActive(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	first := p.earliestActivePlan()
+	out := make([]RunWrite, 0, len(p.changed)+1)
+	for _, pr := range p.changed {
 		w := RunWrite{Run: pr.run, Created: pr.created, Ord: pr.ord,
-			Queued: pr.run.Status == contract.RunStatusQueued, EndsLease: contract.IsTerminal(pr.run.Status)}
+			Queued: pr.run.Status == contract.RunStatusQueued && pr == first, EndsLease: contract.IsTerminal(pr.run.Status)}
 		if pr.created {
 			w.Attempt = 1
 			if a := p.attempts[pr.run.RunID]; a > 1 {
 				w.Attempt = a
 			}
 		}
-		out[i] = w
+		out = append(out, w)
 	}
-	return out
+	if first != nil && !first.changed && first.run.Status == contract.RunStatusQueued {
+		for _, pr := range p.changed {
+			if contract.IsTerminal(pr.run.Status) {
+				// The batch ended a run before this one: it waited, and is claimable now.
+				out = append(out, RunWrite{Run: first.run, Ord: first.ord, Queued: true})
+				break
+			}
+		}
+	}
+	return out, nil
 }

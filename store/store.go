@@ -206,6 +206,14 @@ type AppendOptions struct {
 	// Attempts gives the attempt number of runs the append creates, by run id (default 1):
 	// the lease expirer queues a new attempt of a run whose lease expired.
 	Attempts map[string]int
+	// Enqueue lets a run the batch creates queued wait behind the session's active run instead
+	// of being refused (contract.CheckNewRun; the multitask strategies enqueue and interrupt):
+	// it becomes claimable once every run created before it has ended.
+	Enqueue bool
+	// Unfenced is how many events at the start of the batch the server adds on a person's
+	// behalf (an interrupt's stop of the active run, as the stop command appends it): Fence
+	// does not check them.
+	Unfenced int
 }
 
 // CommandResultWrite is a command result to store with an append.

@@ -19,6 +19,9 @@ type Lifecycle struct {
 	// restored from, and when.
 	RestoredFrom string `json:"restoredFrom,omitempty"`
 	RestoredAt   string `json:"restoredAt,omitempty"`
+	// Multitask is the session's default multitask strategy (reject, enqueue or interrupt)
+	// for an append that queues a run while another run is active; empty: reject.
+	Multitask string `json:"multitask,omitempty"`
 }
 
 // Window is a session's work window as warm and status report it.

@@ -126,6 +126,7 @@ var operations = []operation{
 		errors:  []contract.ErrorCode{contract.CodeInvalidState}},
 	{pattern: "POST /v1/sessions/{id}/events", id: "appendEvents", summary: "Append one event, a JSON array of events, or NDJSON, all or nothing",
 		params: []param{{name: "expectedSequence", in: "query", desc: "append only if the log's last sequence is this (-1: empty log)", schema: intParam(-1, contract.MaxSafeInteger)},
+			{name: "multitask", in: "query", desc: "what a run the batch queues does while another run is active: reject, enqueue (queued behind it) or interrupt (stop it, then queue); default: the session's (PATCH multitask), else reject", schema: obj{"type": "string", "enum": anyList(contract.MultitaskStrategies)}},
 			{name: "Sessiond-Lease", in: "header", desc: "<leaseId>:<token> of the lease held on the events' run (docs/runtime.md, Workers and leases)", schema: strParam}},
 		body: &body{media: []string{"application/json", "application/x-ndjson", "application/ndjson"}, schema: []any{
 			func(s *schemas) obj {

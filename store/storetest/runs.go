@@ -133,9 +133,9 @@ func (s *suite) testRuns(t *testing.T) {
 			want  contract.ActiveRunError
 		}{
 			{"active run stored", []*contract.EncodedEvent{TerminalEvent(t, id, "y", "y"), RunStatusEvent(t, id, "r3-q", "R-3", "M-3", "queued")}, 1,
-				contract.ActiveRunError{RunID: "R-3", ActiveRunID: "R-2", ActiveStatus: "queued"}},
+				contract.ActiveRunError{RunID: "R-3", Status: "queued", ActiveRunID: "R-2", ActiveStatus: "queued"}},
 			{"active run in the batch", []*contract.EncodedEvent{RunStatusEvent(t, id, "r2-r", "R-2", "M-2", "running"), RunStatusEvent(t, id, "r3-q", "R-3", "M-3", "queued")}, 1,
-				contract.ActiveRunError{RunID: "R-3", ActiveRunID: "R-2", ActiveStatus: "running"}},
+				contract.ActiveRunError{RunID: "R-3", Status: "queued", ActiveRunID: "R-2", ActiveStatus: "running"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				_, err := st.Append(ctx, id, c.batch, store.AppendOptions{})

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Durability", s.testDurability},
 		{"Lifecycle", s.testLifecycle},
 		{"Leases", s.testLeases},
+		{"Multitask", s.testMultitask},
 		{"Changes", s.testChanges},
 		{"Close", s.testClose},
 	} {

@@ -3,7 +3,7 @@
 import { useState, useEffect, useRef, useMemo, useCallback } from "preact/hooks";
 import { getJSON, postJSON, sendCommand, readPrefix, enc } from "./api.js";
 import { Fold, emptyTranscript, KINDS, eventLine } from "./fold.js";
-import { allowed } from "./policy.js";
+import { allowed, isTerminal } from "./policy.js";
 import * as R from "./render.js";
 import { LineagePanel, LifecyclePanel } from "./panels.js";
 
@@ -43,7 +43,15 @@ function useLiveSession(id) {
       if (!fold.current.apply(ev)) return; // a duplicate: already applied
       remember(ev);
       if (ev.eventType === "status" && ev.runId) {
-        setRes((r) => r && ({ ...r, currentRun: { ...(r.currentRun && r.currentRun.runId === ev.runId ? r.currentRun : { runId: ev.runId, sourceMessageId: ev.sourceMessageId }), status: ev.payload.status } }));
+        // The current run is the earliest one still active (a run enqueued behind it waits):
+        // a status of another run replaces it only when it has ended. The refresh below
+        // brings the server's answer.
+        setRes((r) => {
+          if (!r) return r;
+          const cur = r.currentRun;
+          if (cur && cur.runId !== ev.runId && !isTerminal(cur.status)) return r;
+          return { ...r, currentRun: { ...(cur && cur.runId === ev.runId ? cur : { runId: ev.runId, sourceMessageId: ev.sourceMessageId }), status: ev.payload.status } };
+        });
         refresh();
       }
       bump();

@@ -1,0 +1,189 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// AppendParams are what an append carries besides its events.
+type AppendParams struct {
+	// Expected, when not nil, is the sequence the log must end at for the append to go ahead.
+	Expected *int64
+	// Lease is the lease the runtime holds (nil: none).
+	Lease *store.LeaseRef
+	// Multitask is the strategy for a run the batch queues while another run of the session
+	// is active (contract.MultitaskStrategies); "" takes the session's default
+	// (Lifecycle.Multitask), and a session without one rejects.
+	Multitask string
+}
+
+// Interruption is the stop an append with the interrupt strategy added for the run that was
+// active: the events it appended before the request's own.
+type Interruption struct {
+	RunID   string
+	Results []store.AppendResult
+}
+
+// interruptAttempts bounds how often an interrupting append looks at the current run again
+// when the run moved on between the look and the append.
+const interruptAttempts = 3
+
+// AppendWith appends events as Append does, with the multitask strategy p.Multitask: reject (a
+// new run while another is active is refused, *store.RunError wrapping
+// *contract.ActiveRunError), enqueue (a run created queued waits behind the active one and is
+// claimable once it has ended) or interrupt (as enqueue, and the current run is asked to stop
+// in the same append, before the request's events: its status becomes stopping, as a stop
+// command's does; a queued run that no worker holds is stopped at once, stopping then
+// stopped, since no runtime is there to confirm). The strategy matters only for a batch that
+// creates a run while another is active. It returns ErrInvalidMultitask for an unknown
+// strategy.
+func (s *Service) AppendWith(ctx context.Context, id string, events []*contract.EncodedEvent, p AppendParams) (*Appended, error) {
+	opts := store.AppendOptions{Heartbeat: s.now(), ExpectedSequence: p.Expected, Fence: &store.Fence{Lease: p.Lease}}
+	strategy := p.Multitask
+	if strategy == "" && queuesRun(events) {
+		lc, err := s.st.Lifecycle(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		strategy = lc.Multitask
+	}
+	switch strategy {
+	case "", contract.MultitaskReject:
+	case contract.MultitaskEnqueue:
+		opts.Enqueue = true
+	case contract.MultitaskInterrupt:
+		opts.Enqueue = true
+		if queuesRun(events) {
+			return s.interrupt(ctx, id, events, opts)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrInvalidMultitask, strategy)
+	}
+	res, err := s.st.Append(ctx, id, events, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.appended(ctx, id, res), nil
+}
+
+// ErrInvalidMultitask is returned for a multitask strategy that is not one of
+// contract.MultitaskStrategies.
+var ErrInvalidMultitask = errors.New("multitask must be reject, enqueue or interrupt")
+
+// queuesRun reports whether the batch has a run status event with status queued.
+func queuesRun(events []*contract.EncodedEvent) bool {
+	for _, ev := range events {
+		if ev.RunStatus != nil && ev.RunStatus.Status == contract.RunStatusQueued {
+			return true
+		}
+	}
+	return false
+}
+
+// interrupt appends events after the stop of the session's current run, when it is active and
+// not already stopping. If the run moves on between the look and the append (it ends, or is
+// stopped by someone else), it looks again.
+func (s *Service) interrupt(ctx context.Context, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
+	for attempt := 1; ; attempt++ {
+		runs, err := s.st.Runs(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		stops, runID, err := s.interruptEvents(ctx, id, contract.CurrentRun(runs), events)
+		if err != nil {
+			return nil, err
+		}
+		opts.Unfenced = len(stops)
+		res, err := s.st.Append(ctx, id, append(stops, events...), opts)
+		var runErr *store.RunError
+		if errors.As(err, &runErr) && runErr.Index < len(stops) && attempt < interruptAttempts {
+			continue // the run changed meanwhile: look at the current run again
+		}
+		if err != nil {
+			return nil, requestIndex(err, len(stops))
+		}
+		out := s.appended(ctx, id, res[len(stops):])
+		if len(stops) > 0 {
+			out.Interrupted = &Interruption{RunID: runID, Results: res[:len(stops)]}
+			out.Added = true
+			out.LastSequence = max(out.LastSequence, res[len(stops)-1].Sequence)
+		}
+		return out, nil
+	}
+}
+
+// interruptEvents builds the stop of run (the session's current run) for an interrupting
+// append of events: none when there is no run, it is not active or already stopping, or the
+// batch itself names it. Their ids and keys derive from the run and the batch's first key, so
+// that a retried request is answered by the same events.
+func (s *Service) interruptEvents(ctx context.Context, id string, run *contract.Run, events []*contract.EncodedEvent) ([]*contract.EncodedEvent, string, error) {
+	if run == nil || contract.IsTerminal(run.Status) || run.Status == contract.RunStatusStopping {
+		return nil, "", nil
+	}
+	for _, ev := range events {
+		if ev.RunID == run.RunID {
+			return nil, "", nil
+		}
+	}
+	ts := s.stamp()
+	detail := "interrupted: a new run was queued with the multitask strategy interrupt"
+	subject := run.RunID + "\x00" + events[0].IdempotencyKey
+	stoppingID := lifecycleKey(id, "interrupt", subject, 0)
+	evs := []contract.Event{{Contract: "AgentSessionEvent", EventID: stoppingID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
+		IdempotencyKey: stoppingID, OccurredAt: ts, EventType: "status",
+		Payload: &contract.StatusPayload{Status: contract.RunStatusStopping, StoppingRequestedAt: ts, Detail: &detail}}}
+	if run.Status == contract.RunStatusQueued {
+		held, err := s.leaseAlive(ctx, id, run.RunID)
+		if err != nil {
+			return nil, "", err
+		}
+		if !held {
+			// Nobody works on it to confirm the stop: the server does, now.
+			stoppedID := lifecycleKey(id, "interrupt", subject, 1)
+			d := json.Number("0")
+			evs = append(evs, contract.Event{Contract: "AgentSessionEvent", EventID: stoppedID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
+				IdempotencyKey: stoppedID, OccurredAt: ts, EventType: "status",
+				Payload: &contract.StatusPayload{Status: contract.RunStatusStopped, StoppedAt: ts, DurationMs: &d, Detail: &detail}})
+		}
+	}
+	out := make([]*contract.EncodedEvent, len(evs))
+	for i := range evs {
+		enc, err := contract.EncodeEvent(&evs[i])
+		if err != nil {
+			return nil, "", fmt.Errorf("interrupt event %d is invalid: %w", i, err)
+		}
+		out[i] = enc
+	}
+	return out, run.RunID, nil
+}
+
+// requestIndex makes the batch position an append error names a position among the request's
+// events, when the server added n events of its own before them. (A refusal of one of those
+// is retried or reported as it is.)
+func requestIndex(err error, n int) error {
+	if n == 0 {
+		return err
+	}
+	var (
+		conf *store.ConflictError
+		lim  *store.LimitError
+		run  *store.RunError
+		ls   *store.LeaseError
+	)
+	switch {
+	case errors.As(err, &conf) && conf.Index >= n:
+		conf.Index -= n
+	case errors.As(err, &lim) && lim.What == "event" && lim.Index >= n:
+		lim.Index -= n
+	case errors.As(err, &run) && run.Index >= n:
+		run.Index -= n
+	case errors.As(err, &ls) && ls.Index >= n:
+		ls.Index -= n
+	}
+	return err
+}
