@@ -62,6 +62,7 @@ func TestWorkloadsInProcess(t *testing.T) {
 	srv := server.New(st, server.Options{})
 	ts := httptest.NewServer(srv)
 	sys := NewSessiondClient("sessiond-sqlite", ts.URL, nil, nil)
+	sys.page = 500 // W5 reads three pages
 	t.Cleanup(func() {
 		sys.Close()
 		srv.Close()

@@ -24,6 +24,7 @@ type Sessiond struct {
 	hc    *http.Client
 	procs []*Proc // none for a server in the benchmark's own process (tests)
 	stop  func()  // stops the server and removes its files
+	page  int     // events per read request: 10,000, the API's largest (tests read smaller pages)
 }
 
 // NewSessiondClient returns the system for a sessiond already listening at base (e.g.
@@ -33,7 +34,7 @@ func NewSessiondClient(name, base string, procs []*Proc, stop func()) *Sessiond 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 1024 // every writer and subscriber keeps its own connection
-	return &Sessiond{name: name, base: base, hc: &http.Client{Transport: tr}, procs: procs, stop: stop}
+	return &Sessiond{name: name, base: base, hc: &http.Client{Transport: tr}, procs: procs, stop: stop, page: 10000}
 }
 
 var (
@@ -206,7 +207,7 @@ func (s *Sessiond) Read(ctx context.Context, sid string, n int) (int, error) {
 	after := int64(-1) // the log's first sequence is 0
 	read := 0
 	for read < n {
-		data, _, err := s.do(ctx, "GET", "/v1/sessions/"+sid+"/events?limit=10000&after="+strconv.FormatInt(after, 10), "", nil, http.StatusOK)
+		data, _, err := s.do(ctx, "GET", "/v1/sessions/"+sid+"/events?limit="+strconv.Itoa(s.page)+"&after="+strconv.FormatInt(after, 10), "", nil, http.StatusOK)
 		if err != nil {
 			return read, err
 		}
@@ -215,13 +216,19 @@ func (s *Sessiond) Read(ctx context.Context, sid string, n int) (int, error) {
 			return read, fmt.Errorf("read %s after %d: no events, want %d in all, have %d", sid, after, n, read)
 		}
 		read += got
-		i := bytes.LastIndex(data, []byte(`"lastSequence":`))
+		// The page's last event's sequence (lastSequence is the log's, not the page's).
+		i := bytes.LastIndex(data, []byte(`"sequence":`))
 		if i < 0 {
-			return read, fmt.Errorf("read %s: no lastSequence in the page", sid)
+			return read, fmt.Errorf("read %s: no sequence in the page", sid)
 		}
-		last, err := strconv.ParseInt(string(bytes.TrimRight(data[i+len(`"lastSequence":`):], "}\n")), 10, 64)
+		num := data[i+len(`"sequence":`):]
+		j := 0
+		for j < len(num) && num[j] >= '0' && num[j] <= '9' {
+			j++
+		}
+		last, err := strconv.ParseInt(string(num[:j]), 10, 64)
 		if err != nil {
-			return read, fmt.Errorf("read %s: lastSequence: %w", sid, err)
+			return read, fmt.Errorf("read %s: sequence: %w", sid, err)
 		}
 		after = last
 	}
