@@ -65,10 +65,11 @@ func Syncs(ctx context.Context, sys System, sz Sizes) ([]Metric, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start strace: %w", err)
 	}
-	// Wait until strace says it attached to every process.
+	// Wait until strace says it attached to every process ("Process N attached with M
+	// threads"), then a little more: a thread may still be stopping for it.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		b, _ := os.ReadFile(stderr)
-		if strings.Count(string(b), "attached") >= len(pids) {
+		if strings.Count(string(b), " attached") >= len(pids) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -78,6 +79,7 @@ func Syncs(ctx context.Context, sys System, sz Sizes) ([]Metric, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	time.Sleep(500 * time.Millisecond)
 	for i := range evs {
 		if _, err := sys.Append(ctx, sid, evs[i:i+1]); err != nil {
 			cmd.Process.Kill()
