@@ -1,0 +1,30 @@
+// Package peerbench measures sessiond against the systems a team would otherwise build a
+// session log on: Redis Streams, a plain PostgreSQL table and NATS JetStream (issue 20).
+//
+// Every system runs as its own process, started by the benchmark on a free loopback port in a
+// temporary directory and stopped after it, one system at a time: sessiond (the real binary,
+// built with go build) on SQLite and on PostgreSQL, redis-server with appendfsync always,
+// a PostgreSQL cluster of its own (initdb, pg_ctl) with synchronous_commit on, and
+// nats-server (built from the Go module proxy) with sync_interval always. Every system
+// makes an append durable (fsynced) before it acknowledges it; the verification mode counts
+// the syncs per acknowledgement with strace to check it.
+//
+// The same events go to every system: realistic ~475-byte agent events (testdata/events.jsonl,
+// valid under the contract) with random UUIDv4 event ids and idempotency keys, or, for a
+// second row, time-ordered UUIDv7 ones. The workloads are those of the issue's table:
+//
+//   - W1: 8 clients append batches of 64 events to 8 sessions (events/s, bytes the server
+//     wrote to storage per event, server CPU per event).
+//   - W2: 64 writers append single events to 64 sessions (events/s, p99 of the append's
+//     acknowledgement latency).
+//   - W3: the 64 writers resend 20% of W2's events with the same keys and content
+//     (duplicates/s; every one must be answered as a duplicate).
+//   - W4: 200 live subscribers follow one session while one writer appends single events;
+//     the p99 from the writer's acknowledgement (and from its send) to each delivery.
+//   - W5: one client reads a 100,000-event session from the start (events/s).
+//
+// The benchmarks are in peers_bench_test.go (BenchmarkPeers); after a run with -bench the
+// test binary prints one table of medians, systems as columns and the ratios of sessiond to
+// each peer (docs/benchmarks.md, "Against the peers", has the command and the figures).
+// A system whose program is missing is skipped with a message saying what to install.
+package peerbench

@@ -1,0 +1,197 @@
+package peerbench
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+// TestEventsValid: every event the generator makes is valid under the contract, of the size
+// the benchmarks claim, with fresh ids and keys of the requested kind.
+func TestEventsValid(t *testing.T) {
+	for _, ids := range []IDs{RandomIDs, TimeOrderedIDs} {
+		t.Run(ids.String(), func(t *testing.T) {
+			g := NewGenerator(ids, 0)
+			seen := map[string]bool{}
+			total := 0
+			n := 3 * len(templates)
+			for i := range n {
+				e := g.Next("S-pb-1-2")
+				if _, err := contract.CheckEvent(e.Data, contract.Limits{}); err != nil {
+					t.Fatalf("event %d (template %d) is invalid: %v\n%s", i, i%len(templates), err, e.Data)
+				}
+				if keyOf(e.Data) != e.Key || fieldOf(e.Data, "eventId") != e.ID || sessionOf(e) != "S-pb-1-2" {
+					t.Fatalf("event %d: key %q, id %q, session %q in %s", i, e.Key, e.ID, sessionOf(e), e.Data)
+				}
+				if seen[e.Key] || seen[e.ID] || e.Key == e.ID {
+					t.Fatalf("event %d reuses an id or key: %s", i, e.Data)
+				}
+				seen[e.Key], seen[e.ID] = true, true
+				if v := e.Key[14]; (ids == RandomIDs) != (v == '4') {
+					t.Fatalf("%s key %s has version %c", ids, e.Key, v)
+				}
+				total += len(e.Data)
+			}
+			if avg := total / n; avg < 440 || avg > 510 {
+				t.Errorf("events average %d bytes; the benchmark's events are ~475", avg)
+			}
+		})
+	}
+	a, b := NewGenerator(TimeOrderedIDs, 0).Next("S"), NewGenerator(TimeOrderedIDs, 0).Next("S")
+	if a.Key >= b.Key {
+		t.Errorf("time-ordered keys do not sort by creation: %s then %s", a.Key, b.Key)
+	}
+}
+
+// TestWorkloadsInProcess runs every workload, tiny, against sessiond on SQLite served from
+// this process: the workloads, their checks and sessiond's HTTP adapter work end to end.
+// (The benchmark runs the real binary in its own process, where the server's CPU and writes
+// can be measured; that is too slow to build here.)
+func TestWorkloadsInProcess(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(st, server.Options{})
+	ts := httptest.NewServer(srv)
+	sys := NewSessiondClient("sessiond-sqlite", ts.URL, nil, nil)
+	sys.page = 500 // W5 reads three pages
+	t.Cleanup(func() {
+		sys.Close()
+		srv.Close()
+		ts.Close()
+		st.Close()
+	})
+	ctx := context.Background()
+	sz := Sizes{W1Batches: 8, W2Events: 64, W4Events: 5, W4Rate: 200, W4Subscribers: 4, W5Events: 1200, Settle: 50 * time.Millisecond}
+	var tab Table
+	check := func(name string, ms []Metric, err error, rows ...string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Row)
+			if m.Value < 0 || (strings.HasSuffix(m.Row, "/s") && m.Value == 0) {
+				t.Errorf("%s: %s = %v", name, m.Row, m.Value)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(rows, ",") {
+			t.Errorf("%s measured %q, want %q", name, got, rows)
+		}
+		tab.Add(sys.Name(), ms)
+	}
+	// In this process there is no server process to measure: W1 reports its rate alone.
+	ms, err := W1(ctx, sys, RandomIDs, sz)
+	check("W1", ms, err, "W1 events/s")
+	ms, err = W1(ctx, sys, TimeOrderedIDs, sz)
+	check("W1 uuidv7", ms, err, "W1 uuidv7 events/s")
+	ms, sent, err := W2(ctx, sys, RandomIDs, sz)
+	check("W2", ms, err, "W2 events/s", "W2 ack p99 ms")
+	if len(sent) != 64 || len(sent[0]) != 1 {
+		t.Fatalf("W2 sent %d × %d events, want 64 × 1", len(sent), len(sent[0]))
+	}
+	ms, err = W3(ctx, sys, sent)
+	check("W3", ms, err, "W3 duplicates/s")
+	ms, err = W4(ctx, sys, RandomIDs, sz)
+	check("W4", ms, err, "W4 ack→delivery p99 ms", "W4 send→delivery p99 ms")
+	sid, err := LoadW5(ctx, sys, sz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err = W5(ctx, sys, sid, sz)
+	check("W5", ms, err, "W5 events/s")
+	if _, err := sys.Read(ctx, sid, sz.W5Events+1); err == nil {
+		t.Error("reading more events than the session has did not fail")
+	}
+	var out bytes.Buffer
+	tab.Print(&out)
+	if !strings.Contains(out.String(), "| W5 events/s | higher | ") {
+		t.Errorf("the table has no W5 row:\n%s", out.String())
+	}
+}
+
+func TestTablePrint(t *testing.T) {
+	var tab Table
+	tab.Add("redis", []Metric{{"W1 events/s", 80000}, {"W2 ack p99 ms", 8}})
+	tab.Add("sessiond-sqlite", []Metric{{"W1 events/s", 20000}, {"W2 ack p99 ms", 20}, {"syncs per ack (1 writer)", 1}})
+	tab.Add("sessiond-sqlite", []Metric{{"W1 events/s", 40000}, {"W2 ack p99 ms", 4}})
+	tab.Add("sessiond-sqlite", []Metric{{"W1 events/s", 30000}})
+	tab.Add("pg-table", []Metric{{"W1 events/s", 1234.5}, {"extra row", 0.5}})
+	var out bytes.Buffer
+	tab.Print(&out)
+	want := `| workload | better | sessiond-sqlite | redis | pg-table | sqlite ÷ redis | sqlite ÷ pg-table |
+|---|---|---:|---:|---:|---:|---:|
+| W1 events/s | higher | 30,000 | 80,000 | 1,235 | 0.38× | 24.30× |
+| W2 ack p99 ms | lower | 12.0 | 8.00 | — | 1.50× | — |
+| syncs per ack (1 writer) | ≥ 1 | 1.00 | — | — | — | — |
+| extra row | lower | — | — | 0.50 | — | — |
+
+Each cell is the median of up to 3 runs.
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if !(&Table{}).Empty() || tab.Empty() {
+		t.Error("Empty is wrong")
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.00", 1.234: "1.23", 12.34: "12.3", 999.94: "999.9", 1000: "1,000", 1234567.8: "1,234,568", -4321: "-4,321"} {
+		if got := formatValue(v); got != want {
+			t.Errorf("formatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestCountSyncs(t *testing.T) {
+	n, err := countSyncs("testdata/strace-c.txt")
+	if err != nil || n != 403 {
+		t.Errorf("countSyncs = %d, %v; want 403 (202 fdatasync + 201 fsync)", n, err)
+	}
+	if _, err := countSyncs("testdata/missing"); err == nil {
+		t.Error("countSyncs of a missing file did not fail")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	if got := percentile(ds, 0.99); got != 99*time.Millisecond {
+		t.Errorf("p99 of 1..100 ms = %v", got)
+	}
+	if got := percentile(nil, 0.99); got != 0 {
+		t.Errorf("p99 of nothing = %v", got)
+	}
+	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
+		t.Errorf("median = %v", got)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	t.Setenv("PEERBENCH_SCALE", "0.01")
+	sz, err := SizesFromEnv()
+	if err != nil || sz.W1Batches != 8 || sz.W2Events != 64 || sz.W5Events != 1000 || sz.W4Subscribers != 200 {
+		t.Errorf("PEERBENCH_SCALE=0.01: %+v, %v", sz, err)
+	}
+	for _, bad := range []string{"0", "-1", "x", "1000"} {
+		t.Setenv("PEERBENCH_SCALE", bad)
+		if _, err := SizesFromEnv(); err == nil {
+			t.Errorf("PEERBENCH_SCALE=%s accepted", bad)
+		}
+	}
+	if unit("W1 uuidv7 bytes written/event") != "uuidv7-bytes-written/event" {
+		t.Errorf("unit: %q", unit("W1 uuidv7 bytes written/event"))
+	}
+}

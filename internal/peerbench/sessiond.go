@@ -1,0 +1,272 @@
+package peerbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sessiond is sessiond reached over its HTTP API: NDJSON appends, paged reads of
+// GET /v1/sessions/{id}/events and the SSE stream, as a runtime and its followers use them.
+type Sessiond struct {
+	name  string
+	base  string // http://host:port
+	hc    *http.Client
+	procs []*Proc // none for a server in the benchmark's own process (tests)
+	stop  func()  // stops the server and removes its files
+	page  int     // events per read request: 10,000, the API's largest (tests read smaller pages)
+}
+
+// NewSessiondClient returns the system for a sessiond already listening at base (e.g.
+// "http://127.0.0.1:7420"); procs are its processes (and its database's), and stop, when not
+// nil, is called by Close.
+func NewSessiondClient(name, base string, procs []*Proc, stop func()) *Sessiond {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024 // every writer and subscriber keeps its own connection
+	return &Sessiond{name: name, base: base, hc: &http.Client{Transport: tr}, procs: procs, stop: stop, page: 10000}
+}
+
+var (
+	buildOnce  sync.Once
+	binDir     string
+	sessiondAt string
+	buildErr   error
+)
+
+// buildSessiond builds cmd/sessiond once per process into a temporary directory (removed by
+// Cleanup) and returns the binary's path.
+func buildSessiond() (string, error) {
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		if binDir, buildErr = os.MkdirTemp("", "peerbench-bin-"); buildErr != nil {
+			return
+		}
+		sessiondAt = filepath.Join(binDir, "sessiond")
+		cmd := exec.Command("go", "build", "-o", sessiondAt, "./cmd/sessiond")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sessiond: %v\n%s", err, out)
+		}
+	})
+	return sessiondAt, buildErr
+}
+
+// Cleanup removes what the package built for the benchmarks (the sessiond binary).
+func Cleanup() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
+
+// StartSessiond builds sessiond and starts "sessiond serve" on a free loopback port with its
+// data in a new temporary directory: on SQLite when storeURL is empty, else on the
+// PostgreSQL database storeURL names.
+func StartSessiond(name, storeURL string) (*Sessiond, error) {
+	bin, err := buildSessiond()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "peerbench-sessiond-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{"serve", "--addr", addr, "--data", filepath.Join(dir, "data")}
+	if storeURL != "" {
+		args = append(args, "--store", storeURL)
+	}
+	p, err := startProc("sessiond", dir, exec.Command(bin, args...))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := waitPort(addr, p, time.Minute); err != nil {
+		p.stop()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return NewSessiondClient(name, "http://"+addr, []*Proc{p}, func() {
+		p.stop()
+		os.RemoveAll(dir)
+	}), nil
+}
+
+// StartSessiondPostgres starts a PostgreSQL cluster of its own (StartCluster) and sessiond on
+// it; both count as the server.
+func StartSessiondPostgres(name string) (*Sessiond, error) {
+	c, err := StartCluster()
+	if err != nil {
+		return nil, err
+	}
+	s, err := StartSessiond(name, c.URL("bench"))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	stop := s.stop
+	s.procs = append(s.procs, c.proc)
+	s.stop = func() {
+		stop()
+		c.Close()
+	}
+	return s, nil
+}
+
+// Name implements System.
+func (s *Sessiond) Name() string { return s.name }
+
+// Servers implements System.
+func (s *Sessiond) Servers() []*Proc { return s.procs }
+
+// Close implements System.
+func (s *Sessiond) Close() error {
+	s.hc.CloseIdleConnections()
+	if s.stop != nil {
+		s.stop()
+	}
+	return nil
+}
+
+// do sends a request and returns the body of a response with one of the wanted statuses.
+func (s *Sessiond) do(ctx context.Context, method, path, ctype string, body []byte, want ...int) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("%s %s: read the response: %w", method, path, err)
+	}
+	for _, w := range want {
+		if resp.StatusCode == w {
+			return data, w, nil
+		}
+	}
+	return nil, resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
+}
+
+// CreateSession implements System.
+func (s *Sessiond) CreateSession(ctx context.Context, sid string) error {
+	body := fmt.Sprintf(`{"session_id":%q,"agent_id":"agent-bench","role":"implementer","snapshot":{"mode":"work","modelId":"model-x","capabilities":{"tools":true}}}`, sid)
+	_, _, err := s.do(ctx, "POST", "/v1/sessions", "application/json", []byte(body), http.StatusCreated)
+	return err
+}
+
+// Append implements System: one NDJSON request; 201 when something was added, 200 when the
+// whole batch was duplicates.
+func (s *Sessiond) Append(ctx context.Context, sid string, evs []Event) (int, error) {
+	n := 0
+	for _, e := range evs {
+		n += len(e.Data) + 1
+	}
+	body := make([]byte, 0, n)
+	for _, e := range evs {
+		body = append(body, e.Data...)
+		body = append(body, '\n')
+	}
+	data, _, err := s.do(ctx, "POST", "/v1/sessions/"+sid+"/events", "application/x-ndjson", body, http.StatusCreated, http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	if got := bytes.Count(data, []byte(`"sequence":`)); got != len(evs) {
+		return 0, fmt.Errorf("append to %s: %d results for %d events: %s", sid, got, len(evs), data)
+	}
+	return bytes.Count(data, []byte(`"status":"duplicate"`)), nil
+}
+
+// Read implements System: pages of at most 10,000 events (the API's largest).
+func (s *Sessiond) Read(ctx context.Context, sid string, n int) (int, error) {
+	after := int64(-1) // the log's first sequence is 0
+	read := 0
+	for read < n {
+		data, _, err := s.do(ctx, "GET", "/v1/sessions/"+sid+"/events?limit="+strconv.Itoa(s.page)+"&after="+strconv.FormatInt(after, 10), "", nil, http.StatusOK)
+		if err != nil {
+			return read, err
+		}
+		got := bytes.Count(data, []byte(`"idempotencyKey":`))
+		if got == 0 {
+			return read, fmt.Errorf("read %s after %d: no events, want %d in all, have %d", sid, after, n, read)
+		}
+		read += got
+		// The page's last event's sequence (lastSequence is the log's, not the page's).
+		i := bytes.LastIndex(data, []byte(`"sequence":`))
+		if i < 0 {
+			return read, fmt.Errorf("read %s: no sequence in the page", sid)
+		}
+		num := data[i+len(`"sequence":`):]
+		j := 0
+		for j < len(num) && num[j] >= '0' && num[j] <= '9' {
+			j++
+		}
+		last, err := strconv.ParseInt(string(num[:j]), 10, 64)
+		if err != nil {
+			return read, fmt.Errorf("read %s: sequence: %w", sid, err)
+		}
+		after = last
+	}
+	if read != n {
+		return read, fmt.Errorf("read %s: %d events, want %d", sid, read, n)
+	}
+	return read, nil
+}
+
+// Subscribe implements System: the SSE stream from the session's end (?tail=true).
+func (s *Sessiond) Subscribe(ctx context.Context, sid string, deliver func([]byte)) (<-chan struct{}, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.base+"/v1/sessions/"+sid+"/events/stream?tail=true", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("stream %s: %d %s", sid, resp.StatusCode, b)
+	}
+	ready := make(chan struct{})
+	close(ready) // the headers came: the server follows the log from its end
+	go func() {
+		defer resp.Body.Close()
+		r := bufio.NewReaderSize(resp.Body, 64<<10)
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && len(d) > 1 && d[0] == '{' {
+				deliver(bytes.TrimRight(d, "\n"))
+			}
+		}
+	}()
+	return ready, nil
+}

@@ -1,0 +1,283 @@
+package peerbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// System is one system under test, running and reachable. Every method may be called from
+// several goroutines at once.
+type System interface {
+	// Name is the system's column in the table.
+	Name() string
+	// CreateSession prepares session sid (a no-op for the peers that need none).
+	CreateSession(ctx context.Context, sid string) error
+	// Append appends evs to session sid atomically and idempotently (an event whose key the
+	// session has is a duplicate and is not stored again), each new event taking the next
+	// sequence of the session; it returns once the system has acknowledged the batch, which it
+	// does only after the batch is durable. It returns how many events were duplicates.
+	Append(ctx context.Context, sid string, evs []Event) (dups int, err error)
+	// Read reads session sid from its start until it has n events, and returns how many it
+	// read (more than n is an error of the system).
+	Read(ctx context.Context, sid string, n int) (int, error)
+	// Subscribe follows session sid live from its current end, calling deliver with each new
+	// event's JSON in order from one goroutine, until ctx ends; ready is closed once the
+	// subscription is in place (events appended after it are delivered).
+	Subscribe(ctx context.Context, sid string, deliver func(data []byte)) (ready <-chan struct{}, err error)
+	// Servers returns the processes whose storage writes and CPU count as the system's (none
+	// for a server in the benchmark's own process).
+	Servers() []*Proc
+	// Close stops the system and removes its files.
+	Close() error
+}
+
+// ErrMissing is wrapped by a system's start when a program it needs is not installed: the
+// benchmark skips that system with the error's message.
+var ErrMissing = errors.New("missing program")
+
+// freePort returns a loopback TCP port nothing listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitPort waits until something accepts connections on addr, the process p is still alive
+// and the deadline has not passed.
+func waitPort(addr string, p *Proc, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if p != nil && p.exited() {
+			return fmt.Errorf("%s exited before listening on %s; its output: %s", p.name, addr, p.tail())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %s after %s: %w", addr, within, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Proc is a server process the benchmark started (or, for PostgreSQL, the postmaster whose
+// children count too). Its output goes to a log file in its directory.
+type Proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+	// tree says whether the process's descendants count as the server too (PostgreSQL
+	// runs a process per connection and its WAL writer and checkpointer as children).
+	tree bool
+}
+
+// startProc starts the program with its output in dir/name.log.
+func startProc(name, dir string, cmd *exec.Cmd) (*Proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true // its own process group: a signal to the benchmark's does not reach it
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *Proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tail returns the end of the process's log, for error messages.
+func (p *Proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// stop ends the process with SIGTERM, then SIGKILL after a grace period.
+func (p *Proc) stop() error {
+	if p.exited() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
+
+// pids returns the process ids that count as the server: the process, and with tree its
+// descendants.
+func (p *Proc) pids() []int {
+	root := p.cmd.Process.Pid
+	if !p.tree {
+		return []int{root}
+	}
+	return descendants(root)
+}
+
+// descendants returns pid and every process below it.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, err := ppidOf(n); err == nil {
+			parent[n] = pp
+		}
+	}
+	out := []int{pid}
+	for changed := true; changed; {
+		changed = false
+		for c, pp := range parent {
+			if containsInt(out, pp) && !containsInt(out, c) {
+				out = append(out, c)
+				changed = true
+			}
+		}
+	}
+	return out
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// statFields returns the fields of /proc/pid/stat after the command name.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+func ppidOf(pid int) (int, error) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
+		return 0, fmt.Errorf("ppid of %d: %v", pid, err)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// Usage is what the server's processes had used at one moment.
+type Usage struct {
+	// CPU is user plus system time, with that of the children they have waited for.
+	CPU time.Duration
+	// WriteBytes is what they caused to be written to storage (/proc/<pid>/io write_bytes).
+	WriteBytes int64
+	// OK says both counters could be read (Linux, and the right to read the process's io).
+	OK bool
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux platform Go
+// runs on.
+const clockTick = 10 * time.Millisecond
+
+// Usage reads the server's counters now. Processes that ended since the last reading are no
+// longer counted (the benchmark's connections are pooled, so PostgreSQL's backends live
+// through a workload).
+func (p *Proc) Usage() Usage {
+	u := Usage{OK: true}
+	for _, pid := range p.pids() {
+		f, err := statFields(pid)
+		if err != nil || len(f) < 15 {
+			continue // gone
+		}
+		// Fields 14-17 of stat (utime, stime, cutime, cstime) are f[11:15] after the name.
+		for _, s := range f[11:15] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			u.CPU += time.Duration(n) * clockTick
+		}
+		io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		if err != nil {
+			u.OK = false
+			continue
+		}
+		for _, l := range strings.Split(string(io), "\n") {
+			if v, ok := strings.CutPrefix(l, "write_bytes: "); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				u.WriteBytes += n
+			}
+		}
+	}
+	return u
+}
+
+// usageOf adds up the usage of several servers (sessiond and its PostgreSQL cluster).
+func usageOf(ps []*Proc) Usage {
+	u := Usage{OK: len(ps) > 0}
+	for _, p := range ps {
+		pu := p.Usage()
+		u.CPU += pu.CPU
+		u.WriteBytes += pu.WriteBytes
+		u.OK = u.OK && pu.OK
+	}
+	return u
+}
+
+// lookProgram finds a program on PATH or in the extra directories, or returns an error
+// wrapping ErrMissing that says how to install it.
+func lookProgram(name, install string, dirs ...string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, d := range dirs {
+		matches, _ := filepath.Glob(filepath.Join(d, name))
+		if len(matches) > 0 {
+			return matches[len(matches)-1], nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s not found (%s)", ErrMissing, name, install)
+}
