@@ -214,6 +214,11 @@ func Check(ctx context.Context, in store.Inspector, opt Options) (*Report, error
 	}
 	close(ids)
 	wg.Wait()
+	if listErr != nil && ctx.Err() == nil && len(problems) > 0 {
+		// The database's own check failed already: listing failing too is part of that.
+		add(Finding{Check: CheckDatabase, Message: "could not list the sessions: " + listErr.Error()})
+		listErr = nil
+	}
 	if listErr != nil {
 		return nil, fmt.Errorf("fsck: %w", listErr)
 	}

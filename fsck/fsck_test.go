@@ -250,3 +250,35 @@ func findings(rep *fsck.Report) string {
 	}
 	return b.String()
 }
+
+// otherSQLite writes an SQLite database of another program at path.
+func otherSQLite(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('la')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepAppending appends messages to the session until stop is closed.
+func keepAppending(st store.Store, id string, stop chan struct{}) error {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"bg%d","sessionId":%q,"sequence":0,"idempotencyKey":"bgk%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","role":"user","operation":"append","parts":["x"]}}`, i, id, i, i)
+		ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+		if err != nil {
+			return err
+		}
+		if _, err := st.Append(context.Background(), id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+			return err
+		}
+	}
+}

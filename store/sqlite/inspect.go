@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"modernc.org/sqlite"
+
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -17,13 +19,35 @@ import (
 // SQLite database: not SQLite at all, or SQLite without sessiond's schema.
 var ErrNotAStore = errors.New("not a sessiond database")
 
+// ErrCorrupt is returned (wrapped) by OpenInspector when SQLite finds the database file
+// malformed before its schema can be read (a truncated or overwritten file).
+var ErrCorrupt = errors.New("the database file is corrupt")
+
+// SQLite's result codes for a malformed database and a file that is not a database.
+const (
+	sqliteCorrupt = 11
+	sqliteNotADB  = 26
+)
+
+// sqliteCode returns the primary SQLite result code of err, 0 when it has none.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
 // Inspector is the read-only [store.Inspector] of a data directory. It never writes: the
 // database is opened read-only (mode=ro, query_only), no migration runs, nothing is created
 // (a missing database is an error, not a new one), and the directory's LOCK is only ever
 // taken shared and never written.
 //
 // It works whether or not a server has the directory open. Without one (Online false) it
-// holds a shared lock on LOCK for its life, so no server can start and write while it reads.
+// holds a shared lock on LOCK for its life, so no server can start and write while it reads;
+// when the database has no WAL file then (a server that stopped cleanly removes it), the file
+// is opened immutable, and SQLite creates no -wal or -shm file beside it. With a WAL file, SQLite
+// reads it through its shared-memory index (sessiond.db-shm, created if missing).
 // With one (Online true) it reads beside the server through SQLite's own WAL locking, which
 // lets readers of other processes run alongside the writer: each session is read in one read
 // transaction, a consistent snapshot, so a commit in progress is either wholly seen or not at
@@ -59,8 +83,15 @@ func OpenInspector(ctx context.Context, dir string) (*Inspector, error) {
 	if err != nil {
 		return nil, err
 	}
+	online := !held && fileExists(filepath.Join(abs, LockFile))
 	q := url.Values{}
 	q.Add("mode", "ro")
+	if !online && !fileExists(path+"-wal") {
+		// No server can start while the lock is held, and there is no WAL to read: the file
+		// is all there is. immutable=1 reads it without the WAL index and lock files that
+		// SQLite would otherwise create beside it, so nothing in the directory changes.
+		q.Add("immutable", "1")
+	}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "query_only(1)")
 	q.Add("_pragma", "cache_size(-16384)")
@@ -71,7 +102,7 @@ func OpenInspector(ctx context.Context, dir string) (*Inspector, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	in := &Inspector{dir: abs, db: db, lock: lock, online: !held && fileExists(filepath.Join(abs, LockFile))}
+	in := &Inspector{dir: abs, db: db, lock: lock, online: online}
 	if err := in.checkSchema(ctx, path); err != nil {
 		in.Close()
 		return nil, err
@@ -93,8 +124,10 @@ func (in *Inspector) checkSchema(ctx context.Context, path string) error {
 	var v int
 	err = in.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v)
 	switch {
-	case err != nil && (strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "not a database")):
+	case err != nil && (strings.Contains(err.Error(), "no such table") || sqliteCode(err) == sqliteNotADB):
 		return fmt.Errorf("%s: %w (SQLite says: %v)", path, ErrNotAStore, err)
+	case err != nil && sqliteCode(err) == sqliteCorrupt:
+		return fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	case err != nil:
 		return fmt.Errorf("%s: read the schema version: %w", path, err)
 	case v < len(ms):
