@@ -74,7 +74,7 @@ func OpenInspector(ctx context.Context, dir string) (*Inspector, error) {
 	path := filepath.Join(abs, DBFile)
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("no sessiond database: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
