@@ -111,7 +111,9 @@ func runFsck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	opt := fsck.Options{ArchiveDir: *archiveDir}
 	if prog != nil {
-		opt.Progress = func(p fsck.Progress) { prog.drawLine(fmt.Sprintf("checking: %d sessions, %d events, %d archives", p.Sessions, p.Events, p.Archives)) }
+		opt.Progress = func(p fsck.Progress) {
+			prog.drawLine(fmt.Sprintf("checking: %d sessions, %d events, %d archives", p.Sessions, p.Events, p.Archives))
+		}
 	}
 	start := time.Now()
 	rep, err := fsck.Check(ctx, in, opt)
