@@ -138,7 +138,7 @@ func printFsck(w io.Writer, jsonOut bool, out fsckReport, rep *fsck.Report, took
 	for _, f := range rep.Findings {
 		fmt.Fprintln(w, f.String())
 	}
-	archives := fmt.Sprintf("%d archives in %s", rep.Archives, archiveDir)
+	archives := fmt.Sprintf("%d archives (%s)", rep.Archives, archiveDir)
 	if archiveDir == "" {
 		archives = "archives not checked"
 	}
@@ -146,6 +146,6 @@ func printFsck(w io.Writer, jsonOut bool, out fsckReport, rep *fsck.Report, took
 	if !out.Clean {
 		verdict = fmt.Sprintf("%d findings", len(rep.Findings))
 	}
-	fmt.Fprintf(w, "checked %d sessions, %d events, %s in %s: %s\n", rep.Sessions, rep.Events, archives, took.Round(time.Millisecond), verdict)
+	fmt.Fprintf(w, "checked %d sessions, %d events and %s in %s: %s\n", rep.Sessions, rep.Events, archives, took.Round(time.Millisecond), verdict)
 	return code
 }

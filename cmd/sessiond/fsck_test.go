@@ -52,7 +52,7 @@ func TestFsckCommand(t *testing.T) {
 		return code, out.String(), errOut.String()
 	}
 	code, out, errOut := fsckRun("--data", dir)
-	if code != 0 || !strings.Contains(out, "checked 1 sessions, 3 events, 0 archives in") || !strings.Contains(out, ": clean") {
+	if code != 0 || !strings.Contains(out, "checked 1 sessions, 3 events and 0 archives (") || !strings.Contains(out, ": clean") {
 		t.Fatalf("clean store: exit %d\n%s%s", code, out, errOut)
 	}
 
