@@ -10,9 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/postgres"
+	"github.com/sessiond/sessiond/store/postgres/pgtest"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -93,4 +98,73 @@ func TestFsckCommand(t *testing.T) {
 	if code, _, errOut = fsckRun("--store", "mysql://x"); code != 2 || !strings.Contains(errOut, "not a PostgreSQL URL") {
 		t.Fatalf("--store mysql://x: exit %d\n%s", code, errOut)
 	}
+}
+
+// TestFsckCommandPostgres runs sessiond fsck --store on a PostgreSQL schema: clean (exit 0),
+// then with a session's last sequence moved (exit 1), and on a schema without sessiond's
+// tables (exit 2).
+func TestFsckCommandPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	st, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(context.Background(), &store.Session{
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: "S-pg", AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"fsck", "--store", url, "--archive-dir", "-"}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "postgres") || !strings.Contains(out.String(), ": clean") {
+		t.Fatalf("clean schema: exit %d\n%s%s", code, &out, &errOut)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `UPDATE sessions SET last_seq = 2 WHERE id = 'S-pg'`); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"fsck", "--store", url, "--archive-dir", "-"}, nil, &out, &errOut); code != 1 || !strings.Contains(out.String(), "session S-pg sequence 0: sequence:") {
+		t.Fatalf("last_seq moved: exit %d\n%s%s", code, &out, &errOut)
+	}
+	empty := pgtest.Schema(t)
+	errOut.Reset()
+	if code := run([]string{"fsck", "--store", empty}, nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "no sessiond tables") {
+		t.Fatalf("an empty schema: exit %d\n%s", code, &errOut)
+	}
+}
+
+// FuzzRetentionFlags: the age and size flag values never panic, refuse negatives, and what
+// they accept prints back as a value they accept again, equal.
+func FuzzRetentionFlags(f *testing.F) {
+	for _, s := range []string{"30d", "36h", "0", "1ms", "-1d", "50GB", "10GiB", "123", "9223372036854775807TiB", "d", "GB", " 5MB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var d time.Duration
+		if err := (ageValue{&d}).Set(s); err == nil {
+			if d < 0 {
+				t.Fatalf("age %q accepted as %v", s, d)
+			}
+			var back time.Duration
+			if err := (ageValue{&back}).Set(ageValue{&d}.String()); err != nil || back != d {
+				t.Fatalf("age %q = %v prints %q, which reads back as %v, %v", s, d, ageValue{&d}.String(), back, err)
+			}
+		}
+		var n int64
+		if err := (bytesValue{&n}).Set(s); err == nil {
+			if n < 0 {
+				t.Fatalf("size %q accepted as %d", s, n)
+			}
+			var back int64
+			if err := (bytesValue{&back}).Set(bytesValue{&n}.String()); err != nil || back != n {
+				t.Fatalf("size %q = %d reads back as %d, %v", s, n, back, err)
+			}
+		}
+	})
 }
