@@ -36,7 +36,7 @@ func (r rows) InspectSession(_ context.Context, id string, fn func(*store.RawSes
 }
 
 func (rows) InspectDatabase(context.Context) ([]string, error) { return nil, nil }
-func (rows) Close() error                                       { return nil }
+func (rows) Close() error                                      { return nil }
 
 // rawEvent is a stored message event.
 func rawEvent(sid string, seq int64, id, key string) store.StoredEvent {
