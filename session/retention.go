@@ -16,8 +16,9 @@ import (
 // RetentionPolicy says what retention archives and deletes (docs/operations.md, "Retention").
 // A zero field turns its rule off; the zero policy does nothing.
 type RetentionPolicy struct {
-	// ArchiveClosedAfter: sessions closed for longer (closed_at, else updated_at) are archived
-	// and their log compacted out of the store: the archive is then the log's only copy.
+	// ArchiveClosedAfter: sessions closed for longer (closed_at, else updated_at; a closed
+	// session restored from an archive counts from its restore) are archived and their log
+	// compacted out of the store: the archive is then the log's only copy.
 	ArchiveClosedAfter time.Duration
 	// DeleteArchivesAfter: archive files older than this (their archivedAt) are deleted,
 	// unless one is the last copy of a session's log (see [Deletable]).
@@ -102,9 +103,20 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 				return nil, fmt.Errorf("retention: list closed sessions: %w", err)
 			}
 			for _, s := range page {
-				if t, at, ok := closedAt(&s.Record); ok && t.Before(cutoff) {
-					plan.Archive = append(plan.Archive, RetentionSession{SessionID: s.Record.SessionID, ClosedAt: at})
+				t, at, ok := closedAt(&s.Record)
+				if !ok || !t.Before(cutoff) {
+					continue
 				}
+				// A closed session restored from its archive stays closed: it counts from its
+				// restore, so that it is not archived again before anyone could read it.
+				lc, err := r.Lifecycle(ctx, s.Record.SessionID)
+				if err != nil {
+					return nil, fmt.Errorf("retention: session %s: %w", s.Record.SessionID, err)
+				}
+				if rt, err := store.ParseTime(lc.RestoredAt); err == nil && !rt.Before(cutoff) {
+					continue
+				}
+				plan.Archive = append(plan.Archive, RetentionSession{SessionID: s.Record.SessionID, ClosedAt: at})
 			}
 			if next == "" {
 				break

@@ -108,6 +108,16 @@ func TestRetention(t *testing.T) {
 		retentionSession(t, st, "S-running", contract.SessionStatusRunning, "")
 		retentionSession(t, st, "S-spare", contract.SessionStatusPaused, "")
 		retentionSession(t, st, "S-last", contract.SessionStatusPaused, "")
+		// Closed long ago, archived, and restored today: it stays in the store for now (its log is
+		// there again, so its old archive is a spare copy).
+		retentionSession(t, st, "S-reopened", contract.SessionStatusClosed, "2025-06-01T00:00:00.000Z")
+		reopened, err := past.Archive(ctx, "S-reopened", session.ArchiveOptions{Dir: dir, Compact: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Restore(ctx, dir, session.RestoreRequest{Name: reopened.Name}); err != nil {
+			t.Fatal(err)
+		}
 		spare, err := past.Archive(ctx, "S-spare", session.ArchiveOptions{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +155,7 @@ func TestRetention(t *testing.T) {
 		if len(dry.Archive) != 1 || dry.Archive[0].SessionID != "S-closed-old" {
 			t.Errorf("dry run archives %+v; want S-closed-old alone", dry.Archive)
 		}
-		if got, want := fmt.Sprint(archiveNames(dry.Delete)), "[S-spare:age]"; got != want {
+		if got, want := fmt.Sprint(archiveNames(dry.Delete)), "[S-reopened:age S-spare:age]"; got != want {
 			t.Errorf("dry run deletes %s; want %s", got, want)
 		}
 		if got, want := fmt.Sprint(archiveNames(dry.Kept)), "[S-elsewhere:last-copy S-last:last-copy]"; got != want {
@@ -159,7 +169,7 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Errors) != 0 || len(res.Archive) != 1 || fmt.Sprint(archiveNames(res.Delete)) != "[S-spare:age]" ||
+		if len(res.Errors) != 0 || len(res.Archive) != 1 || fmt.Sprint(archiveNames(res.Delete)) != "[S-reopened:age S-spare:age]" ||
 			fmt.Sprint(archiveNames(res.Kept)) != "[S-elsewhere:last-copy S-last:last-copy]" {
 			t.Fatalf("the pass did %+v; want what the dry run said", res)
 		}
