@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -37,6 +38,12 @@ type Metrics struct {
 	commands        *prometheus.CounterVec
 	sweeps          *prometheus.CounterVec
 	swept           *prometheus.CounterVec
+	leaseExpiries   *prometheus.CounterVec
+	leaseErrors     prometheus.Counter
+	retentionPasses *prometheus.CounterVec
+	retention       *prometheus.CounterVec
+	retentionBytes  prometheus.Counter
+	archiveBytes    prometheus.Gauge
 }
 
 // latencyBuckets span 100µs to 10s: an fsync on a good disk to a stalled one.
@@ -92,17 +99,43 @@ func NewMetrics() *Metrics {
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sessiond_swept_sessions_total", Help: "Sessions the sweeps handled, by action: expired (reported silent), stale (marked stale), runs_failed (active run failed with HEARTBEAT_LOST), skipped (alive after all).",
 		}, []string{"action"}),
+		leaseExpiries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_lease_expiries_total", Help: "Expired leases the lease expirer handled, by action: expired (found expired), failed (run failed), requeued (new attempt queued), skipped (renewed, released or ended meanwhile).",
+		}, []string{"action"}),
+		leaseErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sessiond_lease_expiry_errors_total", Help: "Passes of the lease expirer that failed (retried at the next interval).",
+		}),
+		retentionPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_retention_passes_total", Help: "Retention passes run, by result (ok, error).",
+		}, []string{"result"}),
+		retention: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sessiond_retention_actions_total", Help: "What retention did, by action: archived (a closed session archived and compacted), deleted (an archive file deleted), kept_last_copy (an archive a rule selected, kept as the last copy of its session's log), failed (an action that failed).",
+		}, []string{"action"}),
+		retentionBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sessiond_retention_deleted_bytes_total", Help: "Bytes of archive files retention deleted.",
+		}),
+		archiveBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sessiond_archive_bytes", Help: "Total size of the archive directory after the last retention pass that measured it (one with a delete rule).",
+		}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.eventsAppended, m.eventDuplicates, m.appendRejected,
 		m.appendDuration, m.syncDuration, m.groupAppends, m.groupEvents, m.subscribers, m.lag, m.cutoffs,
-		m.commands, m.sweeps, m.swept,
+		m.commands, m.sweeps, m.swept, m.leaseExpiries, m.leaseErrors, m.retentionPasses, m.retention, m.retentionBytes, m.archiveBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Zero series for the outcomes an alert looks at, so a rate() sees them before the first.
 	for _, code := range []string{string(contract.CodeSubscriberTooSlow), "write_timeout", string(contract.CodeShuttingDown), string(contract.CodeStreamFailed)} {
 		m.cutoffs.WithLabelValues(code)
 	}
-	m.sweeps.WithLabelValues("ok")
-	m.sweeps.WithLabelValues("error")
+	for _, r := range []string{"ok", "error"} {
+		m.sweeps.WithLabelValues(r)
+		m.retentionPasses.WithLabelValues(r)
+	}
+	for _, a := range []string{"expired", "failed", "requeued", "skipped"} {
+		m.leaseExpiries.WithLabelValues(a)
+	}
+	for _, a := range []string{"archived", "deleted", "kept_last_copy", "failed"} {
+		m.retention.WithLabelValues(a)
+	}
 	return m
 }
 
@@ -263,6 +296,41 @@ func (m *Metrics) sweep(expired, stale, runsFailed, skipped int, err error) {
 	m.swept.WithLabelValues("stale").Add(float64(stale))
 	m.swept.WithLabelValues("runs_failed").Add(float64(runsFailed))
 	m.swept.WithLabelValues("skipped").Add(float64(skipped))
+}
+
+func (m *Metrics) leaseExpiry(expired, failed, requeued, skipped int, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.leaseErrors.Inc()
+		return
+	}
+	m.leaseExpiries.WithLabelValues("expired").Add(float64(expired))
+	m.leaseExpiries.WithLabelValues("failed").Add(float64(failed))
+	m.leaseExpiries.WithLabelValues("requeued").Add(float64(requeued))
+	m.leaseExpiries.WithLabelValues("skipped").Add(float64(skipped))
+}
+
+func (m *Metrics) retained(p *session.RetentionPlan, measured bool, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.retentionPasses.WithLabelValues("error").Inc()
+		return
+	}
+	m.retentionPasses.WithLabelValues("ok").Inc()
+	m.retention.WithLabelValues("archived").Add(float64(len(p.Archive)))
+	m.retention.WithLabelValues("deleted").Add(float64(len(p.Delete)))
+	m.retention.WithLabelValues("kept_last_copy").Add(float64(len(p.Kept)))
+	m.retention.WithLabelValues("failed").Add(float64(len(p.Errors)))
+	for _, a := range p.Delete {
+		m.retentionBytes.Add(float64(a.Bytes))
+	}
+	if measured {
+		m.archiveBytes.Set(float64(p.ArchiveBytesAfter))
+	}
 }
 
 // handleMetrics serves GET /metrics.

@@ -3,6 +3,9 @@ package server
 import (
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +87,37 @@ func BenchmarkScrape(b *testing.B) {
 		if rec.Code != 200 {
 			b.Fatal(rec.Code)
 		}
+	}
+}
+
+// TestMetricsDocumented: every sessiond_ metric the server registers is listed in
+// docs/operations.md's table.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	// A vector shows in a scrape once it has a series.
+	m.request("GET /healthz", 200, time.Millisecond, false)
+	m.eventsAppended.WithLabelValues("message")
+	m.appendRejected.WithLabelValues("CONTRACT_VIOLATION")
+	m.command("stop", "accepted")
+	m.sweep(0, 0, 0, 0, nil)
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range fams {
+		if name := f.GetName(); strings.HasPrefix(name, "sessiond_") {
+			n++
+			if !strings.Contains(string(doc), "| `"+name+"` |") {
+				t.Errorf("%s is not in docs/operations.md's table of metrics", name)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found %d sessiond_ metrics; the registry changed shape", n)
 	}
 }

@@ -68,6 +68,12 @@ type Options struct {
 	// DisableMetrics records no metrics (GET /metrics answers NOT_CONFIGURED): for the
 	// benchmark that measures what metrics cost.
 	DisableMetrics bool
+	// Retention is the retention policy the server applies (docs/operations.md, "Retention");
+	// the zero policy applies nothing. It needs ArchiveDir.
+	Retention session.RetentionPolicy
+	// RetentionInterval is how often a retention pass runs when Retention has a rule
+	// (default 1h; the first pass runs one interval after New).
+	RetentionInterval time.Duration
 	// ProgressInterval is the least time between two progress lines of archive and restore,
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
@@ -95,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 200 * time.Millisecond
+	}
+	if o.RetentionInterval <= 0 {
+		o.RetentionInterval = time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -164,6 +173,7 @@ func New(st store.Store, opt Options) *Server {
 	s.register(s.routes())
 	s.startSweeper()
 	s.startLeaseExpirer()
+	s.startRetention()
 	return s
 }
 

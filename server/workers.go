@@ -222,6 +222,7 @@ func (s *Server) startLeaseExpirer() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			res, err := s.svc.ExpireLeases(ctx, session.LeaseExpiryOptions{MaxAttempts: s.opt.MaxAttempts})
 			cancel()
+			s.opt.Metrics.leaseExpiry(res.Expired, res.Failed, res.Requeued, res.Skipped, err)
 			switch {
 			case err != nil:
 				s.opt.Logger.Error("lease expiry failed; retrying at the next interval", "err", err)

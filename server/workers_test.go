@@ -271,6 +271,16 @@ func TestLeaseExpiry(t *testing.T) {
 	if runs[1].Lease != nil {
 		t.Errorf("the failed attempt still shows a lease: %+v", runs[1])
 	}
+	// Both expiries are counted: two leases expired, two runs failed, one attempt queued.
+	m := b.srv.Metrics()
+	for deadline := time.Now().Add(5 * time.Second); metricValue(t, m, "sessiond_lease_expiries_total", "action", "failed") < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("sessiond_lease_expiries_total{action=failed} did not reach 2")
+		}
+	}
+	if e, r := metricValue(t, m, "sessiond_lease_expiries_total", "action", "expired"), metricValue(t, m, "sessiond_lease_expiries_total", "action", "requeued"); e != 2 || r != 1 {
+		t.Errorf("sessiond_lease_expiries_total: expired %v, requeued %v; want 2 and 1", e, r)
+	}
 }
 
 // TestSweeperSparesALeasedRun: a run waiting for a person, whose worker renews its lease, is

@@ -73,15 +73,7 @@ func (d *progressDrawer) callback() func(session.Progress) {
 }
 
 // draw redraws the line.
-func (d *progressDrawer) draw(p session.Progress) {
-	s := d.line(p)
-	pad := ""
-	if n := d.width - len(s); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	fmt.Fprintf(d.w, "\r%s%s", s, pad)
-	d.width = len(s)
-}
+func (d *progressDrawer) draw(p session.Progress) { d.drawLine(d.line(p)) }
 
 // clear blanks the line, if one was drawn, so that what follows starts on a clean line.
 func (d *progressDrawer) clear() {
@@ -90,4 +82,14 @@ func (d *progressDrawer) clear() {
 	}
 	fmt.Fprintf(d.w, "\r%s\r", strings.Repeat(" ", d.width))
 	d.width = 0
+}
+
+// drawLine redraws the line with s, for operations that are not phases of session.Progress.
+func (d *progressDrawer) drawLine(s string) {
+	pad := ""
+	if n := d.width - len(s); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	fmt.Fprintf(d.w, "\r%s%s", s, pad)
+	d.width = len(s)
 }

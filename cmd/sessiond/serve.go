@@ -45,11 +45,17 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
 	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
 	maxAttempts := fs.Int("max-attempts", 1, "attempts a claimed run gets: when its lease expires below this count a new attempt is queued, else the run stays failed")
+	retention := retentionFlags(fs)
+	retentionInterval := fs.Duration("retention-interval", time.Hour, "how often the retention pass runs when a --retention-* rule is set")
 	if _, code, ok := cl.parse(args); !ok {
 		return code
 	}
 	if *maxAttempts < 1 {
 		fmt.Fprintln(stderr, "sessiond serve: --max-attempts must be at least 1")
+		return 2
+	}
+	if *retentionInterval <= 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --retention-interval must be positive")
 		return 2
 	}
 	if *staleAfter <= 0 || *sweepInterval < 0 || *window <= 0 {
@@ -108,7 +114,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
-	srv := server.New(st, server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts})
+	srv := server.New(st, server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
+		Retention: *retention, RetentionInterval: *retentionInterval})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()
@@ -146,6 +153,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		log.Info(l.what+" listening", "addr", "http://"+sln.Addr().String())
 	}
 	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
+	if retention.Enabled() {
+		log.Info("retention on", "archiveClosedAfter", retention.ArchiveClosedAfter, "deleteArchivesAfter", retention.DeleteArchivesAfter,
+			"maxArchiveBytes", retention.MaxArchiveBytes, "interval", *retentionInterval, "archiveDir", *archiveDir)
+	}
 	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), where)
 
 	code := 0

@@ -16,3 +16,6 @@ func lockDir(dir string) (*dirLock, error) {
 }
 
 func (l *dirLock) release() error { return nil }
+
+// shareLock is not implemented on this platform: the reader runs without the lock.
+func shareLock(string) (*dirLock, bool, error) { return nil, false, nil }

@@ -15,7 +15,8 @@ import (
 // dirLock is an exclusive flock(2) on dir/LOCK, held for the life of a Store. The kernel drops
 // it when the process dies, so a crash never leaves a stale lock behind.
 type dirLock struct {
-	f *os.File
+	f      *os.File
+	shared bool // shareLock's: the file is not the holder's to truncate
 }
 
 func lockDir(dir string) (*dirLock, error) {
@@ -59,7 +60,9 @@ func (l *dirLock) release() error {
 		return nil
 	}
 	// Leave the file in place: removing it would race with a process that has just opened it.
-	_ = l.f.Truncate(0)
+	if !l.shared {
+		_ = l.f.Truncate(0)
+	}
 	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
@@ -69,4 +72,32 @@ func (l *dirLock) release() error {
 		return fmt.Errorf("release lock: %w", err)
 	}
 	return nil
+}
+
+// shareLock takes a shared flock(2) on dir/LOCK without creating or writing the file, for a
+// reader that must not change the directory (OpenInspector). held is false, with no error,
+// when a Store holds the directory (its exclusive lock), or when there is no LOCK file.
+func shareLock(dir string) (l *dirLock, held bool, err error) {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", filepath.Join(dir, LockFile), err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("lock %s: %w", filepath.Join(dir, LockFile), err)
+	}
+	return &dirLock{f: f, shared: true}, true, nil
 }

@@ -1,0 +1,284 @@
+package fsck_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/fsck"
+	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/postgres"
+	"github.com/sessiond/sessiond/store/postgres/pgtest"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+// driver is one storage driver as the tests use it: open a store, then (closed) corrupt it
+// with SQL and open its inspector.
+type driver struct {
+	name    string
+	open    func(t *testing.T) store.Store
+	exec    func(t *testing.T, sql string) // runs SQL on the closed store's database
+	inspect func(t *testing.T) store.Inspector
+	// dataSQL rewrites the expression of a bytes column (events.data) through a text
+	// replace: SQLite's replace works on BLOBs, PostgreSQL's needs a conversion.
+	replaceData func(col, from, to string) string
+	replaceJSON func(col, from, to string) string
+}
+
+func sqliteDriver(t *testing.T) *driver {
+	dir := t.TempDir()
+	return &driver{
+		name: "sqlite",
+		open: func(t *testing.T) store.Store {
+			st, err := sqlite.Open(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+		exec: func(t *testing.T, q string) {
+			db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DBFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		},
+		inspect: func(t *testing.T) store.Inspector {
+			in, err := sqlite.OpenInspector(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { in.Close() })
+			return in
+		},
+		replaceData: func(col, from, to string) string {
+			return fmt.Sprintf("CAST(replace(CAST(%s AS TEXT), '%s', '%s') AS BLOB)", col, from, to)
+		},
+		replaceJSON: func(col, from, to string) string { return fmt.Sprintf("replace(%s, '%s', '%s')", col, from, to) },
+	}
+}
+
+func postgresDriver(t *testing.T) *driver {
+	url := pgtest.Schema(t)
+	return &driver{
+		name: "postgres",
+		open: func(t *testing.T) store.Store {
+			st, err := postgres.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+		exec: func(t *testing.T, q string) {
+			conn, err := pgx.Connect(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		},
+		inspect: func(t *testing.T) store.Inspector {
+			in, err := postgres.OpenInspector(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { in.Close() })
+			return in
+		},
+		replaceData: func(col, from, to string) string {
+			return fmt.Sprintf("convert_to(replace(convert_from(%s, 'UTF8'), '%s', '%s'), 'UTF8')", col, from, to)
+		},
+		replaceJSON: func(col, from, to string) string {
+			return fmt.Sprintf("replace(%s::text, '%s', '%s')::json", col, from, to)
+		},
+	}
+}
+
+func drivers(t *testing.T, fn func(t *testing.T, d *driver)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteDriver(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, postgresDriver(t)) })
+}
+
+// fixture fills a store with the sessions the tests corrupt, each a few events long with a
+// run: S-run (a stop command accepted: a command result), S-gap, S-edit, S-last, and S-arch,
+// archived and compacted into archiveDir.
+func fixture(t *testing.T, st store.Store, archiveDir string) {
+	t.Helper()
+	ctx := context.Background()
+	svc := session.New(st, nil)
+	defer svc.Close()
+	for _, id := range []string{"S-run", "S-gap", "S-edit", "S-last", "S-arch"} {
+		sess := &store.Session{
+			Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: id, AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+			Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+		}
+		if err := st.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		var evs []*contract.EncodedEvent
+		for i, raw := range []string{
+			`"eventType":"message","payload":{"messageId":"u1","role":"user","operation":"append","parts":["go"]}`,
+			`"eventType":"status","runId":"r1","sourceMessageId":"u1","payload":{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`,
+			`"eventType":"message","runId":"r1","payload":{"messageId":"a1","role":"assistant","operation":"append","parts":["hello"],"status":"streaming"}`,
+			`"eventType":"message","runId":"r1","payload":{"messageId":"a1","role":"assistant","operation":"append","parts":[" world"],"status":"completed"}`,
+		} {
+			doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"e%d","sessionId":%q,"sequence":0,"idempotencyKey":"k%d","occurredAt":"2026-03-01T12:00:00Z",%s}`, i, id, i, raw)
+			ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+			if err != nil {
+				t.Fatalf("fixture event %s: %v", doc, err)
+			}
+			evs = append(evs, ev)
+		}
+		if _, err := st.Append(ctx, id, evs, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &contract.Command{Contract: "AgentSessionCommand", CommandID: "c1", SessionID: "S-run", RunID: "r1",
+		IdempotencyKey: "ck1", ExpectedSequence: 3, IssuedAt: "2026-03-01T12:05:00Z", CommandType: "stop",
+		Payload: &contract.StopCommand{}}
+	res, err := svc.Execute(ctx, "S-run", c, session.ExecOptions{})
+	if err != nil || res.Outcome != "accepted" {
+		t.Fatalf("stop command: %+v, %v", res, err)
+	}
+	if _, err := svc.Archive(ctx, "S-arch", session.ArchiveOptions{Dir: archiveDir, Compact: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func check(t *testing.T, in store.Inspector, archiveDir string) *fsck.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := fsck.Check(ctx, in, fsck.Options{ArchiveDir: archiveDir})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return rep
+}
+
+// TestCheckFindsCorruption builds a store, checks it clean, corrupts it on purpose (a row
+// deleted, an event altered, a run projection edited, a last sequence moved, an archive byte
+// flipped) and expects each finding, with its session and sequence, on both drivers.
+func TestCheckFindsCorruption(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		archiveDir := t.TempDir()
+		st := d.open(t)
+		fixture(t, st, archiveDir)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rep := check(t, d.inspect(t), archiveDir)
+		if !rep.Clean() {
+			t.Fatalf("a fresh store has findings:\n%s", findings(rep))
+		}
+		if rep.Sessions != 5 || rep.Events != 4*4+1 || rep.Archives != 1 {
+			t.Fatalf("checked %+v; want 5 sessions, 17 events (S-arch's are compacted), 1 archive", rep.Progress)
+		}
+
+		sk := func(id string) string { return fmt.Sprintf("(SELECT sk FROM sessions WHERE id = '%s')", id) }
+		d.exec(t, "DELETE FROM events WHERE sk = "+sk("S-gap")+" AND seq = 2")
+		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"role":"assistant"`, `"role":"robot"`)+" WHERE sk = "+sk("S-edit")+" AND seq = 3")
+		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"parts":["hello"]`, `"parts":["HELLO"],"extra":1`)+" WHERE sk = "+sk("S-edit")+" AND seq = 2")
+		d.exec(t, "UPDATE runs SET data = "+d.replaceJSON("data", "2026-03-01T12:00:01Z", "2026-03-01T11:00:00Z")+" WHERE sk = "+sk("S-run"))
+		d.exec(t, "UPDATE sessions SET last_seq = 6 WHERE id = 'S-last'")
+		names, _ := filepath.Glob(filepath.Join(archiveDir, "*", "RC-*.json"))
+		if len(names) != 1 {
+			t.Fatalf("archives %v; want one", names)
+		}
+		data, err := os.ReadFile(names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.Index(data, []byte(`"parts":["hello"]`))
+		data[i+len(`"parts":["h`)] ^= 0x20 // hello -> hEllo: still JSON, checksum broken
+		if err := os.WriteFile(names[0], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		rep = check(t, d.inspect(t), archiveDir)
+		two, three, four := int64(2), int64(3), int64(4)
+		want := []struct {
+			check, session string
+			seq            *int64
+			says           string
+		}{
+			{fsck.CheckArchive, "", nil, "checksum mismatch"},
+			{fsck.CheckArchive, "S-arch", nil, "its only copy"},
+			{fsck.CheckSequence, "S-gap", &two, "sequence 2 is missing"},
+			{fsck.CheckEvent, "S-edit", &two, "breaks the contract"},
+			{fsck.CheckEvent, "S-edit", &three, "breaks the contract"},
+			{fsck.CheckSequence, "S-last", &four, "last sequence is 6 but the log ends at 3"},
+			{fsck.CheckRuns, "S-run", nil, `run "r1"'s projection is`},
+		}
+		if len(rep.Findings) != len(want) {
+			t.Errorf("%d findings; want %d:\n%s", len(rep.Findings), len(want), findings(rep))
+		}
+		for _, w := range want {
+			found := false
+			for _, f := range rep.Findings {
+				if f.Check == w.check && f.SessionID == w.session && (w.seq == nil) == (f.Sequence == nil) &&
+					(w.seq == nil || *w.seq == *f.Sequence) && strings.Contains(f.Message, w.says) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no %s finding for session %q (sequence %v) saying %q in:\n%s", w.check, w.session, w.seq, w.says, findings(rep))
+			}
+		}
+	})
+}
+
+func findings(rep *fsck.Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		b.WriteString("  " + f.String() + "\n")
+	}
+	return b.String()
+}
+
+// otherSQLite writes an SQLite database of another program at path.
+func otherSQLite(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('la')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepAppending appends messages to the session until stop is closed.
+func keepAppending(st store.Store, id string, stop chan struct{}) error {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"bg%d","sessionId":%q,"sequence":0,"idempotencyKey":"bgk%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","role":"user","operation":"append","parts":["x"]}}`, i, id, i, i)
+		ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+		if err != nil {
+			return err
+		}
+		if _, err := st.Append(context.Background(), id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+			return err
+		}
+	}
+}

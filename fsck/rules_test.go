@@ -1,0 +1,135 @@
+package fsck_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/fsck"
+	"github.com/sessiond/sessiond/store"
+)
+
+// rows is an in-memory store.Inspector holding rows as a test writes them, so that the rules
+// can be checked on states no driver lets a test write through SQL (a key used twice in one
+// log: the drivers' unique indexes refuse it within a generation).
+type rows map[string]*store.RawSession
+
+func (r rows) InspectSessionIDs(_ context.Context, after string, limit int) ([]string, error) {
+	var ids []string
+	for id := range r {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids[:min(limit, len(ids))], nil
+}
+
+func (r rows) InspectSession(_ context.Context, id string, fn func(*store.RawSession) error) error {
+	s, ok := r[id]
+	if !ok {
+		return store.ErrSessionNotFound
+	}
+	return fn(s)
+}
+
+func (rows) InspectDatabase(context.Context) ([]string, error) { return nil, nil }
+func (rows) Close() error                                      { return nil }
+
+// rawEvent is a stored message event.
+func rawEvent(sid string, seq int64, id, key string) store.StoredEvent {
+	data := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":%q,"sessionId":%q,"sequence":%d,"idempotencyKey":%q,"occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","operation":"append","parts":["hi"],"role":"user"}}`, id, sid, seq, key, seq)
+	return store.StoredEvent{Sequence: seq, EventID: id, IdempotencyKey: key, EventType: "message", Data: []byte(data)}
+}
+
+func rawSession(id string, last int64, events []store.StoredEvent, results ...store.RawCommandResult) *store.RawSession {
+	return &store.RawSession{
+		ID: id, Status: "running", LastSequence: last,
+		Record:         []byte(fmt.Sprintf(`{"schema_version":1,"session_id":%q,"agent_id":"a","role":"implementer","status":"running","started_at":"2026-03-01T12:00:00Z"}`, id)),
+		Snapshot:       []byte(`{"mode":"work","modelId":"m","capabilities":{}}`),
+		CommandResults: results,
+		Events: func(fn func(*store.StoredEvent) error) error {
+			for i := range events {
+				if err := fn(&events[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// TestRules checks each rule on rows written for it: the finding's check, session, sequence
+// and words.
+func TestRules(t *testing.T) {
+	ok := func(id string) *store.RawSession {
+		return rawSession(id, 1, []store.StoredEvent{rawEvent(id, 0, "e0", "k0"), rawEvent(id, 1, "e1", "k1")})
+	}
+	for _, tc := range []struct {
+		name  string
+		sess  *store.RawSession
+		check string
+		seq   int64 // -1: none
+		says  string
+	}{
+		{"clean", ok("S-1"), "", -1, ""},
+		{"duplicate key", rawSession("S-1", 1, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k0")}), fsck.CheckDuplicate, 1, `idempotencyKey "k0"`},
+		{"duplicate id", rawSession("S-1", 1, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e0", "k1")}), fsck.CheckDuplicate, 1, `eventId "e0"`},
+		{"column disagrees", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0")}
+			evs[0].EventID = "other"
+			return rawSession("S-1", 0, evs)
+		}(), fsck.CheckEvent, 0, `its column says "other"`},
+		{"sequence in the data", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 0, "e1", "k1")}
+			evs[1].Sequence = 1
+			return rawSession("S-1", 1, evs)
+		}(), fsck.CheckEvent, 1, "says sequence 0 but is stored at 1"},
+		{"not canonical", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0")}
+			evs[0].Data = []byte(strings.Replace(string(evs[0].Data), `{"contract"`, `{ "contract"`, 1))
+			return rawSession("S-1", 0, evs)
+		}(), fsck.CheckEvent, 0, "canonical"},
+		{"log past last_seq", rawSession("S-1", 0, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}), fsck.CheckSequence, 1, "goes on to 1"},
+		{"record under another id", func() *store.RawSession {
+			s := rawSession("S-2", -1, nil)
+			s.Record = ok("S-1").Record
+			return s
+		}(), fsck.CheckRecord, -1, `stored under "S-2"`},
+		{"status column", func() *store.RawSession { s := ok("S-1"); s.Status = "paused"; return s }(), fsck.CheckRecord, -1, `the status column says "paused"`},
+		{"lifecycle compacted without archive", func() *store.RawSession {
+			s := rawSession("S-1", 1, []store.StoredEvent{rawEvent("S-1", 1, "e1", "k1")})
+			s.Lifecycle = []byte(`{"compactedThrough":0}`)
+			return s
+		}(), fsck.CheckLifecycle, -1, "no archive holds it"},
+		{"command result names a missing event", rawSession("S-1", 0, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0")}, store.RawCommandResult{Key: "ck",
+			Result: []byte(`{"contract":"AgentSessionCommandResult","commandId":"c1","sessionId":"S-1","idempotencyKey":"ck","outcome":"accepted","sessionStatus":"running","acceptedSequence":0,"resultEventIds":["e9"],"occurredAt":"2026-03-01T12:00:00Z"}`)}),
+			fsck.CheckCommandResult, -1, `appended event "e9"`},
+		{"command result under another key", rawSession("S-1", 0, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0")}, store.RawCommandResult{Key: "other",
+			Result: []byte(`{"contract":"AgentSessionCommandResult","commandId":"c1","sessionId":"S-1","idempotencyKey":"ck","outcome":"accepted","sessionStatus":"running","acceptedSequence":0,"resultEventIds":["e0"],"occurredAt":"2026-03-01T12:00:00Z"}`)}),
+			fsck.CheckCommandResult, -1, `stored under key "other"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := fsck.Check(context.Background(), rows{tc.sess.ID: tc.sess}, fsck.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.check == "" {
+				if !rep.Clean() {
+					t.Fatalf("findings on clean rows:\n%s", findings(rep))
+				}
+				return
+			}
+			if len(rep.Findings) != 1 {
+				t.Fatalf("%d findings; want one %s:\n%s", len(rep.Findings), tc.check, findings(rep))
+			}
+			f := rep.Findings[0]
+			if f.Check != tc.check || f.SessionID != tc.sess.ID || (tc.seq < 0) != (f.Sequence == nil) ||
+				(f.Sequence != nil && *f.Sequence != tc.seq) || !strings.Contains(f.Message, tc.says) {
+				t.Errorf("finding %s; want %s at sequence %d saying %q", f, tc.check, tc.seq, tc.says)
+			}
+		})
+	}
+}

@@ -1,0 +1,356 @@
+package fsck
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/wire"
+)
+
+// sessionCheck checks one session's rows.
+type sessionCheck struct {
+	id       string
+	archives *archives // nil: archives are not checked
+	max      int
+	events   *atomic.Int64
+
+	findings []Finding
+	dropped  int
+
+	// The log as read so far: where each eventId and idempotencyKey is, and the runs folded.
+	ids, keys map[string]int64
+	runs      map[string]*contract.Run
+	order     []string // run ids in creation order
+	foldOK    bool     // false when the fold lacks the start of the log (compacted, no archive)
+}
+
+func (c *sessionCheck) find(check string, seq *int64, format string, args ...any) {
+	if len(c.findings) >= c.max {
+		c.dropped++
+		return
+	}
+	c.findings = append(c.findings, Finding{Check: check, SessionID: c.id, Sequence: seq, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *sessionCheck) result() []Finding {
+	if c.dropped > 0 {
+		c.findings = append(c.findings, Finding{Check: CheckDatabase, SessionID: c.id,
+			Message: fmt.Sprintf("%d more findings in this session were left out (at most %d are listed per session)", c.dropped, c.max)})
+	}
+	return c.findings
+}
+
+func at(seq int64) *int64 { return &seq }
+
+// run checks the session's rows; it is the callback of Inspector.InspectSession.
+func (c *sessionCheck) run(raw *store.RawSession) error {
+	rec := c.checkRecord(raw)
+	lc, ok := c.checkLifecycle(raw, rec)
+	c.ids, c.keys = map[string]int64{}, map[string]int64{}
+	c.runs = map[string]*contract.Run{}
+	c.foldOK = true
+	next := int64(0)
+	if ok && lc.CompactedThrough != nil {
+		next = *lc.CompactedThrough + 1
+		c.foldOK = c.foldArchive(lc)
+	}
+	var n int64
+	err := raw.Events(func(e *store.StoredEvent) error {
+		n++
+		if n%4096 == 0 {
+			c.events.Add(4096)
+		}
+		switch {
+		case e.Sequence > next:
+			if next == e.Sequence-1 {
+				c.find(CheckSequence, at(next), "sequence %d is missing from the log (the next stored event is %d)", next, e.Sequence)
+			} else {
+				c.find(CheckSequence, at(next), "sequences %d to %d are missing from the log (the next stored event is %d)", next, e.Sequence-1, e.Sequence)
+			}
+		case e.Sequence < next:
+			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d, at or before its compaction point %d", e.Sequence, next-1)
+		}
+		next = max(next, e.Sequence+1)
+		c.checkEvent(e)
+		return nil
+	})
+	c.events.Add(n % 4096)
+	if err != nil {
+		return err
+	}
+	if last := next - 1; last != raw.LastSequence {
+		if last < raw.LastSequence {
+			c.find(CheckSequence, at(next), "the session's last sequence is %d but the log ends at %d: sequences %d to %d are missing", raw.LastSequence, last, next, raw.LastSequence)
+		} else {
+			c.find(CheckSequence, at(raw.LastSequence+1), "the session's last sequence is %d but the log goes on to %d", raw.LastSequence, last)
+		}
+	}
+	c.checkRuns(raw)
+	c.checkCommandResults(raw, lc)
+	return nil
+}
+
+// checkRecord checks the record, snapshot, lineage and active branch against the contract
+// and the columns; it returns the decoded record, nil when it does not decode.
+func (c *sessionCheck) checkRecord(raw *store.RawSession) *contract.SessionRecord {
+	for _, part := range []struct {
+		kind, what string
+		data       []byte
+	}{
+		{contract.KindSession, "record", raw.Record},
+		{contract.KindSnapshot, "snapshot", raw.Snapshot},
+		{contract.KindLineage, "lineage", raw.Lineage},
+		{contract.KindActiveBranch, "active branch", raw.ActiveBranch},
+	} {
+		if part.data == nil && part.kind != contract.KindSession && part.kind != contract.KindSnapshot {
+			continue
+		}
+		if err := contract.Validate(part.kind, part.data, contract.Limits{}); err != nil {
+			c.find(CheckRecord, nil, "the stored %s breaks the contract: %v", part.what, err)
+		}
+	}
+	var rec contract.SessionRecord
+	if err := json.Unmarshal(raw.Record, &rec); err != nil {
+		c.find(CheckRecord, nil, "the stored record does not decode: %v", err)
+		return nil
+	}
+	if rec.SessionID != raw.ID {
+		c.find(CheckRecord, nil, "the record's session_id is %q but it is stored under %q", rec.SessionID, raw.ID)
+	}
+	if rec.Status != raw.Status {
+		c.find(CheckRecord, nil, "the record's status is %q but the status column says %q", rec.Status, raw.Status)
+	}
+	return &rec
+}
+
+// checkLifecycle checks the lifecycle state and its agreement with the record and the
+// archives; ok is false when it does not decode.
+func (c *sessionCheck) checkLifecycle(raw *store.RawSession, rec *contract.SessionRecord) (lc wire.Lifecycle, ok bool) {
+	if raw.Lifecycle != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw.Lifecycle))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&lc); err != nil {
+			c.find(CheckLifecycle, nil, "the stored lifecycle state does not decode: %v", err)
+			return lc, false
+		}
+	}
+	ct := lc.CompactedThrough
+	if ct != nil && (*ct < 0 || *ct > raw.LastSequence) {
+		c.find(CheckLifecycle, nil, "the log is compacted through sequence %d but the session's last sequence is %d", *ct, raw.LastSequence)
+	}
+	if rec != nil && rec.Status == contract.SessionStatusArchived && lc.LastArchiveName == "" {
+		c.find(CheckLifecycle, nil, "the session is archived but its lifecycle state names no archive")
+	}
+	if rec != nil && rec.Status == contract.SessionStatusArchived && rec.ArchivePath.Get() == "" {
+		c.find(CheckLifecycle, nil, "the session is archived but its record has no archive_path")
+	}
+	if ct != nil && lc.LastArchiveName == "" {
+		c.find(CheckLifecycle, nil, "the log is compacted through sequence %d but no archive holds it (the lifecycle state names none)", *ct)
+	}
+	if c.archives == nil || lc.LastArchiveName == "" {
+		return lc, true
+	}
+	f := c.archives.byName[lc.LastArchiveName]
+	switch {
+	case f == nil && ct != nil:
+		c.find(CheckArchive, nil, "the log through sequence %d was compacted away and its only copy, archive %s, is missing from the archive directory", *ct, lc.LastArchiveName)
+	case f == nil:
+		// The log is all in the store; retention may have deleted an old archive.
+	case f.problem != "" && ct != nil:
+		c.find(CheckArchive, nil, "the log through sequence %d was compacted away and its only copy, archive %s, fails verification: %s", *ct, lc.LastArchiveName, f.problem)
+	case f.problem != "":
+		// Reported once, as a finding of the archive itself.
+	case f.sessionID != raw.ID:
+		c.find(CheckArchive, nil, "the session's last archive %s holds session %q", lc.LastArchiveName, f.sessionID)
+	case lc.LastArchiveChecksum != "" && f.checksum != lc.LastArchiveChecksum:
+		c.find(CheckArchive, nil, "archive %s has checksum %s but the session recorded %s when it was written", lc.LastArchiveName, f.checksum, lc.LastArchiveChecksum)
+	case ct != nil && f.lastSeq < *ct:
+		c.find(CheckArchive, nil, "the log is compacted through sequence %d but archive %s holds only up to %d", *ct, lc.LastArchiveName, f.lastSeq)
+	}
+	return lc, true
+}
+
+// foldArchive reads the compacted start of the log from the session's last archive into the
+// fold, when the archive is there and verified; it reports whether it could.
+func (c *sessionCheck) foldArchive(lc wire.Lifecycle) bool {
+	if c.archives == nil {
+		return false
+	}
+	f := c.archives.byName[lc.LastArchiveName]
+	if f == nil || f.problem != "" || f.sessionID != c.id || f.lastSeq < *lc.CompactedThrough {
+		return false
+	}
+	content, err := f.content()
+	if err != nil {
+		return false
+	}
+	for i, raw := range content.Events {
+		if int64(i) > *lc.CompactedThrough {
+			break
+		}
+		ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
+		if err != nil {
+			return false // the archive verified when written; restore would refuse it
+		}
+		c.ids[ev.EventID], c.keys[ev.IdempotencyKey] = int64(i), int64(i)
+		c.fold(ev, int64(i))
+	}
+	return true
+}
+
+// checkEvent checks one stored event against the contract, its columns and the log so far,
+// and folds it into the runs.
+func (c *sessionCheck) checkEvent(e *store.StoredEvent) {
+	seq := e.Sequence
+	if prev, dup := c.ids[e.EventID]; dup {
+		c.find(CheckDuplicate, at(seq), "eventId %q is also the event at sequence %d", e.EventID, prev)
+	} else {
+		c.ids[e.EventID] = seq
+	}
+	if prev, dup := c.keys[e.IdempotencyKey]; dup {
+		c.find(CheckDuplicate, at(seq), "idempotencyKey %q is also the event at sequence %d's", e.IdempotencyKey, prev)
+	} else {
+		c.keys[e.IdempotencyKey] = seq
+	}
+	ev, err := contract.CheckEvent(e.Data, contract.Limits{MaxBytes: store.MaxEventBytes})
+	if err != nil {
+		c.find(CheckEvent, at(seq), "the stored event breaks the contract: %v", err)
+		return
+	}
+	switch {
+	case ev.Sequence != seq:
+		c.find(CheckEvent, at(seq), "the event says sequence %d but is stored at %d", ev.Sequence, seq)
+	case ev.SessionID != c.id:
+		c.find(CheckEvent, at(seq), "the event names session %q", ev.SessionID)
+	case ev.EventID != e.EventID:
+		c.find(CheckEvent, at(seq), "the event's eventId is %q but its column says %q", ev.EventID, e.EventID)
+	case ev.IdempotencyKey != e.IdempotencyKey:
+		c.find(CheckEvent, at(seq), "the event's idempotencyKey is %q but its column says %q", ev.IdempotencyKey, e.IdempotencyKey)
+	case ev.EventType != e.EventType:
+		c.find(CheckEvent, at(seq), "the event's eventType is %q but its column says %q", ev.EventType, e.EventType)
+	case ev.RunID != e.RunID:
+		c.find(CheckEvent, at(seq), "the event's runId is %q but its column says %q", ev.RunID, e.RunID)
+	case !ev.SameContent(e.Data):
+		c.find(CheckEvent, at(seq), "the stored event is not in canonical form (readers would get other bytes than the ones appended)")
+	}
+	c.fold(ev, seq)
+}
+
+// fold applies a run status event to the runs, as the store's projection does.
+func (c *sessionCheck) fold(ev *contract.EncodedEvent, seq int64) {
+	f := ev.RunStatus
+	if f == nil {
+		return
+	}
+	prev := c.runs[f.RunID]
+	if prev == nil && !c.foldOK {
+		return // the run may have started in the compacted part
+	}
+	if prev == nil {
+		for _, id := range c.order {
+			if r := c.runs[id]; !contract.IsTerminal(r.Status) {
+				c.find(CheckRuns, at(seq), "run %q starts while run %q is still %s: a session has at most one active run", f.RunID, id, r.Status)
+			}
+		}
+	}
+	run, err := contract.ApplyRunStatus(prev, c.id, *f)
+	if err != nil {
+		c.find(CheckRuns, at(seq), "the log's run status breaks the run state machine: %v", err)
+		return
+	}
+	if prev == nil {
+		c.order = append(c.order, f.RunID)
+	}
+	c.runs[f.RunID] = run
+}
+
+// checkRuns compares the run projection with the fold of the log.
+func (c *sessionCheck) checkRuns(raw *store.RawSession) {
+	stored := map[string]bool{}
+	for i, r := range raw.Runs {
+		stored[r.RunID] = true
+		var run contract.Run
+		if err := json.Unmarshal(r.Data, &run); err != nil {
+			c.find(CheckRuns, nil, "run %q's stored projection does not decode: %v", r.RunID, err)
+			continue
+		}
+		if run.RunID != r.RunID {
+			c.find(CheckRuns, nil, "run %q's stored projection says runId %q", r.RunID, run.RunID)
+		}
+		if r.Status != "" && r.Status != run.Status {
+			c.find(CheckRuns, nil, "run %q's status column says %q but its projection says %q", r.RunID, r.Status, run.Status)
+		}
+		if r.Status == "" && r.Active == contract.IsTerminal(run.Status) {
+			c.find(CheckRuns, nil, "run %q's active column says %v but its status is %q", r.RunID, r.Active, run.Status)
+		}
+		if !c.foldOK {
+			continue
+		}
+		folded := c.runs[r.RunID]
+		if folded == nil {
+			c.find(CheckRuns, nil, "run %q is in the projection but no event of the log creates it", r.RunID)
+			continue
+		}
+		if i < len(c.order) && c.order[i] != r.RunID {
+			c.find(CheckRuns, nil, "run %q is number %d in the projection but the log creates run %q at that place", r.RunID, i, c.order[i])
+		}
+		a, _ := json.Marshal(folded)
+		b, _ := json.Marshal(&run)
+		if !bytes.Equal(a, b) {
+			c.find(CheckRuns, nil, "run %q's projection is %s but the log folds to %s", r.RunID, b, a)
+		}
+	}
+	if !c.foldOK {
+		return
+	}
+	for _, id := range c.order {
+		if !stored[id] {
+			c.find(CheckRuns, nil, "the log creates run %q but the projection does not hold it", id)
+		}
+	}
+}
+
+// checkCommandResults checks each stored command result against the contract, its key and
+// session, and the events it says the command appended.
+func (c *sessionCheck) checkCommandResults(raw *store.RawSession, lc wire.Lifecycle) {
+	compacted := int64(-1)
+	if lc.CompactedThrough != nil && !c.foldOK {
+		compacted = *lc.CompactedThrough
+	}
+	for _, r := range raw.CommandResults {
+		if err := contract.Validate(contract.KindCommandResult, r.Result, contract.Limits{}); err != nil {
+			c.find(CheckCommandResult, nil, "the result stored under key %q breaks the contract: %v", r.Key, err)
+			continue
+		}
+		var res contract.CommandResult
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			c.find(CheckCommandResult, nil, "the result stored under key %q does not decode: %v", r.Key, err)
+			continue
+		}
+		if res.IdempotencyKey != r.Key || res.SessionID != c.id {
+			c.find(CheckCommandResult, nil, "the result stored under key %q is command %q's of session %q with key %q", r.Key, res.CommandID, res.SessionID, res.IdempotencyKey)
+			continue
+		}
+		if res.Operation != nil || res.Outcome != "accepted" {
+			continue // a fork's events are in the new session; other outcomes appended nothing
+		}
+		var last int64 = -1
+		for _, id := range res.ResultEventIDs {
+			seq, ok := c.ids[id]
+			if !ok {
+				if res.AcceptedSequence == nil || *res.AcceptedSequence > compacted {
+					c.find(CheckCommandResult, nil, "command %q (key %q) appended event %q, which the log does not hold", res.CommandID, r.Key, id)
+				}
+				continue
+			}
+			last = seq
+		}
+		if res.AcceptedSequence != nil && last >= 0 && *res.AcceptedSequence != last {
+			c.find(CheckCommandResult, at(*res.AcceptedSequence), "command %q (key %q) says its last event is at sequence %d but the log has it at %d", res.CommandID, r.Key, *res.AcceptedSequence, last)
+		}
+	}
+}
