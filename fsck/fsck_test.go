@@ -282,3 +282,44 @@ func keepAppending(st store.Store, id string, stop chan struct{}) error {
 		}
 	}
 }
+
+// TestCheckEnqueuedRunClean: a run enqueued behind the active one (the multitask strategies
+// enqueue and interrupt) is a clean state, not a second active run.
+func TestCheckEnqueuedRunClean(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		ctx := context.Background()
+		st := d.open(t)
+		sess := &store.Session{
+			Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: "S-q", AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+			Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+		}
+		if err := st.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		for i, batch := range [][]string{
+			{`"eventType":"message","payload":{"messageId":"u1","role":"user","operation":"append","parts":["go"]}`,
+				`"eventType":"status","runId":"r1","sourceMessageId":"u1","payload":{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`},
+			{`"eventType":"message","payload":{"messageId":"u2","role":"user","operation":"append","parts":["then this"]}`,
+				`"eventType":"status","runId":"r2","sourceMessageId":"u2","payload":{"status":"queued"}`},
+		} {
+			var evs []*contract.EncodedEvent
+			for j, raw := range batch {
+				doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"e%d%d","sessionId":"S-q","sequence":0,"idempotencyKey":"k%d%d","occurredAt":"2026-03-01T12:00:00Z",%s}`, i, j, i, j, raw)
+				ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
+			}
+			if _, err := st.Append(ctx, "S-q", evs, store.AppendOptions{Enqueue: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if rep := check(t, d.inspect(t), "-"); !rep.Clean() {
+			t.Fatalf("a run enqueued behind the active one is reported:\n%s", findings(rep))
+		}
+	})
+}
