@@ -187,6 +187,14 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if n, err = res.RowsAffected(); err != nil {
 			return fatal("delete events", err)
 		}
+		// The sealed generations' entries of the deleted events go with them; the open index
+		// is rebuilt from the rows left at the next append.
+		for _, q := range []string{`DELETE FROM event_keys WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`, `DELETE FROM event_ids WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`} {
+			if _, err := w.conn.ExecContext(w.ctx, q, ss.sk, w.gen(through), through); err != nil {
+				return fatal("delete sealed keys", err)
+			}
+		}
+		w.dropOpen(ss)
 		lc, err := loadLifecycle(w.ctx, w.conn, ss.sk)
 		if err != nil {
 			return fatal("load lifecycle", err)
@@ -261,9 +269,11 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete runs", err)
 			}
 		}
-		// Filters of an earlier life of the session describe other events.
-		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM event_filters WHERE sk = ?`, sk); err != nil {
-			return fatal("delete generation filters", err)
+		// Filters and sealed keys of an earlier life of the session describe other events.
+		for _, table := range []string{"event_filters", "event_keys", "event_ids"} {
+			if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM `+table+` WHERE sk = ?`, sk); err != nil {
+				return fatal("delete "+table, err)
+			}
 		}
 		// One statement for every event: preparing it per event was half the import's time.
 		ins, err := w.conn.PrepareContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -274,6 +284,12 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		for _, e := range imp.Events {
 			if _, err := ins.ExecContext(w.ctx, sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
 				return fatal("insert event", err)
+			}
+		}
+		ss := &sessState{sk: sk, last: last}
+		for g := range w.gen(last + 1) {
+			if err := w.seal(ss, g); err != nil {
+				return err
 			}
 		}
 		for i, run := range imp.Runs {

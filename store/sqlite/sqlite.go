@@ -8,8 +8,9 @@
 // goroutine syncs the WAL and answers the group while the writer runs the next one, and reads
 // wait for the sync of any commit they could see (durable.go). Reads use a separate pool of
 // read-only connections, which WAL lets run alongside the writer. Event ids and idempotency
-// keys are indexed per generation of a log, so that a long log appends nearly as fast as a
-// new one (generation.go).
+// keys of a log's open generation are kept in the writer's memory and written, in key order,
+// only when the generation is sealed: an append writes its event row and little else
+// (generation.go).
 //
 // One process at a time: Open takes an exclusive lock on dir/LOCK and fails, naming the
 // holder's pid, when another process (or another Store in this one) has the directory open.
@@ -79,6 +80,7 @@ type Store struct {
 	changeSubs store.ChangeSubscribers // SubscribeChanges (changes.go)
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+	openIdx  sync.Map // sk -> *openIndex: the writer's open generation indexes, for readers
 }
 
 var _ store.Store = (*Store)(nil)
