@@ -19,14 +19,19 @@ const (
 )
 
 // qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
-// record's last_heartbeat_at, and a stale session back to running. heartbeat_ms follows from
-// the record.
-const qHeartbeat = `UPDATE sessions SET
-	status = CASE status WHEN 'stale' THEN 'running' ELSE status END,
-	record = CASE status WHEN 'stale'
+// record's last_heartbeat_at (?1), and a stale session back to running. heartbeat_ms follows
+// from the record. qAppended is the same write for an append that added events, with its new
+// last sequence (?3) in the same statement, so that an append updates the row once; without a
+// heartbeat (?1 NULL) only the last sequence changes.
+const (
+	qHeartbeat = `UPDATE sessions SET ` + heartbeatSet + ` WHERE sk = ?2`
+	qAppended  = `UPDATE sessions SET last_seq = ?3, ` + heartbeatSet + ` WHERE sk = ?2`
+
+	heartbeatSet = `status = CASE WHEN ?1 IS NOT NULL AND status = 'stale' THEN 'running' ELSE status END,
+	record = CASE WHEN ?1 IS NULL THEN record WHEN status = 'stale'
 		THEN json_set(record, '$.last_heartbeat_at', ?1, '$.status', 'running', '$.updated_at', ?1, '$.updated_by_gate', 'owner')
-		ELSE json_set(record, '$.last_heartbeat_at', ?1) END
-	WHERE sk = ?2`
+		ELSE json_set(record, '$.last_heartbeat_at', ?1) END`
+)
 
 // heartbeat applies opts.Heartbeat to session sk inside the writer's transaction.
 func (w *writer) heartbeat(sk int64, opts store.AppendOptions) error {

@@ -265,10 +265,19 @@ func (w *writer) failAll(group []*request, err error) {
 	}
 }
 
+// exec runs one of the transaction control statements (txControl), prepared once.
 func (w *writer) exec(q string) error {
+	if st := w.st.control[q]; st != nil {
+		_, err := st.ExecContext(w.ctx)
+		return err
+	}
 	_, err := w.conn.ExecContext(w.ctx, q)
 	return err
 }
+
+// txControl are the statements the writer runs around every group and request: prepared once,
+// not parsed again for each.
+var txControl = []string{`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`, `SAVEPOINT req`, `RELEASE req`, `ROLLBACK TO req`}
 
 // session returns the cached state of a session, loading it on first use; nil when there is no
 // such session.
@@ -325,11 +334,12 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("store run", err)
 		}
 	}
-	if _, err := w.st.setLastSeq.ExecContext(w.ctx, plan.Last, ss.sk); err != nil {
-		return fatal("update last sequence", err)
+	var hb any // NULL: no heartbeat
+	if !r.opts.Heartbeat.IsZero() {
+		hb = store.FormatTime(r.opts.Heartbeat)
 	}
-	if err := w.heartbeat(ss.sk, r.opts); err != nil {
-		return err
+	if _, err := w.st.appended.ExecContext(w.ctx, hb, ss.sk, plan.Last); err != nil {
+		return fatal("update last sequence and heartbeat", err)
 	}
 	if cr := r.opts.CommandResult; cr != nil {
 		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO command_results (sk, idem_key, result) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, ss.sk, cr.Key, cr.Result); err != nil {
@@ -442,9 +452,10 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, setLastSeq                         *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appended                           *sql.Stmt
 	insertSession, sessionRow, updateSession, heartbeat                                                   *sql.Stmt
 	all                                                                                                   []*sql.Stmt
+	control                                                                                               map[string]*sql.Stmt // txControl
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -468,7 +479,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
 		{&st.upsertRun, qUpsertRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
-		{&st.setLastSeq, `UPDATE sessions SET last_seq = ? WHERE sk = ?`},
+		{&st.appended, qAppended},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
@@ -480,6 +491,16 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 			return fmt.Errorf("prepare %q: %w", p.q, err)
 		}
 		*p.s = s
+		st.all = append(st.all, s)
+	}
+	st.control = map[string]*sql.Stmt{}
+	for _, q := range txControl {
+		s, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		st.control[q] = s
 		st.all = append(st.all, s)
 	}
 	return nil
