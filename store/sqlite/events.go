@@ -48,6 +48,9 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}
+	if res, ok := s.storedDuplicates(ctx, sessionID, events); ok {
+		return res, nil
+	}
 	r := &request{ctx: ctx, sessionID: sessionID, events: events, opts: opts}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
@@ -59,6 +62,59 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, r.err)
 	}
 	return r.results, nil
+}
+
+// storedDuplicates answers a batch that only repeats stored events (store.StoredDuplicates)
+// without the writer: each key is looked up in the open index the writer publishes, and the
+// event it points at is read through the read pool (so only committed events count), then the
+// answer waits for those commits to be synced. ok is false, and the writer plans the append,
+// when the session has no published index or an event is not found that way (a new event is
+// told apart with one hash lookup, before any read).
+func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events []*contract.EncodedEvent) (res []store.AppendResult, ok bool) {
+	if len(events) == 0 {
+		return nil, false
+	}
+	if err := s.enter(); err != nil {
+		return nil, false
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return nil, false
+	}
+	v, found := s.openIdx.Load(sk)
+	if !found {
+		return nil, false
+	}
+	x := v.(*openIndex)
+	res, ok, err = store.StoredDuplicates(events, func(key string) (int64, []byte, bool, error) {
+		var buf [4]int64
+		x.mu.RLock()
+		var cands []int64
+		if !x.dead {
+			cands = x.candidates(buf[:0], keyHash('k', key), s.bits)
+		}
+		x.mu.RUnlock()
+		for _, seq := range cands {
+			var k string
+			var data []byte
+			err := s.rd.keyAt.QueryRowContext(ctx, sk, seq).Scan(&k, &data)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return 0, nil, false, err
+			}
+			if k == key {
+				return seq, data, true, nil
+			}
+		}
+		return 0, nil, false, nil
+	})
+	if err != nil || !ok || s.visible(ctx) != nil {
+		return nil, false
+	}
+	return res, true
 }
 
 // sessionKey returns a session's internal key, or store.ErrSessionNotFound.
@@ -301,8 +357,8 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 
 // readStmts are the prepared statements of the read-only pool.
 type readStmts struct {
-	session, sessionKey, lastSeq, events, eventAt, eventByID, eventByKey, runs, run *sql.Stmt
-	all                                                                             []*sql.Stmt
+	session, sessionKey, lastSeq, events, eventAt, keyAt, eventByID, eventByKey, runs, run *sql.Stmt
+	all                                                                                    []*sql.Stmt
 }
 
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
@@ -333,6 +389,7 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB, bits uint) error {
 		{&st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
 		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
 		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq = ?`},
+		{&st.keyAt, `SELECT idem_key, data FROM events WHERE sk = ? AND seq = ?`},
 		{&st.eventByID, eventByGen("event_ids", "event_id")},
 		{&st.eventByKey, eventByGen("event_keys", "idem_key")},
 		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},
