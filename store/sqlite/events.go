@@ -134,6 +134,10 @@ func (s *Store) sessionKey(ctx context.Context, id string) (int64, error) {
 	return sk, nil
 }
 
+// readArenaBytes is the size of the chunks ReadEvents copies events' bytes into: one
+// allocation for a few hundred events rather than one each.
+const readArenaBytes = 256 << 10
+
 // ReadEvents returns the committed events of the session with sequence > after, in order, at
 // most limit (default and cap 10000). It returns store.ErrSessionNotFound for an unknown
 // session.
@@ -167,13 +171,20 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	}
 	defer rows.Close()
 	out := make([]store.StoredEvent, 0, size)
-	var et, run sql.RawBytes
+	var et, run, data sql.RawBytes
 	var lastType, lastRun string
+	var arena []byte // the events' bytes, copied into chunks shared by many events
 	for rows.Next() {
 		var e store.StoredEvent
-		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &et, &run, &e.Data); err != nil {
+		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &et, &run, &data); err != nil {
 			return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 		}
+		if len(arena)+len(data) > cap(arena) {
+			arena = make([]byte, 0, max(readArenaBytes, len(data)))
+		}
+		start := len(arena)
+		arena = append(arena, data...)
+		e.Data = arena[start:len(arena):len(arena)] // full: an append by the caller copies
 		// Event types and run ids repeat from event to event: share the strings.
 		if string(et) != lastType {
 			lastType = string(et)

@@ -174,6 +174,10 @@ func dsn(path string, role int) string {
 	case roleReader:
 		q.Add("_pragma", "query_only(1)")
 		q.Add("_pragma", "cache_size(-16384)") // 16 MiB per reader
+		// Readers map the database file (up to 1 GiB): a page already checkpointed is read
+		// from the mapping, without a pread(2) and a copy into the reader's cache (long log
+		// reads; see docs/benchmarks.md). Pages still in the WAL are read as before.
+		q.Add("_pragma", "mmap_size(1073741824)")
 	case roleWriter:
 		// Pages are SQLite's default 4 KiB. (The driver runs _pragma values sorted by name,
 		// so a page_size here would come after journal_mode has fixed the size already.)
