@@ -390,7 +390,7 @@ SELECT * FROM (
 LIMIT 1`, table, col)
 }
 
-func (st *readStmts) prepare(ctx context.Context, db *sql.DB, bits uint) error {
+func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	for _, p := range []struct {
 		s **sql.Stmt
 		q string

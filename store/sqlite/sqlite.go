@@ -256,7 +256,7 @@ func (s *Store) open(ctx context.Context) error {
 	if s.bits, err = readGenerationBits(ctx, s.wdb); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := s.rd.prepare(ctx, s.rdb, s.bits); err != nil {
+	if err := s.rd.prepare(ctx, s.rdb); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	if s.cdb, err = sql.Open("sqlite", dsn(path, roleCheckpointer)); err != nil {
