@@ -48,6 +48,9 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}
+	if res, ok := s.storedDuplicates(ctx, sessionID, events); ok {
+		return res, nil
+	}
 	r := &request{ctx: ctx, sessionID: sessionID, events: events, opts: opts}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
@@ -59,6 +62,59 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, r.err)
 	}
 	return r.results, nil
+}
+
+// storedDuplicates answers a batch that only repeats stored events (store.StoredDuplicates)
+// without the writer: each key is looked up in the open index the writer publishes, and the
+// event it points at is read through the read pool (so only committed events count), then the
+// answer waits for those commits to be synced. ok is false, and the writer plans the append,
+// when the session has no published index or an event is not found that way (a new event is
+// told apart with one hash lookup, before any read).
+func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events []*contract.EncodedEvent) (res []store.AppendResult, ok bool) {
+	if len(events) == 0 {
+		return nil, false
+	}
+	if err := s.enter(); err != nil {
+		return nil, false
+	}
+	defer s.inflight.Done()
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return nil, false
+	}
+	v, found := s.openIdx.Load(sk)
+	if !found {
+		return nil, false
+	}
+	x := v.(*openIndex)
+	res, ok, err = store.StoredDuplicates(events, func(key string) (int64, []byte, bool, error) {
+		var buf [4]int64
+		x.mu.RLock()
+		var cands []int64
+		if !x.dead {
+			cands = x.candidates(buf[:0], keyHash('k', key), s.bits)
+		}
+		x.mu.RUnlock()
+		for _, seq := range cands {
+			var k string
+			var data []byte
+			err := s.rd.keyAt.QueryRowContext(ctx, sk, seq).Scan(&k, &data)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return 0, nil, false, err
+			}
+			if k == key {
+				return seq, data, true, nil
+			}
+		}
+		return 0, nil, false, nil
+	})
+	if err != nil || !ok || s.visible(ctx) != nil {
+		return nil, false
+	}
+	return res, true
 }
 
 // sessionKey returns a session's internal key, or store.ErrSessionNotFound.
@@ -77,6 +133,10 @@ func (s *Store) sessionKey(ctx context.Context, id string) (int64, error) {
 	s.sessKeys.Store(id, sk)
 	return sk, nil
 }
+
+// readArenaBytes is the size of the chunks ReadEvents copies events' bytes into: one
+// allocation for a few hundred events rather than one each.
+const readArenaBytes = 256 << 10
 
 // ReadEvents returns the committed events of the session with sequence > after, in order, at
 // most limit (default and cap 10000). It returns store.ErrSessionNotFound for an unknown
@@ -111,13 +171,20 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	}
 	defer rows.Close()
 	out := make([]store.StoredEvent, 0, size)
-	var et, run sql.RawBytes
+	var et, run, data sql.RawBytes
 	var lastType, lastRun string
+	var arena []byte // the events' bytes, copied into chunks shared by many events
 	for rows.Next() {
 		var e store.StoredEvent
-		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &et, &run, &e.Data); err != nil {
+		if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &et, &run, &data); err != nil {
 			return nil, fmt.Errorf("read events of session %q: %w", sessionID, err)
 		}
+		if len(arena)+len(data) > cap(arena) {
+			arena = make([]byte, 0, max(readArenaBytes, len(data)))
+		}
+		start := len(arena)
+		arena = append(arena, data...)
+		e.Data = arena[start:len(arena):len(arena)] // full: an append by the caller copies
 		// Event types and run ids repeat from event to event: share the strings.
 		if string(et) != lastType {
 			lastType = string(et)
@@ -158,31 +225,81 @@ func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, erro
 // EventByID returns the session's event with that eventId, store.ErrEventNotFound when there is
 // none, or store.ErrSessionNotFound for an unknown session.
 func (s *Store) EventByID(ctx context.Context, sessionID, eventID string) (store.StoredEvent, error) {
-	return s.eventBy(ctx, s.rd.eventByID, "eventId", sessionID, eventID)
+	return s.eventBy(ctx, 'i', sessionID, eventID)
 }
 
 // EventByIdempotencyKey returns the session's event with that idempotency key,
 // store.ErrEventNotFound when there is none, or store.ErrSessionNotFound for an unknown session.
 func (s *Store) EventByIdempotencyKey(ctx context.Context, sessionID, key string) (store.StoredEvent, error) {
-	return s.eventBy(ctx, s.rd.eventByKey, "idempotencyKey", sessionID, key)
+	return s.eventBy(ctx, 'k', sessionID, key)
 }
 
-func (s *Store) eventBy(ctx context.Context, stmt *sql.Stmt, what, sessionID, val string) (store.StoredEvent, error) {
+// eventBy finds the event whose id (kind 'i') or key (kind 'k') is val (generation.go): in the
+// open generation through the writer's index when it has one for the generation this read
+// sees, else by a scan of that generation's rows; in the sealed generations through their
+// tables, newest first.
+func (s *Store) eventBy(ctx context.Context, kind byte, sessionID, val string) (store.StoredEvent, error) {
+	what := "idempotencyKey"
+	if kind == 'i' {
+		what = "eventId"
+	}
 	var e store.StoredEvent
 	if err := s.enter(); err != nil {
 		return e, err
 	}
 	defer s.inflight.Done()
+	fail := func(err error) (store.StoredEvent, error) {
+		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+	}
 	sk, err := s.sessionKey(ctx, sessionID)
 	if err != nil {
-		return e, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+		return fail(err)
 	}
-	err = s.settle(ctx, stmt.QueryRowContext(ctx, sk, val).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data))
+	var last int64
+	if err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last); err != nil {
+		return fail(err)
+	}
+	open := (last + 1) >> s.bits
+	scanOpen := true
+	if v, ok := s.openIdx.Load(sk); ok {
+		x := v.(*openIndex)
+		var buf [4]int64
+		x.mu.RLock()
+		live := !x.dead && x.gen == open
+		var cands []int64
+		if live {
+			cands = x.candidates(buf[:0], keyHash(kind, val), s.bits)
+		}
+		x.mu.RUnlock()
+		if live {
+			scanOpen = false
+			for _, seq := range cands {
+				err := s.rd.eventAt.QueryRowContext(ctx, sk, seq).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue
+				}
+				if err != nil {
+					return fail(err)
+				}
+				if (kind == 'i' && e.EventID == val) || (kind == 'k' && e.IdempotencyKey == val) {
+					if err := s.visible(ctx); err != nil {
+						return fail(err)
+					}
+					return e, nil
+				}
+			}
+		}
+	}
+	stmt := s.rd.eventByKey
+	if kind == 'i' {
+		stmt = s.rd.eventByID
+	}
+	err = s.settle(ctx, stmt.QueryRowContext(ctx, sk, val, open-1, scanOpen, open<<s.bits).Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, store.ErrEventNotFound)
+		return fail(store.ErrEventNotFound)
 	}
 	if err != nil {
-		return store.StoredEvent{}, fmt.Errorf("event with %s %q in session %q: %w", what, val, sessionID, err)
+		return fail(err)
 	}
 	return e, nil
 }
@@ -251,25 +368,29 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 
 // readStmts are the prepared statements of the read-only pool.
 type readStmts struct {
-	session, sessionKey, lastSeq, events, eventByID, eventByKey, runs, run *sql.Stmt
-	all                                                                    []*sql.Stmt
+	session, sessionKey, lastSeq, events, eventAt, keyAt, eventByID, eventByKey, runs, run *sql.Stmt
+	all                                                                                    []*sql.Stmt
 }
 
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
 
-// eventByGen is the query that finds the event with a given col (?2) in a session (?1): one
-// index lookup per generation of the log, newest first (generation.go).
-func eventByGen(col string, bits uint) string {
-	return fmt.Sprintf(`WITH RECURSIVE g(n) AS (
-    SELECT (SELECT last_seq FROM sessions WHERE sk = ?1) >> %d
-    UNION ALL SELECT n - 1 FROM g WHERE n > 0
+// eventByGen is the query that finds the event with a given col (?2) in a session (?1): in the
+// open generation's rows, from sequence ?5 on, when ?4; in the sealed generations ?3 down to 0,
+// through table, one index lookup each (generation.go).
+func eventByGen(table, col string) string {
+	return fmt.Sprintf(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM events
+WHERE ?4 AND sk = ?1 AND seq >= ?5 AND %[2]s = ?2
+UNION ALL
+SELECT * FROM (
+    WITH RECURSIVE g(n) AS (SELECT ?3 WHERE ?3 >= 0 UNION ALL SELECT n - 1 FROM g WHERE n > 0)
+    SELECT e.seq, e.event_id, e.idem_key, e.event_type, e.run_id, e.data
+    FROM g CROSS JOIN %[1]s AS k ON k.sk = ?1 AND k.gen = g.n AND k.%[2]s = ?2
+    JOIN events AS e ON e.sk = ?1 AND e.seq = k.seq
 )
-SELECT e.seq, e.event_id, e.idem_key, e.event_type, e.run_id, e.data
-FROM g CROSS JOIN events AS e ON e.sk = ?1 AND e.gen = g.n AND e.%s = ?2
-LIMIT 1`, bits, col)
+LIMIT 1`, table, col)
 }
 
-func (st *readStmts) prepare(ctx context.Context, db *sql.DB, bits uint) error {
+func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	for _, p := range []struct {
 		s **sql.Stmt
 		q string
@@ -278,8 +399,10 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB, bits uint) error {
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
 		{&st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
 		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
-		{&st.eventByID, eventByGen("event_id", bits)},
-		{&st.eventByKey, eventByGen("idem_key", bits)},
+		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq = ?`},
+		{&st.keyAt, `SELECT idem_key, data FROM events WHERE sk = ? AND seq = ?`},
+		{&st.eventByID, eventByGen("event_ids", "event_id")},
+		{&st.eventByKey, eventByGen("event_keys", "idem_key")},
 		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},
 		{&st.run, `SELECT data FROM runs WHERE sk = ? AND run_id = ?`},
 	} {

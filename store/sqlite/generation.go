@@ -8,32 +8,36 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // Generations of a log.
 //
-// Event ids and idempotency keys are often random (UUIDv4). In one index over a whole log, each
-// random key lands on its own page: in a log of a million events the index no longer fits the
-// page cache, every insert walks a deep tree and dirties a page of its own, and appends ran at
-// 60% of the speed of a new log. So the unique indexes are on (sk, gen, key), where a
-// generation is a run of 2^bits consecutive sequences (gen = seq >> bits, 65,536 events by
-// default): an append inserts into the current generation's subtree, which is as small in an old
-// log as in a new one.
+// A generation is a run of 2^bits consecutive sequences of a session's log (gen = seq >> bits,
+// 65,536 events by default). The open generation is the one the next event goes in; the ones
+// before it are sealed: every one of their sequences is taken, so their keys never change
+// again (compaction aside, which only removes).
 //
-// The indexes then enforce uniqueness within a generation only; the writer enforces it across
-// generations. A generation is sealed once the log has moved past it: every one of its
-// sequences is taken, so its keys never change again (compaction aside, which only removes).
-// Each sealed generation of a session has a Bloom filter of its keys and ids, built from the
-// indexes the first time the writer needs it (one scan of the generation, once), stored in
-// event_filters, and cached in memory (at most maxFilterBytes in all; the sessions appended to
-// least recently lose theirs first). A new event is looked up in a sealed generation's index
-// only when the filter says its key or id may be there (about 1 in 1,000 for one that is not);
-// in generations a batch has itself moved past, and in the current one, it is always looked up.
-// A filter may hold more than its generation, never less: a filter built inside a savepoint
-// that rolls back describes a generation that was sealed before it, so it stays right.
+// Event ids and idempotency keys are often random (UUIDv4). An index over them takes each
+// insert to a page of its own, and SQLite's WAL writes whole pages: with two such indexes an
+// append wrote about 9 KB per 470-byte event. So nothing on disk indexes the open generation.
+// The writer keeps its keys and ids in memory (openIndex: the hash of each, mapped to the
+// event's sequence), built from the generation's rows the first time a session is appended
+// to, and kept up to date as appends are released; an append writes its event row and no
+// index entry. A key found in memory is checked against the row it points at (hashes may
+// collide), so the memory is only a hint where to look, never the truth.
 //
-// Readers look an event up by id or key with one index lookup per generation, newest first
-// (eventByGen).
+// When an append fills a generation, the same transaction seals it: its keys and ids are
+// written into event_keys and event_ids in key order (one pass each: dense pages, written
+// once), and a Bloom filter of them is stored in event_filters. A new event is looked up in a
+// sealed generation's table only when the filter says its key or id may be there (about 1 in
+// 1,000 for one that is not). Filters are cached in memory (at most maxFilterBytes with the
+// open indexes; the sessions appended to least recently lose theirs first) and built from the
+// tables when a generation has none. A filter may hold more than its generation, never less.
+//
+// Readers look an event up by id or key in the open index when the writer has published one
+// for the generation they see, and in the sealed generations' tables; without an index they
+// scan the open generation's rows (at most 2^bits).
 
 // maxFilterBytes bounds the memory of the writer's filters; past it, the filters of the
 // sessions appended to least recently are dropped (and rebuilt when next needed).
@@ -49,7 +53,7 @@ const (
 // keyHash hashes an idempotency key (kind 'k') or an event id (kind 'i') for the filters: the
 // same string as a key and as an id must not share bits. Filters are stored, so the hash must
 // never change: FNV-1a (64 bits), then MurmurHash3's finalizer to spread its bits.
-func keyHash(kind byte, s string) uint64 {
+func keyHash[T ~string | ~[]byte](kind byte, s T) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)
 	h = (h ^ uint64(kind)) * prime
@@ -188,7 +192,7 @@ func (w *writer) loadFilter(ss *sessState, g int64) (*bloom, error) {
 	return w.scanFilter(ss, g)
 }
 
-// scanFilter builds the filter of ss's generation g from the indexes and stores it.
+// scanFilter builds the filter of ss's sealed generation g from its tables and stores it.
 func (w *writer) scanFilter(ss *sessState, g int64) (*bloom, error) {
 	f := newBloom(2 << w.bits)
 	for _, p := range []struct {
@@ -230,7 +234,7 @@ func (w *writer) maybeEvict(keep *sessState) {
 	}
 	var victims []*sessState
 	for _, ss := range w.cache {
-		if ss != keep && (len(ss.filters) > 0 || cap(ss.open) > 0) {
+		if ss != keep && (len(ss.filters) > 0 || ss.open != nil) {
 			victims = append(victims, ss)
 		}
 	}
@@ -251,8 +255,108 @@ func (w *writer) dropFilters(ss *sessState) {
 		}
 	}
 	ss.filters = nil
-	w.filterBytes -= 8 * cap(ss.open)
-	ss.open, ss.openLive = nil, false
+	w.dropOpen(ss)
+}
+
+// openEntryBytes is what one entry of an open index is counted for against maxFilterBytes
+// (a slot of a Go map of uint64 to int32, with its share of the control bytes and slack).
+const openEntryBytes = 24
+
+// openIndex holds the key and id hashes of the events of a session's open generation gen:
+// hash (keyHash 'k' for a key, 'i' for an id) -> the event's offset in the generation. A hash
+// that two strings share (possible, never seen) keeps its further offsets in more. The writer
+// adds to it under mu and readers look up under it; dead marks an index the writer dropped.
+type openIndex struct {
+	gen  int64
+	mu   sync.RWMutex
+	offs map[uint64]int32
+	more map[uint64][]int32
+	dead bool
+}
+
+func (x *openIndex) add(h uint64, off int32) {
+	if _, ok := x.offs[h]; !ok {
+		x.offs[h] = off
+		return
+	}
+	if x.more == nil {
+		x.more = map[uint64][]int32{}
+	}
+	x.more[h] = append(x.more[h], off)
+}
+
+// candidates appends to dst the sequences whose key or id may have hash h (the caller holds
+// mu for reading, or is the writer).
+func (x *openIndex) candidates(dst []int64, h uint64, bits uint) []int64 {
+	off, ok := x.offs[h]
+	if !ok {
+		return dst
+	}
+	base := x.gen << bits
+	dst = append(dst, base+int64(off))
+	for _, o := range x.more[h] {
+		dst = append(dst, base+int64(o))
+	}
+	return dst
+}
+
+func (x *openIndex) entries() int { return len(x.offs) }
+
+// openIndex returns ss's open index, building it from the open generation's rows when the
+// writer has none (first append since Open, after an eviction, a compaction or an import).
+func (w *writer) openIndex(ss *sessState) (*openIndex, error) {
+	g := w.gen(ss.last + 1)
+	if ss.open != nil && ss.open.gen == g {
+		return ss.open, nil
+	}
+	w.dropOpen(ss)
+	x := &openIndex{gen: g, offs: map[uint64]int32{}}
+	if g<<w.bits <= ss.last {
+		rows, err := w.st.openRows.QueryContext(w.ctx, ss.sk, g<<w.bits)
+		if err != nil {
+			return nil, fatal("load the open generation", err)
+		}
+		var id, key sql.RawBytes
+		var seq int64
+		for rows.Next() {
+			if err := rows.Scan(&seq, &id, &key); err != nil {
+				rows.Close()
+				return nil, fatal("load the open generation", err)
+			}
+			off := int32(seq - g<<w.bits)
+			x.add(keyHash('k', key), off)
+			x.add(keyHash('i', id), off)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return nil, fatal("load the open generation", err)
+		}
+		rows.Close()
+	}
+	w.setOpen(ss, x)
+	w.maybeEvict(ss)
+	return x, nil
+}
+
+// setOpen makes x ss's open index and publishes it to readers.
+func (w *writer) setOpen(ss *sessState, x *openIndex) {
+	ss.open = x
+	ss.openBytes = openEntryBytes * x.entries()
+	w.filterBytes += ss.openBytes
+	w.s.openIdx.Store(ss.sk, x)
+}
+
+// dropOpen forgets ss's open index (readers see it dead).
+func (w *writer) dropOpen(ss *sessState) {
+	if ss.open == nil {
+		return
+	}
+	ss.open.mu.Lock()
+	ss.open.dead = true
+	ss.open.mu.Unlock()
+	w.s.openIdx.CompareAndDelete(ss.sk, ss.open)
+	w.filterBytes -= ss.openBytes
+	ss.open, ss.openBytes = nil, 0
 }
 
 // insertedEvent is an event an append inserted: its sequence and the hashes of its key and id.
@@ -261,48 +365,74 @@ type insertedEvent struct {
 	key, id uint64
 }
 
-// noteInserted records the events of an append whose savepoint was released (and only then:
-// what a rolled-back append inserted never reaches the lists) in ss's open generation list.
-// The list starts with a generation's first event; with its last event the list is complete
-// and becomes the generation's filter, stored and cached, so sealing a generation costs no
-// scan. A generation whose first event was written before a restart has no list and gets its
-// filter from a scan when first needed.
+// noteInserted adds the events of an append whose savepoint was released (and only then: what
+// a rolled-back append inserted never reaches the index) to ss's open index. The event that
+// fills a generation seals it (seal) and opens the next one, empty.
 func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
+	x := ss.open
+	if x != nil {
+		x.mu.Lock()
+	}
 	for _, e := range evs {
 		g := w.gen(e.seq)
-		if e.seq == g<<w.bits {
-			w.filterBytes -= 8 * cap(ss.open)
-			ss.open, ss.openGen, ss.openLive = make([]uint64, 0, 16), g, true
-			w.filterBytes += 8 * cap(ss.open)
+		if x != nil && x.gen != g {
+			// Not the generation the index is of (never expected): drop the index, the
+			// next append rebuilds it from the rows.
+			x.mu.Unlock()
+			w.dropOpen(ss)
+			x = nil
 		}
-		if !ss.openLive || ss.openGen != g {
+		if x != nil {
+			off := int32(e.seq - g<<w.bits)
+			x.add(e.key, off)
+			x.add(e.id, off)
+		}
+		if e.seq != (g+1)<<w.bits-1 {
 			continue
 		}
-		before := cap(ss.open)
-		ss.open = append(ss.open, e.key, e.id)
-		w.filterBytes += 8 * (cap(ss.open) - before)
-		if e.seq == (g+1)<<w.bits-1 {
-			if err := w.sealOpen(ss); err != nil {
-				return err
-			}
+		if x != nil {
+			x.mu.Unlock()
 		}
+		if err := w.seal(ss, g); err != nil {
+			return err
+		}
+		x = &openIndex{gen: g + 1, offs: map[uint64]int32{}}
+		w.setOpen(ss, x)
+		x.mu.Lock()
+	}
+	if x != nil {
+		w.filterBytes -= ss.openBytes
+		ss.openBytes = openEntryBytes * x.entries()
+		w.filterBytes += ss.openBytes
+		x.mu.Unlock()
 	}
 	w.maybeEvict(ss)
 	return nil
 }
 
-// sealOpen turns ss's complete open list into the filter of its generation.
-func (w *writer) sealOpen(ss *sessState) error {
-	g := ss.openGen
+// seal writes the tables and the filter of ss's generation g, which the log has just moved
+// past, in the current transaction. The filter comes from the open index when the writer has
+// it, else from the tables when first needed.
+func (w *writer) seal(ss *sessState, g int64) error {
+	lo, hi := g<<w.bits, (g+1)<<w.bits-1
+	if _, err := w.st.sealKeys.ExecContext(w.ctx, ss.sk, g, lo, hi); err != nil {
+		return fatal(fmt.Sprintf("seal generation %d: keys", g), err)
+	}
+	if _, err := w.st.sealIDs.ExecContext(w.ctx, ss.sk, g, lo, hi); err != nil {
+		return fatal(fmt.Sprintf("seal generation %d: ids", g), err)
+	}
+	x := ss.open
+	if x == nil || x.gen != g {
+		return nil
+	}
 	f := newBloom(2 << w.bits)
-	for _, h := range ss.open {
+	for h := range x.offs {
 		f.add(h)
 	}
 	if _, err := w.st.storeFilter.ExecContext(w.ctx, ss.sk, g, f.encode()); err != nil {
 		return fatal("store generation filter", err)
 	}
-	w.filterBytes -= 8 * cap(ss.open)
-	ss.open, ss.openLive = nil, false
+	w.dropOpen(ss)
 	w.cacheFilter(ss, g, f)
 	return nil
 }
@@ -319,29 +449,43 @@ func (w *writer) cacheFilter(ss *sessState, g int64, f *bloom) {
 	w.filterBytes += f.bytes()
 }
 
-// findKey looks the idempotency key up in generations hi down to lo of ss, as findStored does.
-func (w *writer) findKey(ss *sessState, key string, sealed, lo, hi int64) (seq int64, data []byte, found bool, err error) {
-	seq, data, found, _, _, err = w.findStored(ss, key, "", keyHash('k', key), 0, sealed, lo, hi)
-	return seq, data, found, err
+// openMatch looks hash h (of kind 'k' with key, or 'i' with id) up in ss's open index and
+// returns the event whose key (or id) it is: its sequence and bytes.
+func (w *writer) openMatch(ss *sessState, kind byte, s string) (seq int64, data []byte, found bool, err error) {
+	var buf [4]int64
+	for _, c := range ss.open.candidates(buf[:0], keyHash(kind, s), w.bits) {
+		var id, key string
+		err := w.st.eventAt.QueryRowContext(w.ctx, ss.sk, c).Scan(&id, &key, &data)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, false, fatal("look up event", err)
+		}
+		if (kind == 'k' && key == s) || (kind == 'i' && id == s) {
+			return c, data, true, nil
+		}
+	}
+	return 0, nil, false, nil
 }
 
 // findStored looks up an event's key (hash hk) and id (hash hid; none when id is "", which is
-// never an event id) in generations hi down to lo of ss (newest first: retries are usually of
-// recent events), through the filters in generations before sealed, in one pass over the
-// filters. The key is what decides first: the id is looked for only when no generation holds
-// the key.
-func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, sealed, lo, hi int64) (keySeq int64, keyData []byte, keyFound bool, idSeq int64, idFound bool, err error) {
-	var idGens [4]int64 // the generations that may hold the id; almost always none
+// never an event id) in ss's log: the open generation through its index, then the sealed
+// generations (those before sealed) newest first (retries are usually of recent events),
+// through their filters, in one pass over the filters. The key is what decides first: the id
+// is looked for only when no generation holds the key. The open index must be loaded.
+func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, sealed int64) (keySeq int64, keyData []byte, keyFound bool, idSeq int64, idFound bool, err error) {
+	if keySeq, keyData, keyFound, err = w.openMatch(ss, 'k', key); keyFound || err != nil {
+		return keySeq, keyData, keyFound, 0, false, err
+	}
+	var idGens [4]int64 // the sealed generations that may hold the id; almost always none
 	maybeID := idGens[:0]
-	for g := hi; g >= lo; g-- {
-		kHit, iHit := true, true
-		if g < sealed {
-			f, err := w.filter(ss, g)
-			if err != nil {
-				return 0, nil, false, 0, false, err
-			}
-			kHit, iHit = f.has2(hk, hid)
+	for g := sealed - 1; g >= 0; g-- {
+		f, err := w.filter(ss, g)
+		if err != nil {
+			return 0, nil, false, 0, false, err
 		}
+		kHit, iHit := f.has2(hk, hid)
 		if iHit && id != "" {
 			maybeID = append(maybeID, g)
 		}
@@ -351,6 +495,12 @@ func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, seale
 		if keySeq, keyData, keyFound, err = w.probeKey(ss, g, key); keyFound || err != nil {
 			return keySeq, keyData, keyFound, 0, false, err
 		}
+	}
+	if id == "" {
+		return 0, nil, false, 0, false, nil
+	}
+	if idSeq, _, idFound, err = w.openMatch(ss, 'i', id); idFound || err != nil {
+		return 0, nil, false, idSeq, idFound, err
 	}
 	for _, g := range maybeID {
 		err := w.st.eventByID.QueryRowContext(w.ctx, ss.sk, g, id).Scan(&idSeq)
@@ -365,7 +515,7 @@ func (w *writer) findStored(ss *sessState, key, id string, hk, hid uint64, seale
 	return 0, nil, false, 0, false, nil
 }
 
-// probeKey looks the key up in generation g's index.
+// probeKey looks the key up in sealed generation g's table.
 func (w *writer) probeKey(ss *sessState, g int64, key string) (seq int64, data []byte, found bool, err error) {
 	err = w.st.eventByKey.QueryRowContext(w.ctx, ss.sk, g, key).Scan(&seq, &data)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -376,3 +526,12 @@ func (w *writer) probeKey(ss *sessState, g int64, key string) (seq int64, data [
 	}
 	return seq, data, true, nil
 }
+
+// qSealKeys and qSealIDs write the keys and ids of session ?1's generation ?2 (sequences ?3 to
+// ?4) into its table, in key order.
+const (
+	qSealKeys = `INSERT INTO event_keys (sk, gen, idem_key, seq)
+	SELECT sk, ?2, idem_key, seq FROM events WHERE sk = ?1 AND seq BETWEEN ?3 AND ?4 ORDER BY idem_key`
+	qSealIDs = `INSERT INTO event_ids (sk, gen, event_id, seq)
+	SELECT sk, ?2, event_id, seq FROM events WHERE sk = ?1 AND seq BETWEEN ?3 AND ?4 ORDER BY event_id`
+)

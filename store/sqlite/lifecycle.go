@@ -19,14 +19,19 @@ const (
 )
 
 // qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
-// record's last_heartbeat_at, and a stale session back to running. heartbeat_ms follows from
-// the record.
-const qHeartbeat = `UPDATE sessions SET
-	status = CASE status WHEN 'stale' THEN 'running' ELSE status END,
-	record = CASE status WHEN 'stale'
+// record's last_heartbeat_at (?1), and a stale session back to running. heartbeat_ms follows
+// from the record. qAppended is the same write for an append that added events, with its new
+// last sequence (?3) in the same statement, so that an append updates the row once; without a
+// heartbeat (?1 NULL) only the last sequence changes.
+const (
+	qHeartbeat = `UPDATE sessions SET ` + heartbeatSet + ` WHERE sk = ?2`
+	qAppended  = `UPDATE sessions SET last_seq = ?3, ` + heartbeatSet + ` WHERE sk = ?2`
+
+	heartbeatSet = `status = CASE WHEN ?1 IS NOT NULL AND status = 'stale' THEN 'running' ELSE status END,
+	record = CASE WHEN ?1 IS NULL THEN record WHEN status = 'stale'
 		THEN json_set(record, '$.last_heartbeat_at', ?1, '$.status', 'running', '$.updated_at', ?1, '$.updated_by_gate', 'owner')
-		ELSE json_set(record, '$.last_heartbeat_at', ?1) END
-	WHERE sk = ?2`
+		ELSE json_set(record, '$.last_heartbeat_at', ?1) END`
+)
 
 // heartbeat applies opts.Heartbeat to session sk inside the writer's transaction.
 func (w *writer) heartbeat(sk int64, opts store.AppendOptions) error {
@@ -187,6 +192,14 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if n, err = res.RowsAffected(); err != nil {
 			return fatal("delete events", err)
 		}
+		// The sealed generations' entries of the deleted events go with them; the open index
+		// is rebuilt from the rows left at the next append.
+		for _, q := range []string{`DELETE FROM event_keys WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`, `DELETE FROM event_ids WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`} {
+			if _, err := w.conn.ExecContext(w.ctx, q, ss.sk, w.gen(through), through); err != nil {
+				return fatal("delete sealed keys", err)
+			}
+		}
+		w.dropOpen(ss)
 		lc, err := loadLifecycle(w.ctx, w.conn, ss.sk)
 		if err != nil {
 			return fatal("load lifecycle", err)
@@ -261,9 +274,11 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete runs", err)
 			}
 		}
-		// Filters of an earlier life of the session describe other events.
-		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM event_filters WHERE sk = ?`, sk); err != nil {
-			return fatal("delete generation filters", err)
+		// Filters and sealed keys of an earlier life of the session describe other events.
+		for _, table := range []string{"event_filters", "event_keys", "event_ids"} {
+			if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM `+table+` WHERE sk = ?`, sk); err != nil {
+				return fatal("delete "+table, err)
+			}
 		}
 		// One statement for every event: preparing it per event was half the import's time.
 		ins, err := w.conn.PrepareContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -274,6 +289,12 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		for _, e := range imp.Events {
 			if _, err := ins.ExecContext(w.ctx, sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
 				return fatal("insert event", err)
+			}
+		}
+		ss := &sessState{sk: sk, last: last}
+		for g := range w.gen(last + 1) {
+			if err := w.seal(ss, g); err != nil {
+				return err
 			}
 		}
 		for i, run := range imp.Runs {

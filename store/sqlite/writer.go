@@ -52,11 +52,10 @@ type sessState struct {
 	filters []*bloom // filters[g]: generation g's keys and ids, nil until needed (generation.go)
 	used    uint64   // the writer's group count when the session was last appended to
 
-	// The key and id hashes of the events of generation openGen, complete when openLive
-	// (the list started with the generation's first event; generation.go).
-	open     []uint64
-	openGen  int64
-	openLive bool
+	// The keys and ids of the open generation (generation.go); nil until the session's first
+	// append, and after an eviction. openBytes is what it is counted for in filterBytes.
+	open      *openIndex
+	openBytes int
 }
 
 // fatalError marks a database failure that leaves the group's transaction in doubt: the whole
@@ -250,6 +249,9 @@ func (w *writer) abort(group []*request, err error) {
 }
 
 func (w *writer) failAll(group []*request, err error) {
+	for _, ss := range w.cache {
+		w.dropOpen(ss)
+	}
 	clear(w.cache)
 	w.filterBytes, w.evictedTo = 0, 0
 	for _, r := range group {
@@ -263,10 +265,19 @@ func (w *writer) failAll(group []*request, err error) {
 	}
 }
 
+// exec runs one of the transaction control statements (txControl), prepared once.
 func (w *writer) exec(q string) error {
+	if st := w.st.control[q]; st != nil {
+		_, err := st.ExecContext(w.ctx)
+		return err
+	}
 	_, err := w.conn.ExecContext(w.ctx, q)
 	return err
 }
+
+// txControl are the statements the writer runs around every group and request: prepared once,
+// not parsed again for each.
+var txControl = []string{`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`, `SAVEPOINT req`, `RELEASE req`, `ROLLBACK TO req`}
 
 // session returns the cached state of a session, loading it on first use; nil when there is no
 // such session.
@@ -300,6 +311,9 @@ func (w *writer) appendEvents(r *request) error {
 		return fmt.Errorf("append to session %q: %w", r.sessionID, store.ErrSessionNotFound)
 	}
 	ss.used = w.groups
+	if _, err := w.openIndex(ss); err != nil {
+		return err
+	}
 	w.lk = appendLookup{w: w, ss: ss, r: r, sealed: w.sealed(ss)}
 	plan, err := store.PlanAppend(r.sessionID, ss.last, r.events, r.opts, &w.lk)
 	w.lk = appendLookup{}
@@ -320,11 +334,12 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("store run", err)
 		}
 	}
-	if _, err := w.st.setLastSeq.ExecContext(w.ctx, plan.Last, ss.sk); err != nil {
-		return fatal("update last sequence", err)
+	var hb any // NULL: no heartbeat
+	if !r.opts.Heartbeat.IsZero() {
+		hb = store.FormatTime(r.opts.Heartbeat)
 	}
-	if err := w.heartbeat(ss.sk, r.opts); err != nil {
-		return err
+	if _, err := w.st.appended.ExecContext(w.ctx, hb, ss.sk, plan.Last); err != nil {
+		return fatal("update last sequence and heartbeat", err)
 	}
 	if cr := r.opts.CommandResult; cr != nil {
 		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO command_results (sk, idem_key, result) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, ss.sk, cr.Key, cr.Result); err != nil {
@@ -347,63 +362,29 @@ type appendLookup struct {
 
 // StoredKey looks the key up in every generation of the log, newest first.
 func (lk *appendLookup) StoredKey(key string) (int64, []byte, bool, error) {
-	return lk.w.findKey(lk.ss, key, lk.sealed, 0, lk.w.gen(lk.ss.last))
+	seq, data, found, _, _, err := lk.w.findStored(lk.ss, key, "", keyHash('k', key), 0, lk.sealed)
+	return seq, data, found, err
 }
 
-// Stored looks ev up in the generations before the one seq falls in (through their filters
-// where sealed), then inserts it at seq: the unique indexes on the current generation refuse
-// it when that generation holds its key or its id, and only then is the generation looked up.
-// An inserted event is noted in r.inserted for the open generation's hashes; should the plan
-// fail, the savepoint is rolled back and r.inserted is dropped with it.
+// Stored looks ev up in the log (findStored: the open generation's index, the sealed
+// generations' filters and tables) and, when neither its key nor its id is there, inserts it at
+// seq. Events of the same batch are the planner's to compare. An inserted event is noted in
+// r.inserted, for the open index once the savepoint is released; should the plan fail, the
+// savepoint is rolled back and r.inserted is dropped with it.
 func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte) (store.StoredMatch, error) {
 	w, ss := lk.w, lk.ss
-	g := w.gen(seq)
 	hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
-	if g > 0 {
-		m, err := lk.findStored(ev, true, hk, hi, 0, g-1)
-		if err != nil || m.KeyFound {
-			return m, err
-		}
-		if m.IDFound {
-			// The key decides first, over the whole log: the current generation may hold it.
-			k, err := lk.findStored(ev, false, hk, 0, g, g)
-			if err != nil || k.KeyFound {
-				return k, err
-			}
-			return m, nil
-		}
-	}
-	res, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, g, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data)
-	if err != nil {
-		return store.StoredMatch{}, fatal("insert event", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return store.StoredMatch{}, fatal("insert event", err)
-	}
-	if n == 1 {
-		lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi})
-		return store.StoredMatch{}, nil
-	}
-	// A uniqueness constraint held: the key or the eventId is already in this generation.
-	m, err := lk.findStored(ev, true, hk, hi, g, g)
-	if err == nil && !m.KeyFound && !m.IDFound {
-		err = fatal("insert event", fmt.Errorf("sequence %d of session %q is already taken; the writer's view of the log is out of step", seq, lk.r.sessionID))
-	}
-	return m, err
-}
-
-// findStored looks ev's key (hash hk) and, when withID, its id (hash hid) up in generations hi
-// down to lo.
-func (lk *appendLookup) findStored(ev *contract.EncodedEvent, withID bool, hk, hid uint64, lo, hi int64) (store.StoredMatch, error) {
-	id := ""
-	if withID {
-		id = ev.EventID
-	}
 	var m store.StoredMatch
 	var err error
-	m.KeySeq, m.KeyData, m.KeyFound, m.IDSeq, m.IDFound, err = lk.w.findStored(lk.ss, ev.IdempotencyKey, id, hk, hid, lk.sealed, lo, hi)
-	return m, err
+	m.KeySeq, m.KeyData, m.KeyFound, m.IDSeq, m.IDFound, err = w.findStored(ss, ev.IdempotencyKey, ev.EventID, hk, hi, lk.sealed)
+	if err != nil || m.KeyFound || m.IDFound {
+		return m, err
+	}
+	if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, w.gen(seq), ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data); err != nil {
+		return store.StoredMatch{}, fatal(fmt.Sprintf("insert event at sequence %d of session %q", seq, lk.r.sessionID), err)
+	}
+	lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi})
+	return store.StoredMatch{}, nil
 }
 
 // Run loads a stored run as the current transaction sees it.
@@ -470,9 +451,11 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventByKey, eventByID, genKeys, genIDs, loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, setLastSeq *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat                                                                                            *sql.Stmt
-	all                                                                                                                                            []*sql.Stmt
+	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appended                           *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat                                                   *sql.Stmt
+	all                                                                                                   []*sql.Stmt
+	control                                                                                               map[string]*sql.Stmt // txControl
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -481,18 +464,22 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, last_seq FROM sessions WHERE id = ?`},
-		{&st.insertEvent, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&st.eventByKey, `SELECT seq, data FROM events WHERE sk = ? AND gen = ? AND idem_key = ?`},
-		{&st.eventByID, `SELECT seq FROM events WHERE sk = ? AND gen = ? AND event_id = ?`},
-		{&st.genKeys, `SELECT idem_key FROM events WHERE sk = ? AND gen = ?`},
-		{&st.genIDs, `SELECT event_id FROM events WHERE sk = ? AND gen = ?`},
+		{&st.insertEvent, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE sk = ? AND seq = ?`},
+		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE sk = ? AND seq >= ?`},
+		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.sk = k.sk AND e.seq = k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
+		{&st.eventByID, `SELECT k.seq FROM event_ids AS k JOIN events AS e ON e.sk = k.sk AND e.seq = k.seq WHERE k.sk = ? AND k.gen = ? AND k.event_id = ?`},
+		{&st.genKeys, `SELECT idem_key FROM event_keys WHERE sk = ? AND gen = ?`},
+		{&st.genIDs, `SELECT event_id FROM event_ids WHERE sk = ? AND gen = ?`},
+		{&st.sealKeys, qSealKeys},
+		{&st.sealIDs, qSealIDs},
 		{&st.loadFilter, `SELECT bits FROM event_filters WHERE sk = ? AND gen = ?`},
 		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
 		{&st.runByID, `SELECT ord, data FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
 		{&st.upsertRun, qUpsertRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
-		{&st.setLastSeq, `UPDATE sessions SET last_seq = ? WHERE sk = ?`},
+		{&st.appended, qAppended},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
@@ -504,6 +491,16 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 			return fmt.Errorf("prepare %q: %w", p.q, err)
 		}
 		*p.s = s
+		st.all = append(st.all, s)
+	}
+	st.control = map[string]*sql.Stmt{}
+	for _, q := range txControl {
+		s, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		st.control[q] = s
 		st.all = append(st.all, s)
 	}
 	return nil
