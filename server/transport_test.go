@@ -387,3 +387,18 @@ func (s *served) lastSequence(t *testing.T, id string) int64 {
 	}
 	return sess.LastSequence
 }
+
+// TestLongRequestOutlivesBodyTimeout: the body deadline is lifted once the body is read, so a
+// request that works longer than the body timeout afterwards (a claim waiting for a run) is
+// not cut off by it.
+func TestLongRequestOutlivesBodyTimeout(t *testing.T) {
+	s := serveReal(t, server.Options{BodyTimeout: 200 * time.Millisecond}, true)
+	start := time.Now()
+	r := s.post(t, "/v1/runs/claim", `{"wait":"1s"}`)
+	if r.StatusCode != http.StatusNoContent {
+		t.Fatalf("claim waiting 1s with a 200ms body timeout: %d, want 204 after the wait", r.StatusCode)
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Errorf("the claim answered after %v, before its wait", took)
+	}
+}
