@@ -39,6 +39,10 @@ const (
 	CodeNotConfigured       = contract.CodeNotConfigured
 	CodeLeaseLost           = contract.CodeLeaseLost
 	CodeLeaseRequired       = contract.CodeLeaseRequired
+	CodeStoreUnwritable     = contract.CodeStoreUnwritable
+	CodeOverloaded          = contract.CodeOverloaded
+	CodeRequestTimeout      = contract.CodeRequestTimeout
+	CodeHeadersTooLarge     = contract.CodeHeadersTooLarge
 )
 
 // statusByCode is the one table from error code to HTTP status.
@@ -67,6 +71,10 @@ var statusByCode = map[contract.ErrorCode]int{
 	CodeNotConfigured:       http.StatusNotImplemented,
 	CodeLeaseLost:           http.StatusConflict,
 	CodeLeaseRequired:       http.StatusConflict,
+	CodeStoreUnwritable:     http.StatusServiceUnavailable,
+	CodeOverloaded:          http.StatusServiceUnavailable,
+	CodeRequestTimeout:      http.StatusRequestTimeout,
+	CodeHeadersTooLarge:     http.StatusRequestHeaderFieldsTooLarge,
 
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.

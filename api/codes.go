@@ -35,6 +35,10 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeNotConfigured:       "an archive endpoint on a server started without an archive directory",
 	CodeLeaseLost:           "the lease given (Sessiond-Lease header, or a renewal's or release's leaseId and token) is not the run's current lease: stale, forged, malformed, another run's, released or expired; nothing was written",
 	CodeLeaseRequired:       "an append from a runtime to a run that a worker holds a lease on carries no Sessiond-Lease header; nothing was written",
+	CodeStoreUnwritable:     "GET /readyz: the store refuses writes (a failed sync of the SQLite WAL, until sessiond restarts; PostgreSQL not answering); a load balancer should send writes elsewhere",
+	CodeOverloaded:          "the request bodies in flight already take the server's memory budget for bodies (serve --max-inflight-body-bytes) and this one waited for room in vain; nothing was read or written; retry after the Retry-After header's seconds",
+	CodeRequestTimeout:      "the request body did not arrive within the body timeout (serve --body-timeout); nothing was written",
+	CodeHeadersTooLarge:     "the request line and headers are over the server's limit (1 MiB); nothing was read",
 }
 
 // Codes returns every error code the API answers, sorted: its own codes and the command error

@@ -29,9 +29,9 @@ type ArchiveResponse struct {
 	Session   Session          `json:"session"`
 }
 
-// ArchiveList is the body of GET /v1/archives, newest first.
+// ArchiveList is the body of GET /v1/archives, newest first. It names the archives (restore
+// takes a name) and never shows where the server keeps them: no archive has a path.
 type ArchiveList struct {
-	Dir      string             `json:"dir"`
 	Archives []wire.ArchiveInfo `json:"archives"`
 }
 

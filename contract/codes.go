@@ -55,6 +55,10 @@ const (
 	CodeNotConfigured       ErrorCode = "NOT_CONFIGURED"         // the server has no archive directory
 	CodeLeaseLost           ErrorCode = "LEASE_LOST"             // the lease given is not the run's current one
 	CodeLeaseRequired       ErrorCode = "LEASE_REQUIRED"         // the run is leased; the append carries no lease
+	CodeStoreUnwritable     ErrorCode = "STORE_UNWRITABLE"       // readiness: the store refuses writes
+	CodeOverloaded          ErrorCode = "OVERLOADED"             // too many request bytes in flight
+	CodeRequestTimeout      ErrorCode = "REQUEST_TIMEOUT"        // the body did not arrive in time
+	CodeHeadersTooLarge     ErrorCode = "HEADERS_TOO_LARGE"      // the request's headers are over the limit
 )
 
 // Codes of the final block of an event stream (api.SSEStreamError): why the server ended the
@@ -83,7 +87,8 @@ var (
 		CodeIdempotencyConflict, CodeEventIDConflict, CodeSessionMismatch, CodeInvalidTransition,
 		CodeUnsupportedMedia, CodeMethodNotAllowed, CodeNotFound, CodeUnavailable, CodeInternal,
 		CodeArchiveInvalid, CodeArchiveNotFound, CodeRestoreConflict, CodeSessionMoved,
-		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired,
+		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired, CodeStoreUnwritable, CodeOverloaded,
+		CodeRequestTimeout, CodeHeadersTooLarge,
 	}
 	// StreamErrorCodes are the codes that end an event stream.
 	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/sessiond/sessiond/api"
@@ -21,11 +22,15 @@ func (s *Server) lifecycleRoutes() []route {
 		{pattern: "POST /v1/sessions/{id}/archive", handle: s.handleArchive, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/status", handle: s.handleStatus},
 		{pattern: "GET /v1/archives", handle: s.handleListArchives, query: []string{"project"}},
-		{pattern: "POST /v1/archives", handle: s.handleSaveArchive, body: jsonBody},
+		{pattern: archiveUpload, handle: s.handleSaveArchive, body: jsonBody},
 		{pattern: "POST /v1/archives/restore", handle: s.handleRestore, body: jsonBody},
 		{pattern: "POST /v1/sweep", handle: s.handleSweep},
 	}
 }
+
+// archiveUpload is the route of archive uploads: their bodies are streamed to a file, outside
+// the budget of request bodies in memory (transport.go).
+const archiveUpload = "POST /v1/archives"
 
 // startSweeper runs Sweep every SweepInterval until Close.
 func (s *Server) startSweeper() {
@@ -187,7 +192,10 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ArchiveList{Dir: dir, Archives: list})
+	for i := range list {
+		list[i].Path = "" // names only: the list does not show the server's file system
+	}
+	writeJSON(w, http.StatusOK, api.ArchiveList{Archives: list})
 }
 
 // handleSaveArchive stores an archive file sent as the body (copied from another host) after
@@ -198,17 +206,49 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	body, err := readAll(r, w, 1<<30)
-	if err != nil {
-		writeError(w, api.Errorf(api.CodeTooLarge, "archive upload: %v", err))
+	// One upload is verified at a time: its memory is bounded by MaxArchiveBytes (the file is
+	// decoded whole), beside the request bodies' budget.
+	select {
+	case s.uploads <- struct{}{}:
+		defer func() { <-s.uploads }()
+	case <-r.Context().Done():
 		return
 	}
-	info, err := session.SaveArchive(dir, body)
+	upload, aerr := s.receiveUpload(w, r, dir)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	defer os.Remove(upload)
+	info, err := s.svc.SaveArchive(dir, upload)
 	if err != nil {
 		writeError(w, serviceError(err, ""))
 		return
 	}
+	info.Path = "" // the server's file system is not the client's business
 	writeJSON(w, http.StatusCreated, info)
+}
+
+// receiveUpload streams an uploaded archive file to a temporary file in dir (never listed:
+// archives are in its subdirectories) within MaxArchiveBytes, and returns its path; the caller
+// removes it.
+func (s *Server) receiveUpload(w http.ResponseWriter, r *http.Request, dir string) (string, *api.Error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+	}
+	f, err := os.CreateTemp(dir, ".upload-*.json")
+	if err != nil {
+		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+	}
+	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.opt.MaxArchiveBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", bodyError(err, "archive upload")
+	}
+	return f.Name(), nil
 }
 
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
@@ -246,10 +286,4 @@ func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// readAll reads a body of at most limit bytes.
-func readAll(r *http.Request, w http.ResponseWriter, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	return b, err
 }

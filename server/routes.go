@@ -57,7 +57,15 @@ func (s *Server) guard(rt route) http.Handler {
 			writeError(w, aerr)
 			return
 		}
-		rt.handle(w, r)
+		if rt.body == nil {
+			rt.handle(w, r)
+			return
+		}
+		if rt.pattern == archiveUpload {
+			s.withBody(w, r, s.opt.MaxArchiveBytes, false, rt.handle)
+			return
+		}
+		s.withBody(w, r, s.opt.MaxBodyBytes, true, rt.handle)
 	})
 }
 

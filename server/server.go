@@ -25,6 +25,9 @@ import (
 type Options struct {
 	// MaxBodyBytes bounds a request body (default 16 MiB).
 	MaxBodyBytes int64
+	// MaxArchiveBytes bounds an archive file uploaded to POST /v1/archives (default 256 MiB).
+	// The upload is streamed to a temporary file, then verified whole: one upload at a time.
+	MaxArchiveBytes int64
 	// MaxEventBytes bounds one event (default contract.DefaultMaxBytes, 1 MiB).
 	MaxEventBytes int
 	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
@@ -74,6 +77,23 @@ type Options struct {
 	// RetentionInterval is how often a retention pass runs when Retention has a rule
 	// (default 1h; the first pass runs one interval after New).
 	RetentionInterval time.Duration
+	// HeaderTimeout bounds the arrival of a request's line and headers (default 10s;
+	// [Server.HTTPServer]).
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the arrival of a request body, per started 16 MiB of it (default 60s):
+	// a body that does not arrive in time is answered 408 REQUEST_TIMEOUT. It is set when the
+	// handler starts and lifted once the body is read, so it never cuts off a stream.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has no request for this long (default
+	// 120s; [Server.HTTPServer]).
+	IdleTimeout time.Duration
+	// MaxInflightBodyBytes bounds the request bodies read at once, counted by their
+	// Content-Length (MaxBodyBytes when it is not known), default 128 MiB: a request that
+	// finds no room within BodyQueueWait is answered 503 OVERLOADED with Retry-After. Archive
+	// uploads are outside it (streamed to a file, one at a time).
+	MaxInflightBodyBytes int64
+	// BodyQueueWait is how long a request waits for room in MaxInflightBodyBytes (default 2s).
+	BodyQueueWait time.Duration
 	// ProgressInterval is the least time between two progress lines of archive and restore,
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
@@ -83,6 +103,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 16 << 20
+	}
+	if o.MaxArchiveBytes <= 0 {
+		o.MaxArchiveBytes = DefaultMaxArchiveBytes
 	}
 	if o.MaxEventBytes <= 0 {
 		o.MaxEventBytes = contract.DefaultMaxBytes
@@ -98,6 +121,21 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RingSize <= 0 {
 		o.RingSize = 1024
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxInflightBodyBytes <= 0 {
+		o.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if o.BodyQueueWait <= 0 {
+		o.BodyQueueWait = DefaultBodyQueueWait
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 200 * time.Millisecond
@@ -132,6 +170,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// DefaultMaxArchiveBytes is the default of Options.MaxArchiveBytes.
+const DefaultMaxArchiveBytes = 256 << 20
+
 // Server serves the v1 HTTP API over a store. Create it with [New]; it is an http.Handler.
 //
 // The server reaches the store only through the session service, but for one thing: the live
@@ -155,12 +196,15 @@ type Server struct {
 	metricsHandler http.Handler
 	reqPrefix      string        // the process's prefix of generated request ids
 	reqSeq         atomic.Uint64 // the counter of generated request ids
+	uploads        chan struct{} // one slot: the archive upload being verified (lifecycle.go)
+	bodies         *bodyBudget   // the request body bytes in flight (transport.go)
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
 func New(st store.Store, opt Options) *Server {
-	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{}), uploads: make(chan struct{}, 1)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.reqPrefix = newRequestIDPrefix()
@@ -182,6 +226,7 @@ func New(st store.Store, opt Options) *Server {
 func (s *Server) routes() []route {
 	return append([]route{
 		{pattern: "GET /healthz", handle: s.handleHealth},
+		{pattern: "GET /readyz", handle: s.handleReady},
 		{pattern: "GET /v1/openapi.json", handle: handleOpenAPI},
 		{pattern: "GET /metrics", handle: s.handleMetrics},
 		{pattern: "POST /v1/sessions", handle: s.handleCreateSession, body: jsonBody},
@@ -284,6 +329,24 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.svc.StoreDriver()})
+}
+
+// readyTimeout bounds the store check of a readiness probe.
+const readyTimeout = 2 * time.Second
+
+// handleReady answers whether this instance should be sent requests, writes included: 200
+// when the store can take writes, 503 STORE_UNWRITABLE when it refuses them (a failed sync
+// of the SQLite WAL, until restart; PostgreSQL not answering), 503 UNAVAILABLE while shutting
+// down (answered by serve). /healthz, by contrast, says only that the process answers.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.svc.Ready(ctx); err != nil {
+		s.requestLogger(w).Warn("readiness: the store refuses writes", "err", err)
+		writeError(w, api.Errorf(api.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.svc.StoreDriver()})
 }
 
 // handleOpenAPI serves the OpenAPI 3.1 description of this API (api/openapi.json).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -20,13 +21,25 @@ import (
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api.Error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, api.Errorf(api.CodeTooLarge, "request body is over the %d-byte limit; split it into smaller requests", mbe.Limit)
-		}
-		return nil, api.Errorf(api.CodeMalformed, "read request body: %v", err)
+		return nil, bodyError(err, "request body")
 	}
 	return body, nil
+}
+
+// bodyError is the API error for a body that could not be read: over its limit, not arrived
+// within the body timeout (serve.go sets the connection's read deadline), or cut off.
+func bodyError(err error, what string) *api.Error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe) && what == "request body":
+		return api.Errorf(api.CodeTooLarge, "request body is over the %d-byte limit; split it into smaller requests", mbe.Limit)
+	case errors.As(err, &mbe):
+		return api.Errorf(api.CodeTooLarge, "%s is over the %d-byte limit (serve --max-archive-bytes)", what, mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return api.Errorf(api.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
+	}
+	return api.Errorf(api.CodeMalformed, "read %s: %v", what, err)
 }
 
 // handleCreateSession creates a session from record fields and a snapshot.

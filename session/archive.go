@@ -253,11 +253,33 @@ func summarize(t *Transcript, runs int) archive.Summary {
 	return s
 }
 
-// SaveArchive verifies an archive file's bytes (from another host) and stores them in dir under
-// the name and project directory they would have been written with ([archive.Save]). Saving
-// the same file twice is a no-op; another file under the same name, or a file that fails
-// verification, is refused with ARCHIVE_INVALID.
-func SaveArchive(dir string, data []byte) (*ArchiveInfo, error) {
+// SaveArchive verifies the archive file at upload (received from another host) as fully as
+// restore would before importing it, and stores a copy in dir under the name and project
+// directory it would have been written with ([archive.Save]). Verified are the checksum and
+// header, the session id (one a session could have: "../../etc" is refused), the record against
+// the contract, every event against the contract and in sequence, and the runs against those
+// the log folds to. Saving the same file twice is a no-op; another file under the same name, or
+// a file that fails verification, is refused with ARCHIVE_INVALID and nothing is stored. upload
+// is left in place.
+func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
+	data, err := os.ReadFile(upload)
+	if err != nil {
+		return nil, fmt.Errorf("save archive: read the upload: %w", err)
+	}
+	c, sum, err := archive.Decode(data)
+	if err != nil {
+		return nil, archiveRefusal(err)
+	}
+	if probs := contract.SessionIDProblems(c.SessionID); len(probs) > 0 {
+		return nil, reject(contract.CodeArchiveInvalid, "the archive's session id %q is not one a session can have (%s): %s", c.SessionID, probs[0].Rule, contract.SessionIDRule)
+	}
+	at, err := store.ParseTime(c.ArchivedAt)
+	if err != nil {
+		return nil, reject(contract.CodeArchiveInvalid, "archivedAt %q: %v", c.ArchivedAt, err)
+	}
+	if _, err := s.importOf(c, sum, archive.FileName(c.SessionID, at), nil); err != nil {
+		return nil, err
+	}
 	info, err := archive.Save(dir, data)
 	return info, archiveRefusal(err)
 }

@@ -332,7 +332,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	defer st2.Close()
 	dir2 := t.TempDir()
 	svc2 := session.New(st2, c.Now)
-	info, err := session.SaveArchive(dir2, data)
+	info, err := svc2.SaveArchive(dir2, writeTemp(t, data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 		if _, err := svc2.Restore(ctx, d, session.RestoreRequest{Name: res.Name}); rejectCode(t, err) != contract.CodeArchiveInvalid {
 			t.Errorf("%s: Restore = %v, want ARCHIVE_INVALID", name, err)
 		}
-		if _, err := session.SaveArchive(t.TempDir(), data); err == nil {
+		if _, err := svc2.SaveArchive(t.TempDir(), writeTemp(t, data)); err == nil {
 			t.Errorf("%s: SaveArchive accepted it", name)
 		}
 		if _, err := st2.GetSession(ctx, b.sid); !errors.Is(err, store.ErrSessionNotFound) {
@@ -628,7 +628,7 @@ func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := session.SaveArchive(dir, data); err != nil {
+	if _, err := b.svc.SaveArchive(dir, writeTemp(t, data)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: oa.Name})
@@ -752,4 +752,14 @@ func TestConcurrentChangesSayToTryAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeTemp writes data to a file of its own and returns its path (an upload, for SaveArchive).
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "upload.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

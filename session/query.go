@@ -99,3 +99,6 @@ func (s *Service) StoreDriver() string { return s.st.Capabilities().Driver }
 func (s *Service) Events(ctx context.Context, id string, after int64, limit int) ([]store.StoredEvent, error) {
 	return s.st.ReadEvents(ctx, id, after, limit)
 }
+
+// Ready returns nil when the store can take writes now, else why it cannot ([store.Store.Ready]).
+func (s *Service) Ready(ctx context.Context) error { return s.st.Ready(ctx) }

@@ -143,6 +143,11 @@ type Store interface {
 
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities
+	// Ready returns nil when the store can take writes now, else why it cannot: ErrClosed
+	// after Close, the failure that made it refuse every write until sessiond restarts (a
+	// failed sync of the SQLite WAL), or the error of a round trip to the database server.
+	// Readiness checks (GET /readyz) call it, so it must be cheap and honour ctx.
+	Ready(ctx context.Context) error
 	// Close waits for in-flight appends and releases the store.
 	Close() error
 }

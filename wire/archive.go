@@ -10,8 +10,10 @@ type Note struct {
 // ArchiveInfo describes an archive file.
 type ArchiveInfo struct {
 	// Name is the archive's id: RC-<stamp>-<session>.json.
-	Name       string  `json:"name"`
-	Path       string  `json:"path"`
+	Name string `json:"name"`
+	// Path is the archive file on the server: in the answers of archive, restore and upload,
+	// never in the list of archives (GET /v1/archives), which names them only.
+	Path       string  `json:"path,omitempty"`
 	SessionID  string  `json:"sessionId"`
 	Project    *string `json:"project"`
 	ArchivedAt string  `json:"archivedAt"`

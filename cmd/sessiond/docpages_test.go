@@ -86,6 +86,7 @@ func TestDeployDoc(t *testing.T) {
 	base := pgtest.BaseURL(t)
 	needTool(t, "psql", "docs/deploy.md's commands")
 	needTool(t, "curl", "docs/deploy.md's commands")
+	needTool(t, "openssl", "docs/deploy.md's TLS example")
 	bu, err := url.Parse(base)
 	if err != nil || bu.Scheme == "" {
 		t.Fatalf("%s is not a URL (%v); this test needs postgres://user@host:port/db", pgtest.EnvVar, err)

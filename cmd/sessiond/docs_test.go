@@ -409,7 +409,7 @@ func (r *docRun) start(c docCommand, text string) {
 	if !isSessiondCmd(c.text, "serve") {
 		return
 	}
-	listening := regexp.MustCompile(`sessiond listening on http://(127\.0\.0\.1:\d+)`)
+	listening := regexp.MustCompile(`sessiond listening on https?://(127\.0\.0\.1:\d+)`)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
 			r.addr = m[1]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,12 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	maxAttempts := fs.Int("max-attempts", 1, "attempts a claimed run gets: when its lease expires below this count a new attempt is queued, else the run stays failed")
 	retention := retentionFlags(fs)
 	retentionInterval := fs.Duration("retention-interval", time.Hour, "how often the retention pass runs when a --retention-* rule is set")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key; both are read again on SIGHUP")
+	tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
+	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "a request body must arrive within this time (per started 16 MiB), else 408 REQUEST_TIMEOUT")
+	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection idle for this long")
+	maxInflight := fs.Int64("max-inflight-body-bytes", server.DefaultMaxInflightBodyBytes, "request body bytes read at once (by Content-Length); a request that finds no room within 2s is answered 503 OVERLOADED with Retry-After")
+	maxArchive := fs.Int64("max-archive-bytes", server.DefaultMaxArchiveBytes, "the largest archive file POST /v1/archives takes")
 	if _, code, ok := cl.parse(args); !ok {
 		return code
 	}
@@ -56,6 +63,14 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *retentionInterval <= 0 {
 		fmt.Fprintln(stderr, "sessiond serve: --retention-interval must be positive")
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "sessiond serve: --tls-cert and --tls-key go together\nhint: pass both (the certificate and its private key, PEM), or neither for plain HTTP")
+		return 2
+	}
+	if *bodyTimeout <= 0 || *idleTimeout <= 0 || *maxInflight <= 0 || *maxArchive <= 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --body-timeout, --idle-timeout, --max-inflight-body-bytes and --max-archive-bytes must be positive")
 		return 2
 	}
 	if *staleAfter <= 0 || *sweepInterval < 0 || *window <= 0 {
@@ -97,6 +112,15 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	var certs *server.CertReloader
+	if *tlsCert != "" {
+		var err error
+		if certs, err = server.NewCertReloader(*tlsCert, *tlsKey); err != nil {
+			fmt.Fprintf(stderr, "sessiond serve: %v\nhint: --tls-cert takes a PEM certificate (chain) and --tls-key its PEM private key\n", err)
+			return 2
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -115,16 +139,26 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := server.New(st, server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
-		Retention: *retention, RetentionInterval: *retentionInterval})
+		Retention: *retention, RetentionInterval: *retentionInterval,
+		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxArchiveBytes: *maxArchive})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --addr\n", *addr, err)
 		return 1
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, certs.TLSConfig())
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP) // before the listener answers: a SIGHUP never kills it
+		defer signal.Stop(hup)
+		go reloadOnHangup(ctx, hup, certs, log)
+	}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 3)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	// The metrics listener (--metrics-addr) and the admin listener (--admin-addr), when given.
 	var side []*http.Server
 	for _, l := range []struct {
@@ -152,12 +186,12 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		go func() { errc <- ss.Serve(sln) }()
 		log.Info(l.what+" listening", "addr", "http://"+sln.Addr().String())
 	}
-	log.Info("sessiond listening", "addr", "http://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
+	log.Info("sessiond listening", "addr", scheme+"://"+ln.Addr().String(), "data", where, "store", st.Capabilities().Driver)
 	if retention.Enabled() {
 		log.Info("retention on", "archiveClosedAfter", retention.ArchiveClosedAfter, "deleteArchivesAfter", retention.DeleteArchivesAfter,
 			"maxArchiveBytes", retention.MaxArchiveBytes, "interval", *retentionInterval, "archiveDir", *archiveDir)
 	}
-	fmt.Fprintf(stdout, "sessiond listening on http://%s (data in %s); Ctrl-C to stop\n", ln.Addr(), where)
+	fmt.Fprintf(stdout, "sessiond listening on %s://%s (data in %s); Ctrl-C to stop\n", scheme, ln.Addr(), where)
 
 	code := 0
 	select {
@@ -184,6 +218,24 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// reloadOnHangup reads the TLS certificate and key again on each SIGHUP until ctx ends; the
+// listener stays open, new connections get the new certificate. A failed reload keeps the
+// certificate served so far and logs why.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *server.CertReloader, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := certs.Reload(); err != nil {
+				log.Error("SIGHUP: TLS certificate not reloaded; serving the previous one", "err", err)
+				continue
+			}
+			log.Info("SIGHUP: TLS certificate reloaded")
+		}
+	}
 }
 
 // metricsMux serves the metrics alone (--metrics-addr).

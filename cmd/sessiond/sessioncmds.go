@@ -196,7 +196,7 @@ func runRestore(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s  %s  session %s  project %s  %d bytes\n", a.Name, a.ArchivedAt, a.SessionID, p, a.Bytes)
 		}
 		if len(l.Archives) == 0 {
-			fmt.Fprintf(stdout, "no archives in %s\n", l.Dir)
+			fmt.Fprintln(stdout, "no archives")
 		}
 		return 0
 	}

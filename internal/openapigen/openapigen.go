@@ -61,9 +61,9 @@ type operation struct {
 	body    *body
 	answers []answer
 	// errors lists the error codes the operation answers beyond the ones every operation
-	// may answer (MALFORMED, INTERNAL, UNAVAILABLE) and the ones its shape implies (a body:
-	// TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, CONTRACT_VIOLATION; a session in the path:
-	// SESSION_NOT_FOUND).
+	// may answer (MALFORMED, INTERNAL, UNAVAILABLE, HEADERS_TOO_LARGE) and the ones its shape
+	// implies (a body: TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, CONTRACT_VIOLATION, OVERLOADED,
+	// REQUEST_TIMEOUT; a session in the path: SESSION_NOT_FOUND).
 	errors []contract.ErrorCode
 	// resultErrors: the error statuses may carry an AgentSessionCommandResult instead of the
 	// error envelope (commands).
@@ -86,6 +86,12 @@ var operations = []operation{
 			{status: 503, desc: "shutting down: take the instance out of rotation", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status"},
 				"properties": obj{"status": obj{"const": "shutting-down"}}}},
 		}},
+	{pattern: "GET /readyz", id: "ready", summary: "Readiness for a load balancer: 200 while the store takes writes, 503 STORE_UNWRITABLE when it refuses them, 503 UNAVAILABLE once shutting down",
+		answers: []answer{
+			{status: 200, desc: "ready: the store takes writes", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status", "store"},
+				"properties": obj{"status": obj{"const": "ready"}, "store": obj{"type": "string", "description": "the store driver: sqlite or postgres"}}}},
+		},
+		errors: []contract.ErrorCode{contract.CodeStoreUnwritable}},
 	{pattern: "GET /{$}", id: "webUI", summary: "The web UI's page (docs/api.md, Web UI)",
 		answers: []answer{{status: 200, media: "text/html", desc: "the page", schema: obj{"type": "string"}}}},
 	{pattern: "GET /ui/{file...}", id: "webUIFile", summary: "A file of the web UI: its scripts, styles, vendored libraries and policy table",
@@ -415,9 +421,9 @@ func (s *schemas) operation(op operation, path string) obj {
 		responses[strconv.Itoa(a.status)] = obj{"description": desc, "content": content, "headers": requestIDHeader}
 	}
 	// Error responses, grouped by status; each lists its codes.
-	codes := []contract.ErrorCode{contract.CodeMalformed, contract.CodeInternal, contract.CodeUnavailable}
+	codes := []contract.ErrorCode{contract.CodeMalformed, contract.CodeInternal, contract.CodeUnavailable, contract.CodeHeadersTooLarge}
 	if op.body != nil {
-		codes = append(codes, contract.CodeTooLarge, contract.CodeUnsupportedMedia, contract.CodeContractViolation)
+		codes = append(codes, contract.CodeTooLarge, contract.CodeUnsupportedMedia, contract.CodeContractViolation, contract.CodeOverloaded, contract.CodeRequestTimeout)
 	}
 	if slices.Contains(wildcards(path), "id") {
 		codes = append(codes, contract.CodeSessionNotFound)

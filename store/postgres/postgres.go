@@ -268,3 +268,16 @@ func (s *Store) PoolState() store.PoolState {
 		ListenerReconnects: s.lis.reconnects.Load(),
 	}
 }
+
+// Ready returns nil when the store can take writes: ErrClosed after Close, else the error of a
+// round trip to the database server (a ping on a pooled connection), bounded by ctx.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres store: the database does not answer: %w", err)
+	}
+	return nil
+}

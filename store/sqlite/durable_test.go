@@ -135,6 +135,9 @@ func TestFailedSync(t *testing.T) {
 	if _, err := st.LastSequence(ctx, id); err == nil {
 		t.Error("LastSequence after a failed sync succeeded")
 	}
+	if err := st.Ready(ctx); err == nil || !strings.Contains(err.Error(), "injected I/O error") {
+		t.Errorf("Ready after a failed sync: %v; want the sync error", err)
+	}
 	if _, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "ev-2", "key-2", "x")}, store.AppendOptions{}); err == nil {
 		t.Error("Append after a failed sync succeeded")
 	}

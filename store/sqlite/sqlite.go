@@ -347,3 +347,17 @@ func (s *Store) FileSizes() (data, wal int64) {
 	db := filepath.Join(s.dir, DBFile)
 	return size(db), size(db + "-wal")
 }
+
+// Ready returns nil when the store can take writes: ErrClosed after Close, and the sync failure
+// that makes it refuse every write until it is reopened (durable.go). It does no I/O.
+func (s *Store) Ready(ctx context.Context) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if err := s.dur.err(); err != nil {
+		return fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
+	}
+	return ctx.Err()
+}

@@ -44,6 +44,7 @@ func Exercise(t *testing.T, h Harness) {
 		test func(*testing.T)
 	}{
 		{"Capabilities", s.testCapabilities},
+		{"Ready", s.testReady},
 		{"Sessions", s.testSessions},
 		{"Append", s.testAppend},
 		{"Read", s.testRead},
@@ -87,6 +88,26 @@ func (s *suite) testCapabilities(t *testing.T) {
 	_, st, _ := s.setup(t)
 	if c := st.Capabilities(); c.Driver == "" {
 		t.Errorf("Capabilities().Driver is empty; want the driver's name")
+	}
+}
+
+// testReady: an open store is ready; a closed one answers ErrClosed; a cancelled context is
+// not taken as ready.
+func (s *suite) testReady(t *testing.T) {
+	ctx, st, _ := s.setup(t)
+	if err := st.Ready(ctx); err != nil {
+		t.Fatalf("Ready on an open store: %v", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := st.Ready(done); err == nil {
+		t.Error("Ready with a cancelled context answered nil")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := st.Ready(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Ready after Close: %v, want ErrClosed", err)
 	}
 }
 

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/contract"
+)
+
+// This file holds what the server needs from the transport under it: the http.Server
+// settings (timeouts, header limit), the budget of request body bytes in flight, the body
+// deadline, the listener that turns net/http's own plain-text refusals into the API's JSON
+// errors, and TLS with a certificate reloaded in place. docs/deploy.md documents the figures.
+
+// Defaults of the transport options (see [Options]).
+const (
+	DefaultHeaderTimeout        = 10 * time.Second
+	DefaultBodyTimeout          = 60 * time.Second
+	DefaultIdleTimeout          = 120 * time.Second
+	DefaultMaxInflightBodyBytes = 128 << 20
+	DefaultBodyQueueWait        = 2 * time.Second
+	// MaxHeaderBytes bounds a request's line and headers; over it the answer is 431
+	// HEADERS_TOO_LARGE.
+	MaxHeaderBytes = 1 << 20
+)
+
+// HTTPServer returns the http.Server to serve s with: headers must arrive within
+// HeaderTimeout, an idle keep-alive connection is closed after IdleTimeout, headers are
+// bounded by MaxHeaderBytes. There is no global read or write timeout, which would cut off
+// event streams: a request body has its own deadline (BodyTimeout, set when its handler
+// starts), and a stream's writes have theirs (WriteTimeout). Serve it on [Server.Listener].
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opt.HeaderTimeout,
+		IdleTimeout:       s.opt.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
+		// Connections are wrapped (Listener), so net/http cannot see a *tls.Conn and
+		// negotiate HTTP/2: HTTP/1.1 is served, over TLS too, and not offered otherwise.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+}
+
+// Listener wraps ln so that the requests net/http refuses itself, before any handler runs (a
+// path with a bad percent-escape such as %zz, headers over MaxHeaderBytes, a Transfer-Encoding
+// other than chunked, a malformed request line), are answered with the API's JSON error
+// shape and a 4xx status instead of net/http's plain text (and its 501 and 505). For TLS, wrap
+// the TLS listener (tls.NewListener), so that the answers are written in the clear to it.
+func (s *Server) Listener(ln net.Listener) net.Listener { return refusalListener{ln} }
+
+type refusalListener struct{ net.Listener }
+
+func (l refusalListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &refusalConn{Conn: c}, nil
+}
+
+// refusalConn rewrites net/http's own refusals. net/http writes each of them to the connection
+// in one Write, with a fixed shape (net/http's server.go, conn.serve): "HTTP/1.1 <status>" +
+// errorHeaders + a body that repeats the status (or says "Unsupported transfer encoding"), and
+// then closes the connection. A response written by a handler never has that shape: it has a
+// Date header.
+type refusalConn struct {
+	net.Conn
+}
+
+// netHTTPErrorHeaders are the headers of every net/http refusal.
+const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+func (c *refusalConn) Write(p []byte) (int, error) {
+	if e := netHTTPRefusal(p); e != nil {
+		b, _ := contract.Marshal(api.ErrorBody{Error: e})
+		b = append(b, '\n')
+		status := api.HTTPStatus(e.Code)
+		resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			status, http.StatusText(status), len(b), b)
+		if _, err := io.WriteString(c.Conn, resp); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes the connection when the one under it can (net/http does after a 431).
+func (c *refusalConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// netHTTPRefusal returns the API error for a refusal net/http wrote as p, or nil when p is not
+// one.
+func netHTTPRefusal(p []byte) *api.Error {
+	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
+	if !ok {
+		return nil
+	}
+	line, body, ok := bytes.Cut(rest, []byte(netHTTPErrorHeaders))
+	if !ok || len(line) < 4 || line[3] != ' ' {
+		return nil
+	}
+	status, err := strconv.Atoi(string(line[:3]))
+	if err != nil {
+		return nil
+	}
+	switch {
+	case status == http.StatusRequestHeaderFieldsTooLarge && bytes.Equal(body, line):
+		return api.Errorf(api.CodeHeadersTooLarge, "the request line and headers are over %d bytes; nothing was read", MaxHeaderBytes)
+	case status == http.StatusNotImplemented && string(body) == "Unsupported transfer encoding":
+		return api.Errorf(api.CodeMalformed, "the request's Transfer-Encoding is not supported: send the body with a Content-Length, or with Transfer-Encoding: chunked alone")
+	case status == http.StatusHTTPVersionNotSupported && bytes.Equal(body, line):
+		return api.Errorf(api.CodeMalformed, "the request's HTTP version is not supported: this server speaks HTTP/1.1 (and 1.0)")
+	case status >= 400 && bytes.Equal(body, line):
+		// "400 Bad Request", or "400 Bad Request: <what>" when net/http says what.
+		msg := "the request line or headers do not parse (for example a path with a bad percent-escape such as %zz, or a header line without a colon)"
+		if _, what, ok := bytes.Cut(line, []byte(": ")); ok {
+			msg = "the request does not parse: " + string(what)
+		}
+		return api.Errorf(api.CodeMalformed, "%s; nothing was read", msg)
+	}
+	return nil
+}
+
+// bodyBudget bounds the bytes of request bodies in flight: a request with a body takes its
+// share (its Content-Length, or the body limit when it is not known) before its handler reads
+// it, and gives it back when the handler returns.
+type bodyBudget struct {
+	sem   *semaphore.Weighted
+	size  int64
+	wait  time.Duration
+	limit int64 // MaxBodyBytes: the share of a body of unknown length, and the most any takes
+}
+
+func newBodyBudget(size, limit int64, wait time.Duration) *bodyBudget {
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, wait: wait, limit: limit}
+}
+
+// share is what r takes of the budget.
+func (b *bodyBudget) share(r *http.Request) int64 {
+	n := r.ContentLength
+	if n < 0 || n > b.limit {
+		n = b.limit // over the limit: MaxBytesReader stops it at the limit
+	}
+	return min(n, b.size)
+}
+
+// acquire takes r's share, waiting at most b.wait for it; it returns the func that gives it
+// back, or an OVERLOADED error.
+func (b *bodyBudget) acquire(r *http.Request) (release func(), aerr *api.Error) {
+	n := b.share(r)
+	if n == 0 {
+		return func() {}, nil
+	}
+	if b.sem.TryAcquire(n) {
+		return func() { b.sem.Release(n) }, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), b.wait)
+	defer cancel()
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return nil, api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
+	}
+	return func() { b.sem.Release(n) }, nil
+}
+
+// deadlineBody is a request body with a read deadline (BodyTimeout): once the body has been
+// read to its end the deadline is lifted, so that a handler that works longer after reading
+// (an archive, a command waiting for its run) is not cut off by it.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done atomic.Bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done.Swap(true) {
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// withBody runs next for a request with a body of at most limit bytes: within the body budget
+// when budgeted (or answered 503 OVERLOADED with Retry-After), and with the body's read
+// deadline: BodyTimeout for each started 16 MiB of the body (of its Content-Length, or of limit
+// when it is not known).
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, budgeted bool, next http.HandlerFunc) {
+	if r.ContentLength == 0 {
+		next(w, r)
+		return
+	}
+	release := func() {}
+	if budgeted {
+		var aerr *api.Error
+		if release, aerr = s.bodies.acquire(r); aerr != nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, aerr)
+			return
+		}
+	}
+	defer release()
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		n = limit
+	}
+	timeout := s.opt.BodyTimeout * time.Duration(1+(n-1)/(16<<20))
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(timeout)); err == nil {
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+	}
+	next(w, r)
+}
+
+// CertReloader serves a TLS certificate and key read from files, and reads them again on
+// Reload (sessiond serve calls it on SIGHUP): new connections get the new certificate, the
+// listener and the connections already open are not touched.
+type CertReloader struct {
+	certFile, keyFile string
+	mu                sync.RWMutex
+	cert              *tls.Certificate
+}
+
+// NewCertReloader reads the certificate and key (PEM) once; it fails when they do not load or
+// do not match.
+func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
+	r := &CertReloader{certFile: certFile, keyFile: keyFile}
+	if err := r.Reload(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reload reads the files again. When they do not load, the certificate served so far stays and
+// the error says why.
+func (r *CertReloader) Reload() error {
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("load TLS certificate %s and key %s: %w", r.certFile, r.keyFile, err)
+	}
+	r.mu.Lock()
+	r.cert = &cert
+	r.mu.Unlock()
+	return nil
+}
+
+// TLSConfig returns a TLS configuration (TLS 1.2 or newer, HTTP/1.1) that serves the current
+// certificate.
+func (r *CertReloader) TLSConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			r.mu.RLock()
+			defer r.mu.RUnlock()
+			if r.cert == nil {
+				return nil, errors.New("no TLS certificate loaded")
+			}
+			return r.cert, nil
+		},
+	}
+}
