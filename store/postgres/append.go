@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,8 +27,14 @@ const (
 // Statements of an append. The first one locks the session's row: see Append.
 const (
 	qLockSession = `SELECT sk, last_seq FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
-	qExisting    = `SELECT seq, event_id, idem_key, data FROM events
-		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (idem_key = ANY($2) OR event_id = ANY($3))`
+	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
+	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
+	// a scan of the whole session).
+	qExisting = `SELECT seq, event_id, idem_key, data FROM events
+			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND idem_key = ANY($2::text[])
+		UNION ALL
+		SELECT seq, event_id, idem_key, data FROM events
+			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND event_id = ANY($3::text[])`
 	qRuns = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
@@ -52,6 +59,11 @@ const (
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND run_id = ANY($2) FOR NO KEY UPDATE`
 	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
 )
+
+// qSetLastHeartbeat is qSetLast that also records the append's heartbeat ($3): one update of
+// the session's row.
+var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id(),
+		` + strings.ReplaceAll(heartbeatSet, "$HB", "$3::text") + ` WHERE sk = $1`
 
 // Append adds events to the session's log as documented on store.Store: atomically, durably
 // (the commit is flushed, as synchronous_commit=on does, before Append returns), each new event
@@ -134,6 +146,13 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	// BEGIN and COMMIT travel in the two pipelined batches, so an append costs two round
 	// trips. A connection released inside a transaction (after a failure the ROLLBACK could not
 	// fix) is destroyed by the pool, never reused.
+	if store.Unconditional(events, opts) {
+		// One statement, one round trip, when the session's row is not locked (direct.go).
+		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
+		if done || err != nil {
+			return out, final, err
+		}
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return out, nil, fmt.Errorf("acquire a connection: %w", err)
@@ -396,8 +415,11 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 		}
 		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 	}
-	b.Queue(qSetLast, lk.sk, plan.Last)
-	queueHeartbeat(b, lk.sk, opts) // lifecycle.go: the append counts as a heartbeat
+	if opts.Heartbeat.IsZero() {
+		b.Queue(qSetLast, lk.sk, plan.Last)
+	} else { // the append counts as a heartbeat (lifecycle.go)
+		b.Queue(qSetLastHeartbeat, lk.sk, plan.Last, store.FormatTime(opts.Heartbeat))
+	}
 	if cr := opts.CommandResult; cr != nil {
 		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, lk.sk, cr.Key, cr.Result)
 	}
