@@ -26,7 +26,7 @@ const (
 
 // Statements of an append. The first one locks the session's row: see Append.
 const (
-	qLockSession = `SELECT sk, last_seq FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	qLockSession = `SELECT sk, last_seq, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
 	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
 	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
 	// a scan of the whole session).
@@ -96,7 +96,6 @@ var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_curr
 // after such failures means the batch may or may not be stored; retrying it with the same
 // idempotency keys is always safe.
 func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
-	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}
@@ -119,6 +118,12 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	if err == nil {
 		err = final
 	}
+	if err != nil || out.changed {
+		// After the commit: the changes it recorded (a run's status, a stale session running
+		// again) get their numbers (changes.go). After a failure too: an attempt may have
+		// committed.
+		s.kickChanges()
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
@@ -138,6 +143,7 @@ type appendOutcome struct {
 	added   int   // events written
 	last    int64 // the log's last sequence after the append
 	sk      int64 // the session's internal key
+	changed bool  // the append may have recorded a change for the change feed
 }
 
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
@@ -191,7 +197,8 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		return out, nil, fmt.Errorf("write and commit: %w", err)
 	}
 	inTx = false
-	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk}, nil, nil
+	changed := len(plan.Runs) > 0 || (lk.stale && !opts.Heartbeat.IsZero())
+	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk, changed: changed}, nil, nil
 }
 
 // appendLookup answers store.PlanAppend from what round trip 1 read: the session's key and
@@ -199,6 +206,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 // batch names or that are active.
 type appendLookup struct {
 	sk, last int64
+	stale    bool // the session is stale (a heartbeat makes it running)
 	byKey    map[string]existingEvent
 	byID     map[string]int64
 	runs     map[string]store.StoredRun
@@ -287,7 +295,7 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 		return nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	lk = &appendLookup{byKey: map[string]existingEvent{}, byID: map[string]int64{}, runs: map[string]store.StoredRun{}, maxOrd: -1}
-	if err := br.QueryRow().Scan(&lk.sk, &lk.last); err != nil {
+	if err := br.QueryRow().Scan(&lk.sk, &lk.last, &lk.stale); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.ErrSessionNotFound, nil
 		}

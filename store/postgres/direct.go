@@ -29,7 +29,8 @@ import (
 //     around the sequence (contract.EncodedEvent.Around) with the sequence between them, as
 //     EncodedEvent.JSON writes it; and cmd (%[2]s) the command result.
 //
-// It returns one row 'a' with the log's previous last sequence when it wrote the batch, or
+// It returns one row 'a' with the log's previous last sequence when it wrote the batch ('r'
+// when the session was stale: the heartbeat made it running, a change to number), or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
 // snapshot, for store.PlanAppend to answer. A stored key or eventId committed after the
 // snapshot, before the lock, makes the insert fail on the unique index (the append then takes
@@ -39,19 +40,19 @@ const qDirect = `WITH dup AS (
 	UNION ALL
 	SELECT seq, event_id, idem_key, data FROM events WHERE sk = $1 AND event_id = ANY($3::text[])
 ), lk AS (
-	SELECT last_seq FROM sessions
+	SELECT last_seq, status = 'stale' AS stale FROM sessions
 	WHERE sk = $1 AND ($4::bigint IS NULL OR last_seq = $4) AND NOT EXISTS (SELECT FROM dup)
 	FOR NO KEY UPDATE NOWAIT
 ), upd AS (
 	UPDATE sessions SET last_seq = lk.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[1]s
 	FROM lk WHERE sessions.sk = $1
-	RETURNING lk.last_seq AS prev
+	RETURNING lk.last_seq AS prev, lk.stale
 ), ins AS (
 	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
 	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.head || convert_to((upd.prev + u.n)::text, 'UTF8') || u.tail
 	FROM upd, unnest($3::text[], $2::text[], $5::text[], $6::text[], $7::bytea[], $8::bytea[]) WITH ORDINALITY AS u (id, key, typ, run, head, tail, n)
 )%[2]s
-SELECT 'a'::text, prev, NULL::text, NULL::text, NULL::bytea FROM upd
+SELECT CASE WHEN stale THEN 'r' ELSE 'a' END, prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
 UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM sessions WHERE sk = $1 AND NOT EXISTS (SELECT FROM upd)`
 
@@ -112,7 +113,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 	defer cancel()
 	rows, _ := s.pool.Query(wctx, qDirects[hb][cmd], args...)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
-	wrote := false
+	wrote, stale := false, false
 	var prev int64
 	for rows.Next() {
 		var kind string
@@ -124,8 +125,8 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 			return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 		}
 		switch kind {
-		case "a":
-			wrote, prev = true, v
+		case "a", "r":
+			wrote, prev, stale = true, v, kind == "r"
 		case "s":
 			lk.last = v
 		case "d":
@@ -141,7 +142,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 	}
 	if wrote {
-		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk}, nil, true, nil
+		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk, changed: stale && hb == 1}, nil, true, nil
 	}
 	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
 	// (store.PlanAppend); one that would write needs the lock.

@@ -207,7 +207,7 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var sk, last int64
-		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last); err != nil {
+		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last, new(bool)); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &txFinal{store.ErrSessionNotFound}
 			}
