@@ -78,7 +78,12 @@ func batchesFor(b *testing.B, ids, id string, n, size int) [][]*contract.Encoded
 
 // serviceOpts are the options the session service gives every append from a runtime
 // (session.Service.Append): a heartbeat and an empty fence.
+var serviceOptsHook func() store.AppendOptions
+
 func serviceOpts() store.AppendOptions {
+	if serviceOptsHook != nil {
+		return serviceOptsHook()
+	}
 	return store.AppendOptions{Heartbeat: time.Now(), Fence: &store.Fence{}}
 }
 
@@ -199,16 +204,17 @@ func benchWriters(b *testing.B, st store.Store, ids string, writers, size int) {
 }
 
 // serverCPU returns the CPU time that the PostgreSQL server spent for the benchmark since
-// processCPU returned before: that of the store's connections (found by benchApp) and of the
-// server's background processes (WAL writer, checkpointer, ...). Other clients of the same
-// server are left out. It returns -1 when /proc cannot tell (another OS, a remote server).
+// processCPU returned before: that of the backends of the store's connections (found by
+// benchApp: the pool and the listener). The server's background processes (WAL writer,
+// checkpointer) are left out: they serve every client of the server, and other test runs may
+// share it. It returns -1 when /proc cannot tell (another OS, a remote server).
 func serverCPU(b *testing.B, st *Store, before map[int]time.Duration) time.Duration {
 	after := processCPU()
 	if len(after) == 0 {
 		return -1
 	}
 	rows, err := st.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity
-		WHERE application_name = $1 OR backend_type <> 'client backend'`, benchApp)
+		WHERE application_name LIKE $1 || '%'`, benchApp)
 	if err != nil {
 		b.Fatal(err)
 	}
