@@ -78,12 +78,7 @@ func batchesFor(b *testing.B, ids, id string, n, size int) [][]*contract.Encoded
 
 // serviceOpts are the options the session service gives every append from a runtime
 // (session.Service.Append): a heartbeat and an empty fence.
-var serviceOptsHook func() store.AppendOptions
-
 func serviceOpts() store.AppendOptions {
-	if serviceOptsHook != nil {
-		return serviceOptsHook()
-	}
 	return store.AppendOptions{Heartbeat: time.Now(), Fence: &store.Fence{}}
 }
 
