@@ -81,14 +81,18 @@ var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_curr
 // sequence-based event stores. Appends to different sessions do not wait for each other.
 //
 // The batch is written with one multi-row INSERT; duplicates and clashing keys or eventIds are
-// found by one lookup while the lock is held, and the unique constraints on (session,
-// idempotency key) and (session, eventId) back that up. The run projection and the session's
-// commit_xid are updated in the same transaction. Other instances are told after the commit
-// (see the package documentation: a NOTIFY inside the appending transaction would serialize
-// every commit of the database on PostgreSQL's notification lock).
+// found by one lookup of the unique indexes on (session, idempotency key) and (session,
+// eventId), which also back that lookup up. The run projection and the session's row (last
+// sequence, commit_xid, heartbeat) are updated in the same transaction. An unconditional batch
+// (store.Unconditional) takes one statement and one round trip when its session's row is free
+// (direct.go); otherwise the append locks the row, reads, plans with store.PlanAppend and
+// writes in two round trips. Other instances are told after the commit (see the package
+// documentation: a NOTIFY inside the appending transaction would serialize every commit of the
+// database on PostgreSQL's notification lock).
 //
 // ctx: if ctx ends before the append holds its session's lock, nothing is written and Append
-// returns ctx's error. From then on the append runs to its commit whatever ctx does (bounded by
+// returns ctx's error (the one-statement append never waits for the lock: it checks ctx, then
+// takes the lock at once or leaves the append to the locking path). From then on the append runs to its commit whatever ctx does (bounded by
 // a 30-second timeout), so that the answer never hides a write. If the connection fails
 // (server restart, dropped connection, failover), Append tries again, up to four times in all,
 // with the same batch: idempotency keys make this safe, and a batch that the lost attempt did
@@ -149,9 +153,6 @@ type appendOutcome struct {
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	// BEGIN and COMMIT travel in the two pipelined batches, so an append costs two round
-	// trips. A connection released inside a transaction (after a failure the ROLLBACK could not
-	// fix) is destroyed by the pool, never reused.
 	if store.Unconditional(events, opts) {
 		// One statement, one round trip, when the session's row is not locked (direct.go).
 		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
@@ -159,6 +160,9 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 			return out, final, err
 		}
 	}
+	// The locking path. BEGIN and COMMIT travel in the two pipelined batches, so it costs two
+	// round trips. A connection released inside a transaction (after a failure the ROLLBACK
+	// could not fix) is destroyed by the pool, never reused.
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return out, nil, fmt.Errorf("acquire a connection: %w", err)

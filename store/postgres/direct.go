@@ -20,9 +20,10 @@ import (
 //     does not depend on the size of the log (an OR of the two would be planned as a scan of
 //     the session's events);
 //   - lk locks the session's row when nothing is stored and the log ends where
-//     ExpectedSequence ($4) says, NOWAIT: when another transaction holds the lock the
-//     statement fails at once and the append takes the locking path, which waits for the lock
-//     while it listens to the caller's context. Locked, the row is read as last committed;
+//     ExpectedSequence ($4) says, SKIP LOCKED: when another transaction holds the lock the
+//     statement writes nothing (without an error in the server's log) and the append takes
+//     the locking path, which waits for the lock while it listens to the caller's context.
+//     Locked, the row is read as last committed;
 //   - upd moves last_seq and commit_xid and records the heartbeat (%[1]s) in one update of
 //     the row;
 //   - ins writes the events at last_seq+1.., each one's bytes being its canonical bytes
@@ -32,7 +33,8 @@ import (
 // It returns one row 'a' with the log's previous last sequence when it wrote the batch ('r'
 // when the session was stale: the heartbeat made it running, a change to number), or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
-// snapshot, for store.PlanAppend to answer. A stored key or eventId committed after the
+// snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
+// locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
 // snapshot, before the lock, makes the insert fail on the unique index (the append then takes
 // the locking path).
 const qDirect = `WITH dup AS (
@@ -42,7 +44,7 @@ const qDirect = `WITH dup AS (
 ), lk AS (
 	SELECT last_seq, status = 'stale' AS stale FROM sessions
 	WHERE sk = $1 AND ($4::bigint IS NULL OR last_seq = $4) AND NOT EXISTS (SELECT FROM dup)
-	FOR NO KEY UPDATE NOWAIT
+	FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
 	UPDATE sessions SET last_seq = lk.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[1]s
 	FROM lk WHERE sessions.sk = $1
@@ -136,7 +138,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 	}
 	if err := rows.Err(); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == codeLockNotAvailable || pgErr.Code == codeUniqueViolation) {
+		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation {
 			return out, nil, false, nil // nothing written: take the locking path
 		}
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)

@@ -14,7 +14,6 @@ import (
 // SQLSTATE codes the driver acts on.
 const (
 	codeUniqueViolation      = "23505"
-	codeLockNotAvailable     = "55P03"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeAdminShutdown        = "57P01"
