@@ -439,3 +439,60 @@ func benchPlain(b *testing.B, writers, size int) {
 		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/events, "srv-us/event")
 	}
 }
+
+// BenchmarkAppendDuplicates (workload W3): 64 writers resend single events, random ids, that
+// their sessions already store (a runtime retrying appends that did succeed), as the service
+// appends. One op is one append answered as a duplicate; reported: duplicates/s and the
+// server's CPU per duplicate.
+func BenchmarkAppendDuplicates(b *testing.B) {
+	st := openBenchPG(b)
+	ctx := context.Background()
+	const writers = 64
+	per := (b.N + writers - 1) / writers
+	work := make([][][]*contract.EncodedEvent, writers)
+	for w := range work {
+		id := fmt.Sprintf("S-bench-%d", w)
+		if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			b.Fatal(err)
+		}
+		work[w] = benchRandomBatches(b, id, per, 1)
+		all := make([]*contract.EncodedEvent, 0, per)
+		for _, batch := range work[w] {
+			all = append(all, batch...)
+		}
+		for i := 0; i < len(all); i += store.MaxBatchEvents {
+			if _, err := st.Append(ctx, id, all[i:min(i+store.MaxBatchEvents, len(all))], store.AppendOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var next atomic.Int64
+	cpu0 := processCPU()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range work {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("S-bench-%d", w)
+			for _, batch := range work[w] {
+				if next.Add(1) > int64(b.N) {
+					return
+				}
+				res, err := st.Append(ctx, id, batch, serviceOpts())
+				if err != nil || !res[0].Duplicate {
+					b.Errorf("resend: %v, %v; want a duplicate", res, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/d.Seconds(), "duplicates/s")
+	if cpu := serverCPU(b, st, cpu0); cpu >= 0 {
+		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N), "srv-us/dup")
+	}
+}
