@@ -261,6 +261,14 @@ func (e *EncodedEvent) JSON(seq int64) []byte {
 	return append(out, e.body[e.seqEnd:]...)
 }
 
+// Around returns the canonical event's bytes before and after its sequence digits: JSON(seq) is
+// head, then seq in decimal, then tail. A store that assigns the sequence where it writes
+// (PostgreSQL, in SQL) builds the stored bytes from them. The slices share the event's memory:
+// do not modify them.
+func (e *EncodedEvent) Around() (head, tail []byte) {
+	return e.body[:e.seqStart:e.seqStart], e.body[e.seqEnd:]
+}
+
 // SameContent reports whether stored, an event body as returned by JSON, is this event with
 // some sequence: the test for an idempotent repeat.
 func (e *EncodedEvent) SameContent(stored []byte) bool {

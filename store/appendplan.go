@@ -66,6 +66,21 @@ import (
 //     consumed. The errors are the bare typed errors above (drivers add "append to session
 //     %q: "), or a lookup's own error passed through unchanged.
 //
+// Two consequences let a driver decide some appends without holding the session's lock through
+// a round trip to its database (PostgreSQL does, see store/postgres):
+//
+//   - An unconditional batch (Unconditional: no run status event, no lease to check, no key or
+//     eventId repeated within the batch, every event small enough at any sequence) is accepted
+//     whole exactly when the session stores none of its idempotency keys and eventIds and, when
+//     opts.ExpectedSequence is set, the log ends there: event i then takes last+1+i with the
+//     bytes EncodedEvent.JSON(last+1+i), which AcceptAll answers. The driver may test those
+//     conditions and write the batch in one statement, while it holds the lock, and need not
+//     call PlanAppend.
+//   - A plan that writes nothing (Added empty, or an error) rests on stored events, which
+//     never change or go away, and on the log's last sequence: made from one consistent
+//     snapshot of the log, without the lock, it is a correct answer as of that snapshot. A plan
+//     that does add events must be made under the lock.
+//
 // Results are never nil: an empty batch that passes the precondition answers an empty slice.
 
 // AppendLookup answers PlanAppend's questions about what the session already holds, as the
@@ -156,6 +171,57 @@ func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {
 		}
 	}
 	return nil
+}
+
+// maxSeqDigits is the length of the largest sequence in decimal (math.MaxInt64).
+const maxSeqDigits = 19
+
+// Unconditional reports whether the batch (checked by CheckBatch) is unconditional: PlanAppend
+// accepts it whole, each event taking the next sequence, whenever the session stores none of
+// its idempotency keys and eventIds and its log ends at opts.ExpectedSequence (when that is
+// set), whatever else the session holds. That is: the batch is not empty, has no run status
+// event (no run to check or write), no event with a runId when opts.Fence is set (the run's
+// stored lease would decide, rule 3d), no idempotency key or eventId twice, and no event over
+// MaxEventBytes with the longest sequence.
+func Unconditional(events []*contract.EncodedEvent, opts AppendOptions) bool {
+	if len(events) == 0 {
+		return false
+	}
+	var keys, ids map[string]struct{}
+	if len(events) > 1 {
+		keys, ids = make(map[string]struct{}, len(events)), make(map[string]struct{}, len(events))
+	}
+	for _, ev := range events {
+		if ev.RunStatus != nil || (opts.Fence != nil && ev.RunID != "") {
+			return false
+		}
+		head, tail := ev.Around()
+		if len(head)+maxSeqDigits+len(tail) > MaxEventBytes {
+			return false
+		}
+		if keys == nil {
+			continue
+		}
+		if _, dup := keys[ev.IdempotencyKey]; dup {
+			return false
+		}
+		if _, dup := ids[ev.EventID]; dup {
+			return false
+		}
+		keys[ev.IdempotencyKey], ids[ev.EventID] = struct{}{}, struct{}{}
+	}
+	return true
+}
+
+// AcceptAll returns the results PlanAppend gives an unconditional batch (Unconditional) when
+// the session stores none of its keys and eventIds and its log ends at last: event i is new,
+// at sequence last+1+i.
+func AcceptAll(last int64, events []*contract.EncodedEvent) []AppendResult {
+	out := make([]AppendResult, len(events))
+	for i, ev := range events {
+		out[i] = AppendResult{EventID: ev.EventID, Sequence: last + 1 + int64(i)}
+	}
+	return out
 }
 
 // PlanAppend decides the append of events (checked by CheckBatch) to the session sessionID

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -461,4 +462,75 @@ func TestStoredDuplicates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnconditional: the batches Unconditional accepts are accepted whole by PlanAppend, as
+// AcceptAll says, whatever else the log holds (other events, runs, a leased run); the ones it
+// refuses can be decided by something else than their keys and eventIds.
+func TestUnconditional(t *testing.T) {
+	withRun := func(evs ...*contract.EncodedEvent) []*contract.EncodedEvent {
+		for _, e := range evs {
+			e.RunID = "R-1"
+		}
+		return evs
+	}
+	cases := []struct {
+		name  string
+		batch []*contract.EncodedEvent
+		opts  store.AppendOptions
+		want  bool
+	}{
+		{"one", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x")}, store.AppendOptions{}, true},
+		{"three", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x"), ev(t, "ev-b", "b", "x"), ev(t, "ev-c", "c", "y")}, store.AppendOptions{}, true},
+		{"heartbeat and empty fence", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x")}, store.AppendOptions{Heartbeat: time.Now(), Fence: &store.Fence{}}, true},
+		{"expected sequence", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x")}, store.AppendOptions{ExpectedSequence: seq(1)}, true},
+		{"run id without fence", withRun(ev(t, "ev-a", "a", "x")), store.AppendOptions{}, true},
+		{"empty", nil, store.AppendOptions{}, false},
+		{"run status", []*contract.EncodedEvent{run(t, "a", "R-2", "M-1", contract.RunStatusQueued)}, store.AppendOptions{}, false},
+		{"run id under a fence", withRun(ev(t, "ev-a", "a", "x")), store.AppendOptions{Fence: &store.Fence{}}, false},
+		{"key twice", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x"), ev(t, "ev-b", "a", "x")}, store.AppendOptions{}, false},
+		{"event id twice", []*contract.EncodedEvent{ev(t, "ev-a", "a", "x"), ev(t, "ev-a", "b", "x")}, store.AppendOptions{}, false},
+		{"too big at a long sequence", []*contract.EncodedEvent{nearLimit(t)}, store.AppendOptions{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := store.Unconditional(tc.batch, tc.opts); got != tc.want {
+				t.Fatalf("Unconditional = %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			// A log with other events and a leased, active run: none of it matters.
+			f := &fakeLog{events: logOf(ev(t, "ev-o1", "o1", "x"), ev(t, "ev-o2", "o2", "x")),
+				runs:   []store.StoredRun{storedRun("R-1", "M-1", contract.RunStatusRunning, 0)},
+				leases: map[string]*store.Lease{"R-1": {LeaseID: "L-1", Token: 1, ExpiresAt: time.Now().Add(time.Hour)}}}
+			plan, err := store.PlanAppend(sid, f.last(), tc.batch, tc.opts, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := res(plan.Results), res(store.AcceptAll(f.last(), tc.batch)); got != want {
+				t.Errorf("PlanAppend = %s, AcceptAll = %s", got, want)
+			}
+			checkAdded(t, tc.batch, plan)
+			if plan.Last != f.last()+int64(len(tc.batch)) {
+				t.Errorf("Last = %d, want %d", plan.Last, f.last()+int64(len(tc.batch)))
+			}
+		})
+	}
+	// The refused ones: the lease of a stored run decides an event under a fence.
+	f := &fakeLog{runs: []store.StoredRun{storedRun("R-1", "M-1", contract.RunStatusRunning, 0)},
+		leases: map[string]*store.Lease{"R-1": {LeaseID: "L-1", Token: 1, ExpiresAt: time.Now().Add(time.Hour)}}}
+	if _, err := store.PlanAppend(sid, -1, withRun(ev(t, "ev-a", "a", "x")), store.AppendOptions{Fence: &store.Fence{}}, f); err == nil {
+		t.Error("an event of a leased run without the lease was accepted")
+	}
+}
+
+// nearLimit returns an event within MaxEventBytes at sequence 0 but not at the largest sequence.
+func nearLimit(t *testing.T) *contract.EncodedEvent {
+	over := len(storetest.BigEvent(t, sid, "big", 1000).JSON(0)) - 1000 // the bytes around the chunk
+	e := storetest.BigEvent(t, sid, "big", store.MaxEventBytes-over-5)
+	if n := len(e.JSON(0)); n > store.MaxEventBytes || n+18 <= store.MaxEventBytes {
+		t.Fatalf("the event has %d bytes, want within %d but not with 19 digits", n, store.MaxEventBytes)
+	}
+	return e
 }

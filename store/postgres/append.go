@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,9 +26,15 @@ const (
 
 // Statements of an append. The first one locks the session's row: see Append.
 const (
-	qLockSession = `SELECT sk, last_seq FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
-	qExisting    = `SELECT seq, event_id, idem_key, data FROM events
-		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (idem_key = ANY($2) OR event_id = ANY($3))`
+	qLockSession = `SELECT sk, last_seq, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
+	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
+	// a scan of the whole session).
+	qExisting = `SELECT seq, event_id, idem_key, data FROM events
+			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND idem_key = ANY($2::text[])
+		UNION ALL
+		SELECT seq, event_id, idem_key, data FROM events
+			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND event_id = ANY($3::text[])`
 	qRuns = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
@@ -53,6 +60,11 @@ const (
 	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
 )
 
+// qSetLastHeartbeat is qSetLast that also records the append's heartbeat ($3): one update of
+// the session's row.
+var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id(),
+		` + strings.ReplaceAll(heartbeatSet, "$HB", "$3::text") + ` WHERE sk = $1`
+
 // Append adds events to the session's log as documented on store.Store: atomically, durably
 // (the commit is flushed, as synchronous_commit=on does, before Append returns), each new event
 // taking the next sequence and each repeat of a stored idempotency key answered as a duplicate.
@@ -69,14 +81,18 @@ const (
 // sequence-based event stores. Appends to different sessions do not wait for each other.
 //
 // The batch is written with one multi-row INSERT; duplicates and clashing keys or eventIds are
-// found by one lookup while the lock is held, and the unique constraints on (session,
-// idempotency key) and (session, eventId) back that up. The run projection and the session's
-// commit_xid are updated in the same transaction. Other instances are told after the commit
-// (see the package documentation: a NOTIFY inside the appending transaction would serialize
-// every commit of the database on PostgreSQL's notification lock).
+// found by one lookup of the unique indexes on (session, idempotency key) and (session,
+// eventId), which also back that lookup up. The run projection and the session's row (last
+// sequence, commit_xid, heartbeat) are updated in the same transaction. An unconditional batch
+// (store.Unconditional) takes one statement and one round trip when its session's row is free
+// (direct.go); otherwise the append locks the row, reads, plans with store.PlanAppend and
+// writes in two round trips. Other instances are told after the commit (see the package
+// documentation: a NOTIFY inside the appending transaction would serialize every commit of the
+// database on PostgreSQL's notification lock).
 //
 // ctx: if ctx ends before the append holds its session's lock, nothing is written and Append
-// returns ctx's error. From then on the append runs to its commit whatever ctx does (bounded by
+// returns ctx's error (the one-statement append never waits for the lock: it checks ctx, then
+// takes the lock at once or leaves the append to the locking path). From then on the append runs to its commit whatever ctx does (bounded by
 // a 30-second timeout), so that the answer never hides a write. If the connection fails
 // (server restart, dropped connection, failover), Append tries again, up to four times in all,
 // with the same batch: idempotency keys make this safe, and a batch that the lost attempt did
@@ -84,7 +100,6 @@ const (
 // after such failures means the batch may or may not be stored; retrying it with the same
 // idempotency keys is always safe.
 func (s *Store) Append(ctx context.Context, sessionID string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
-	defer s.kickChanges() // after the commit: the changes it recorded get their numbers (changes.go)
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}
@@ -107,6 +122,12 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	if err == nil {
 		err = final
 	}
+	if err != nil || out.changed {
+		// After the commit: the changes it recorded (a run's status, a stale session running
+		// again) get their numbers (changes.go). After a failure too: an attempt may have
+		// committed.
+		s.kickChanges()
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
@@ -126,14 +147,22 @@ type appendOutcome struct {
 	added   int   // events written
 	last    int64 // the log's last sequence after the append
 	sk      int64 // the session's internal key
+	changed bool  // the append may have recorded a change for the change feed
 }
 
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	// BEGIN and COMMIT travel in the two pipelined batches, so an append costs two round
-	// trips. A connection released inside a transaction (after a failure the ROLLBACK could not
-	// fix) is destroyed by the pool, never reused.
+	if store.Unconditional(events, opts) {
+		// One statement, one round trip, when the session's row is not locked (direct.go).
+		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
+		if done || err != nil {
+			return out, final, err
+		}
+	}
+	// The locking path. BEGIN and COMMIT travel in the two pipelined batches, so it costs two
+	// round trips. A connection released inside a transaction (after a failure the ROLLBACK
+	// could not fix) is destroyed by the pool, never reused.
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return out, nil, fmt.Errorf("acquire a connection: %w", err)
@@ -172,7 +201,8 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 		return out, nil, fmt.Errorf("write and commit: %w", err)
 	}
 	inTx = false
-	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk}, nil, nil
+	changed := len(plan.Runs) > 0 || (lk.stale && !opts.Heartbeat.IsZero())
+	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk, changed: changed}, nil, nil
 }
 
 // appendLookup answers store.PlanAppend from what round trip 1 read: the session's key and
@@ -180,6 +210,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 // batch names or that are active.
 type appendLookup struct {
 	sk, last int64
+	stale    bool // the session is stale (a heartbeat makes it running)
 	byKey    map[string]existingEvent
 	byID     map[string]int64
 	runs     map[string]store.StoredRun
@@ -268,7 +299,7 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 		return nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	lk = &appendLookup{byKey: map[string]existingEvent{}, byID: map[string]int64{}, runs: map[string]store.StoredRun{}, maxOrd: -1}
-	if err := br.QueryRow().Scan(&lk.sk, &lk.last); err != nil {
+	if err := br.QueryRow().Scan(&lk.sk, &lk.last, &lk.stale); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.ErrSessionNotFound, nil
 		}
@@ -396,8 +427,11 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 		}
 		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 	}
-	b.Queue(qSetLast, lk.sk, plan.Last)
-	queueHeartbeat(b, lk.sk, opts) // lifecycle.go: the append counts as a heartbeat
+	if opts.Heartbeat.IsZero() {
+		b.Queue(qSetLast, lk.sk, plan.Last)
+	} else { // the append counts as a heartbeat (lifecycle.go)
+		b.Queue(qSetLastHeartbeat, lk.sk, plan.Last, store.FormatTime(opts.Heartbeat))
+	}
 	if cr := opts.CommandResult; cr != nil {
 		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, lk.sk, cr.Key, cr.Result)
 	}

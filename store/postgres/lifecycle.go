@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,23 +20,17 @@ const (
 	maxExpiredLimit     = 10000
 )
 
-// qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
-// record's last_heartbeat_at, and a stale session back to running. heartbeat_at, a generated
-// column, follows from the record.
-const qHeartbeat = `UPDATE sessions SET
-	status = CASE status WHEN 'stale' THEN 'running' ELSE status END,
-	record = CASE status WHEN 'stale'
-		THEN (record::jsonb || jsonb_build_object('last_heartbeat_at', $2::text, 'status', 'running', 'updated_at', $2::text, 'updated_by_gate', 'owner'))::json
-		ELSE (record::jsonb || jsonb_build_object('last_heartbeat_at', $2::text))::json END
-	WHERE sk = $1`
+// heartbeatSet is the SET list that records an append's heartbeat ($HB, RFC 3339 text) on the
+// session row (see store.AppendOptions): the record's last_heartbeat_at, and a stale session
+// back to running. heartbeat_at, a generated column, follows from the record. Appends add it
+// to their one update of the row.
+const heartbeatSet = `status = CASE sessions.status WHEN 'stale' THEN 'running' ELSE sessions.status END,
+		record = CASE sessions.status WHEN 'stale'
+			THEN (sessions.record::jsonb || jsonb_build_object('last_heartbeat_at', $HB, 'status', 'running', 'updated_at', $HB, 'updated_by_gate', 'owner'))::json
+			ELSE (sessions.record::jsonb || jsonb_build_object('last_heartbeat_at', $HB))::json END`
 
-// queueHeartbeat adds the heartbeat of opts, if any, to an append's write batch, so that it is
-// part of the append's transaction.
-func queueHeartbeat(b *pgx.Batch, sk int64, opts store.AppendOptions) {
-	if !opts.Heartbeat.IsZero() {
-		b.Queue(qHeartbeat, sk, store.FormatTime(opts.Heartbeat))
-	}
-}
+// qHeartbeat records a heartbeat ($2) on session $1 alone (a lease renewal).
+var qHeartbeat = `UPDATE sessions SET ` + strings.ReplaceAll(heartbeatSet, "$HB", "$2::text") + ` WHERE sk = $1`
 
 // ExpiredSessions returns the running and paused sessions whose heartbeat is before cutoff,
 // oldest first, at most limit (default 100, capped at 10000). It reads the partial index
@@ -212,7 +207,7 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var sk, last int64
-		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last); err != nil {
+		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last, new(bool)); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &txFinal{store.ErrSessionNotFound}
 			}

@@ -5,17 +5,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
-// qNotifyAsync and qNotify send one notification per pending commit, in one transaction that commits without
-// waiting for its WAL flush: a notification is a wake-up, not data, and the poll (see the
-// package documentation) covers one that is lost.
-const (
-	qNotifyAsync = `SELECT set_config('synchronous_commit', 'off', true)`
-	qNotify      = `SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) AS p`
-)
+// qNotify sends one notification per pending commit, in one statement whose transaction
+// commits without waiting for its WAL flush: a notification is a wake-up, not data, and the
+// poll (see the package documentation) covers one that is lost.
+const qNotify = `SELECT count(pg_notify($1, p)) FROM set_config('synchronous_commit', 'off', true), unnest($2::text[]) AS p`
 
 // notifier sends the NOTIFY of this Store's commits after they committed. It batches: the
 // commits that arrive while one batch is being sent go out together in the next, one
@@ -103,10 +98,8 @@ func (n *notifier) flush(ctx context.Context) {
 			return err
 		}
 		defer conn.Release()
-		b := &pgx.Batch{}
-		b.Queue(qNotifyAsync)
-		b.Queue(qNotify, n.s.channel, payloads)
-		return conn.SendBatch(ctx, b).Close()
+		_, err = conn.Exec(ctx, qNotify, n.s.channel, payloads)
+		return err
 	}()
 	if err == nil {
 		n.sent.Add(int64(len(payloads)))

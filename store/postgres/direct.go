@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+)
+
+// qDirect appends an unconditional batch (store.Unconditional) in one statement, its own
+// transaction, in one round trip:
+//
+//   - dup finds the stored events with the batch's keys or eventIds: two lookups of the unique
+//     indexes (sk, idem_key) and (sk, event_id), each bounded by the session, so its cost
+//     does not depend on the size of the log (an OR of the two would be planned as a scan of
+//     the session's events);
+//   - lk locks the session's row when nothing is stored and the log ends where
+//     ExpectedSequence ($4) says, SKIP LOCKED: when another transaction holds the lock the
+//     statement writes nothing (without an error in the server's log) and the append takes
+//     the locking path, which waits for the lock while it listens to the caller's context.
+//     Locked, the row is read as last committed;
+//   - upd moves last_seq and commit_xid and records the heartbeat (%[1]s) in one update of
+//     the row;
+//   - ins writes the events at last_seq+1.., each one's bytes being its canonical bytes
+//     around the sequence (contract.EncodedEvent.Around) with the sequence between them, as
+//     EncodedEvent.JSON writes it; and cmd (%[2]s) the command result.
+//
+// The parameters the plan's costs would depend on (the session's key, the arrays, the
+// expected sequence) are given as (SELECT $n), values the planner does not look at, so that a
+// plan made for one append's values never looks cheaper than the plan made once for all: the
+// server keeps the latter (a generic plan) after its first five executions. Otherwise single
+// events (arrays of one) and small sessions of a large table (keys beyond the statistics)
+// looked cheaper planned for their own values, and the statement was planned again at every
+// append: about 0.5 ms of the server's CPU each time.
+//
+// It returns one row 'a' with the log's previous last sequence when it wrote the batch ('r'
+// when the session was stale: the heartbeat made it running, a change to number), or
+// else the stored events found ('d') and the log's last sequence ('s'), from the statement's
+// snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
+// locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
+// snapshot, before the lock, makes the insert fail on the unique index (the append then takes
+// the locking path).
+const qDirect = `WITH dup AS (
+	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND idem_key = ANY((SELECT $2::text[])::text[])
+	UNION ALL
+	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND event_id = ANY((SELECT $3::text[])::text[])
+), lk AS (
+	SELECT last_seq, status = 'stale' AS stale FROM sessions
+	WHERE sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR last_seq = (SELECT $4::bigint)) AND NOT EXISTS (SELECT FROM dup)
+	FOR NO KEY UPDATE SKIP LOCKED
+), upd AS (
+	UPDATE sessions SET last_seq = lk.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[1]s
+	FROM lk WHERE sessions.sk = (SELECT $1::bigint)
+	RETURNING lk.last_seq AS prev, lk.stale
+), ins AS (
+	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
+	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.head || convert_to((upd.prev + u.n)::text, 'UTF8') || u.tail
+	FROM upd, unnest((SELECT $3::text[]), (SELECT $2::text[]), (SELECT $5::text[]), (SELECT $6::text[]), (SELECT $7::bytea[]), (SELECT $8::bytea[]))
+		WITH ORDINALITY AS u (id, key, typ, run, head, tail, n)
+)%[2]s
+SELECT CASE WHEN stale THEN 'r' ELSE 'a' END, prev, NULL::text, NULL::text, NULL::bytea FROM upd
+UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
+UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM sessions WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
+
+// The variants of qDirect, by heartbeat ($9) and command result (the parameters after).
+var qDirects = func() (q [2][2]string) {
+	for hb := range 2 {
+		for c := range 2 {
+			set, with := "", ""
+			if hb == 1 {
+				set = ",\n\t\t" + strings.ReplaceAll(heartbeatSet, "$HB", "$9::text")
+			}
+			if c == 1 {
+				with = fmt.Sprintf(`, cmd AS (
+	INSERT INTO command_results (sk, idem_key, result) SELECT $1, $%d, $%d FROM upd ON CONFLICT DO NOTHING
+)`, 9+hb, 10+hb)
+			}
+			q[hb][c] = fmt.Sprintf(qDirect, set, with)
+		}
+	}
+	return q
+}()
+
+// appendDirect appends an unconditional batch (store.Unconditional) with qDirect. done says
+// that out and final are the append's answer; when it is false the append must take the
+// locking path (the session's row is locked by another transaction, or the batch needs a
+// write that the statement's snapshot could not decide). err is a database failure.
+func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
+	sk, err := s.sessionKey(ctx, sid)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return out, err, true, nil
+	}
+	if err != nil {
+		return out, nil, false, err
+	}
+	n := len(events)
+	keys, ids, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	heads, tails := make([][]byte, n), make([][]byte, n)
+	for i, ev := range events {
+		keys[i], ids[i], types[i], runIDs[i] = ev.IdempotencyKey, ev.EventID, ev.EventType, ev.RunID
+		heads[i], tails[i] = ev.Around()
+	}
+	args := []any{sk, keys, ids, opts.ExpectedSequence, types, runIDs, heads, tails}
+	hb, cmd := 0, 0
+	if !opts.Heartbeat.IsZero() {
+		hb = 1
+		args = append(args, store.FormatTime(opts.Heartbeat))
+	}
+	if cr := opts.CommandResult; cr != nil {
+		cmd = 1
+		args = append(args, cr.Key, cr.Result)
+	}
+	// The statement takes the lock at once or fails: from its start it runs to its end
+	// whatever ctx does, so that the answer never hides a write.
+	if err := ctx.Err(); err != nil {
+		return out, err, true, nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	rows, _ := s.pool.Query(wctx, qDirects[hb][cmd], args...)
+	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
+	wrote, stale := false, false
+	var prev int64
+	for rows.Next() {
+		var kind string
+		var v int64
+		var id, key *string
+		var data []byte
+		if err := rows.Scan(&kind, &v, &id, &key, &data); err != nil {
+			rows.Close()
+			return out, nil, false, fmt.Errorf("append in one statement: %w", err)
+		}
+		switch kind {
+		case "a", "r":
+			wrote, prev, stale = true, v, kind == "r"
+		case "s":
+			lk.last = v
+		case "d":
+			lk.byKey[*key] = existingEvent{seq: v, data: data}
+			lk.byID[*id] = v
+		}
+	}
+	if err := rows.Err(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation {
+			return out, nil, false, nil // nothing written: take the locking path
+		}
+		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
+	}
+	if wrote {
+		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk, changed: stale && hb == 1}, nil, true, nil
+	}
+	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
+	// (store.PlanAppend); one that would write needs the lock.
+	plan, final := store.PlanAppend(sid, lk.last, events, opts, lk)
+	if final != nil || len(plan.Added) == 0 {
+		return appendOutcome{results: plan.Results, last: lk.last}, final, true, nil
+	}
+	return out, nil, false, nil
+}
