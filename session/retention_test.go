@@ -139,11 +139,7 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(elsewhere.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := session.SaveArchive(dir, data); err != nil {
+		if _, err := svc.SaveArchive(dir, elsewhere.Path); err != nil {
 			t.Fatal(err)
 		}
 
