@@ -258,6 +258,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// keepAliveTicker ticks at the keep-alive interval of streams.
+func (s *Server) keepAliveTicker() *time.Ticker { return time.NewTicker(s.opt.KeepAlive) }
+
 func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, e.Sequence, 10)
@@ -330,8 +333,15 @@ func (s *Server) openSSE(w http.ResponseWriter, r *http.Request, cursor int64) (
 }
 
 // startSSE sends the response header of an event stream and returns its writer. The caller
-// must call end when the stream is over.
-func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
+// must call end when the stream is over. extra, when its name is not empty, is one more
+// response header (name, value): the AI SDK's protocol version header.
+func (s *Server) startSSE(w http.ResponseWriter, r *http.Request, extra ...[2]string) *sseWriter {
+	var extraHdr string
+	for _, h := range extra {
+		if h[0] != "" {
+			extraHdr += h[0] + ": " + h[1] + "\r\n"
+		}
+	}
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout, metrics: s.opt.Metrics}
 	if r.ProtoMajor == 1 && r.ProtoMinor == 1 && s.addStream() {
 		conn, brw, err := sw.rc.Hijack()
@@ -346,7 +356,7 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
 				close(sw.gone)
 			}()
 			hdr := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n" +
-				"X-Accel-Buffering: no\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
+				"X-Accel-Buffering: no\r\n" + extraHdr + "Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
 				"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
 			sw.setDeadline()
 			if _, err := io.WriteString(conn, hdr); err != nil {
@@ -367,6 +377,11 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	for _, x := range extra {
+		if x[0] != "" {
+			h.Set(x[0], x[1])
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 	return sw
 }
