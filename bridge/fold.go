@@ -95,7 +95,7 @@ type Fold struct {
 	texts     []string // open texts, in the order they opened
 	reasoning []string // open reasonings
 	tools     map[string]*toolState
-	toolOrder []string // tool call ids in the order they were first seen
+	toolOrder []string          // tool call ids in the order they were first seen
 	steps     map[string]string // open steps: id -> title
 	order     []string          // open steps in the order they started
 	pending   []Approval        // approvals requested and not decided
