@@ -123,7 +123,6 @@ type AGUIInMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content,omitempty"`
-	Rest    map[string]any  `json:"-"`
 }
 
 // UnmarshalJSON reads id, role and content and ignores the rest of a message (tool calls,
