@@ -214,8 +214,8 @@ var operations = []operation{
 		},
 		errors: []contract.ErrorCode{contract.CodeNotFound}},
 	{pattern: "POST /v1/sessions/{id}/chat/stop", id: "chatStop", summary: "Stop the session's active run (the stop command); answers its AgentSessionCommandResult",
-		answers: []answer{{status: 200, desc: "the stop was accepted, or a duplicate", schema: typ[contract.CommandResult]()}},
-		errors:  []contract.ErrorCode{contract.CodeActiveRunNotFound},
+		answers:      []answer{{status: 200, desc: "the stop was accepted, or a duplicate", schema: typ[contract.CommandResult]()}},
+		errors:       []contract.ErrorCode{contract.CodeActiveRunNotFound},
 		resultErrors: []contract.ErrorCode{contract.CodeActiveRunNotFound, contract.CodeRunAlreadyFinished, contract.CodeCommandExecutionFailed}},
 	{pattern: "POST /v1/sessions/{id}/agui", id: "agui", summary: "AG-UI (HttpAgent): a RunAgentInput; its new user message queues a run, resume[] answers approvals; answers the run as AG-UI events (docs/bridges.md)",
 		body: &body{media: []string{"application/json"}, schema: []any{runAgentInputSchema}},
@@ -577,7 +577,7 @@ var chatRequestSchema = obj{"type": "object", "additionalProperties": false, "re
 		"trigger":   obj{"type": "string", "enum": []any{"submit-message", "regenerate-message"}},
 		"messageId": obj{"type": "string"},
 		"messages": obj{"type": "array", "items": obj{"type": "object", "required": []any{"id", "role", "parts"},
-			"properties": obj{"id": obj{"type": "string"}, "role": obj{"type": "string"}, "parts": obj{"type": "array", "items": obj{}}, "metadata": obj{}},
+			"properties":  obj{"id": obj{"type": "string"}, "role": obj{"type": "string"}, "parts": obj{"type": "array", "items": obj{}}, "metadata": obj{}},
 			"description": "UIMessages; the last is the new user message, or the assistant's with approval responses"}},
 	}}
 
