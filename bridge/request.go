@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -383,7 +384,7 @@ func (s *Service) findApproval(ctx context.Context, sid, approvalID string) (run
 			}
 		}
 		return true
-	})
+	}, "approval")
 	return runID, decided, found, err
 }
 
@@ -426,15 +427,20 @@ func (s *Service) ActiveRun(ctx context.Context, sid string) (*contract.Run, err
 	return &r, nil
 }
 
-// Scan reads the log after the sequence after, decoding each event, until fn returns false
-// or the log ends.
-func (s *Service) Scan(ctx context.Context, sid string, after int64, fn func(store.StoredEvent, *contract.Event) bool) error {
+// Scan reads the log after the sequence after, decoding each event of the given types (all
+// when none is given; the others are skipped undecoded), until fn returns false or the log
+// ends.
+func (s *Service) Scan(ctx context.Context, sid string, after int64, fn func(store.StoredEvent, *contract.Event) bool, types ...string) error {
 	for {
 		evs, err := s.Svc.Events(ctx, sid, after, 512)
 		if err != nil {
 			return err
 		}
 		for _, se := range evs {
+			if len(types) > 0 && !slices.Contains(types, se.EventType) {
+				after = se.Sequence
+				continue
+			}
 			e, err := Decode(se.Data)
 			if err != nil {
 				return err

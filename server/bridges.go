@@ -189,7 +189,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			known[p.MessageID] = true
 		}
 		return true
-	}); err != nil {
+	}, "message"); err != nil {
 		writeError(w, storeError(err, sid))
 		return
 	}
@@ -330,6 +330,9 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 		}
 		for i, se := range evs {
 			cursor = se.Sequence
+			if se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
+				continue // another run's, or a user's message: not in this run's stream
+			}
 			e, err := bridge.Decode(se.Data)
 			if err != nil {
 				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))

@@ -22,7 +22,7 @@ func runtimeEvent(sid, run string, n int, typ, payload string) string {
 		run, n, sid, run, strings.TrimPrefix(run, "run-"), run, n, typ, payload)
 }
 
-func (b *bundle) appendAll(t *testing.T, sid string, events ...string) {
+func (b *bundle) appendAll(t testing.TB, sid string, events ...string) {
 	t.Helper()
 	resp := b.do(t, "POST", "/v1/sessions/"+sid+"/events", "application/json", "["+strings.Join(events, ",")+"]")
 	if resp.status != http.StatusCreated {
@@ -31,13 +31,13 @@ func (b *bundle) appendAll(t *testing.T, sid string, events ...string) {
 }
 
 // async sends a request in the background; its answer arrives on the channel.
-func (b *bundle) async(t *testing.T, method, path, body string) <-chan response {
+func (b *bundle) async(t testing.TB, method, path, body string) <-chan response {
 	ch := make(chan response, 1)
 	go func() { ch <- b.do(t, method, path, "application/json", body) }()
 	return ch
 }
 
-func (b *bundle) waitSequence(t *testing.T, sid string, seq int64) {
+func (b *bundle) waitSequence(t testing.TB, sid string, seq int64) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
 		if b.lastSequence(t, sid) >= seq {
