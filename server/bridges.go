@@ -319,18 +319,25 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 	keepAlive := s.keepAliveTicker()
 	defer keepAlive.Stop()
 	cursor := after
+	var ring []store.StoredEvent
 	for {
 		v := t.view.Load()
-		evs, err := s.svc.Events(ctx, sid, cursor, streamBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect", err))
+		// Recent events come from the ring of the live stream (encoded once for every
+		// subscriber); older ones from the store.
+		evs, ok := v.events(cursor, streamBatch, ring)
+		ring = evs[:0]
+		if !ok {
+			var err error
+			if evs, err = s.svc.Events(ctx, sid, cursor, streamBatch); err != nil {
+				if ctx.Err() == nil {
+					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect", err))
+				}
+				return
 			}
-			return
 		}
 		for i, se := range evs {
 			cursor = se.Sequence
-			if se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
+			if !ok && se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
 				continue // another run's, or a user's message: not in this run's stream
 			}
 			e, err := bridge.Decode(se.Data)

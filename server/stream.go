@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,6 +146,41 @@ func (v *ringView) since(cursor int64, max int) (blocks []byte, last int64, ok b
 		start = v.ends[i-1]
 	}
 	return v.slab[start:v.ends[j-1]], v.first + int64(j-1), true
+}
+
+// events returns up to max ring events after cursor, read back from their SSE blocks
+// (sequence, event type and the stored JSON; not the run id), if the ring covers cursor+1;
+// ok is false when the caller must read from the store instead. The data slices point into
+// the ring, which never changes once published.
+func (v *ringView) events(cursor int64, max int, out []store.StoredEvent) (evs []store.StoredEvent, ok bool) {
+	n := len(v.ends)
+	if n == 0 || v.first > cursor+1 {
+		return out[:0], false
+	}
+	i := int(cursor + 1 - v.first)
+	out = out[:0]
+	for ; i < n && len(out) < max; i++ {
+		start := 0
+		if i > 0 {
+			start = v.ends[i-1]
+		}
+		block := v.slab[start:v.ends[i]]
+		// "id: N\nevent: ev.TYPE\ndata: JSON\n\n" (appendSSE)
+		e := store.StoredEvent{Sequence: v.first + int64(i)}
+		if j := bytes.Index(block, []byte("\nevent: "+api.SSEEventPrefix)); j >= 0 {
+			rest := block[j+len("\nevent: "+api.SSEEventPrefix):]
+			if k := bytes.IndexByte(rest, '\n'); k >= 0 {
+				e.EventType = string(rest[:k])
+			}
+		}
+		j := bytes.Index(block, []byte("\ndata: "))
+		if j < 0 || len(block) < j+len("\ndata: ")+2 {
+			return out[:0], false
+		}
+		e.Data = block[j+len("\ndata: ") : len(block)-2]
+		out = append(out, e)
+	}
+	return out, true
 }
 
 const streamBatch = 512
