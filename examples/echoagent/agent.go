@@ -173,15 +173,10 @@ func (a *Agent) work(ctx context.Context, r *run, text string) error {
 		return err
 	}
 	a.logf("run %s: started for %q", r.id, text)
-	// The "model" thinks before it answers (its reasoning is streamed like the reply).
-	for i, chunk := range []string{"The user said ", fmt.Sprintf("%q; ", text), "echo it back."} {
-		status := "streaming"
-		if i == 2 {
-			status = "completed"
-		}
-		if err := a.emit(ctx, r, "reasoning", &contract.ReasoningPayload{ReasoningID: "reasoning-" + r.id, Text: chunk, Status: status}); err != nil {
-			return err
-		}
+	// The "model" thinks before it answers.
+	if err := a.emit(ctx, r, "reasoning", &contract.ReasoningPayload{ReasoningID: "reasoning-" + r.id,
+		Text: fmt.Sprintf("The user said %q; echo it back.", text), Status: "completed"}); err != nil {
+		return err
 	}
 	reply := "reply-" + r.id
 	for i, chunk := range []string{"You said: ", text, "."} {
