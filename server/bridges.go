@@ -203,15 +203,16 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		runID, cut, err = bs.Decide(ctx, sid, in.Decisions())
 	default:
 		var last *bridge.AGUIInMessage
+		at := 0
 		for i := range in.Messages {
 			if m := &in.Messages[i]; m.Role == "user" && !known[m.ID] {
-				last = m
+				last, at = m, i
 			}
 		}
 		if last != nil {
 			parts, perr := last.Parts()
 			if perr != nil {
-				writeError(w, problemsError("RunAgentInput", []bridge.Problem{{Path: "/messages/" + last.ID + "/content", Message: perr.Error()}}))
+				writeError(w, problemsError("RunAgentInput", []bridge.Problem{{Path: fmt.Sprintf("/messages/%d/content", at), Message: perr.Error()}}))
 				return
 			}
 			var after int64

@@ -243,6 +243,7 @@ func TestBridgeRefusals(t *testing.T) {
 		{"resume of another chat", "GET", "/v1/sessions/S-r/chat/other/stream", "", 404, "NOT_FOUND", "reconnect to /v1/sessions/S-r/chat/S-r/stream"},
 		{"thread is not the session", "POST", "/v1/sessions/S-r/agui", `{"threadId":"x","runId":"r","messages":[]}`, 422, "CONTRACT_VIOLATION", "RunAgentInput"},
 		{"bad resume status", "POST", "/v1/sessions/S-r/agui", `{"threadId":"S-r","runId":"r","messages":[],"resume":[{"interruptId":"a","status":"maybe"}]}`, 422, "CONTRACT_VIOLATION", "RunAgentInput"},
+		{"content neither text nor parts", "POST", "/v1/sessions/S-r/agui", `{"threadId":"S-r","runId":"r","messages":[{"id":"u","role":"user","content":7}]}`, 422, "CONTRACT_VIOLATION", "/messages/0/content"},
 		{"unknown input member", "POST", "/v1/sessions/S-r/agui", `{"threadId":"S-r","runId":"r","messages":[],"extra":1}`, 422, "CONTRACT_VIOLATION", "extra"},
 		{"history of an unknown session", "GET", "/v1/sessions/S-none/chat", "", 404, "SESSION_NOT_FOUND", "create it"},
 	} {
