@@ -247,7 +247,7 @@ func (s *Server) routes() []route {
 		// The web UI (package web): the page, and its static files and policy table.
 		{pattern: "GET /{$}", handle: web.ServeIndex},
 		{pattern: "GET /ui/{file...}", handle: web.ServeAsset},
-	}, append(s.lifecycleRoutes(), s.workerRoutes()...)...)
+	}, append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...)...)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so

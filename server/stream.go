@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -147,6 +148,41 @@ func (v *ringView) since(cursor int64, max int) (blocks []byte, last int64, ok b
 	return v.slab[start:v.ends[j-1]], v.first + int64(j-1), true
 }
 
+// events returns up to max ring events after cursor, read back from their SSE blocks
+// (sequence, event type and the stored JSON; not the run id), if the ring covers cursor+1;
+// ok is false when the caller must read from the store instead. The data slices point into
+// the ring, which never changes once published.
+func (v *ringView) events(cursor int64, max int, out []store.StoredEvent) (evs []store.StoredEvent, ok bool) {
+	n := len(v.ends)
+	if n == 0 || v.first > cursor+1 {
+		return out[:0], false
+	}
+	i := int(cursor + 1 - v.first)
+	out = out[:0]
+	for ; i < n && len(out) < max; i++ {
+		start := 0
+		if i > 0 {
+			start = v.ends[i-1]
+		}
+		block := v.slab[start:v.ends[i]]
+		// "id: N\nevent: ev.TYPE\ndata: JSON\n\n" (appendSSE)
+		e := store.StoredEvent{Sequence: v.first + int64(i)}
+		if j := bytes.Index(block, []byte("\nevent: "+api.SSEEventPrefix)); j >= 0 {
+			rest := block[j+len("\nevent: "+api.SSEEventPrefix):]
+			if k := bytes.IndexByte(rest, '\n'); k >= 0 {
+				e.EventType = string(rest[:k])
+			}
+		}
+		j := bytes.Index(block, []byte("\ndata: "))
+		if j < 0 || len(block) < j+len("\ndata: ")+2 {
+			return out[:0], false
+		}
+		e.Data = block[j+len("\ndata: ") : len(block)-2]
+		out = append(out, e)
+	}
+	return out, true
+}
+
 const streamBatch = 512
 
 // handleStream serves GET /v1/sessions/{id}/events/stream as Server-Sent Events.
@@ -258,6 +294,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// keepAliveTicker ticks at the keep-alive interval of streams.
+func (s *Server) keepAliveTicker() *time.Ticker { return time.NewTicker(s.opt.KeepAlive) }
+
 func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, e.Sequence, 10)
@@ -330,8 +369,15 @@ func (s *Server) openSSE(w http.ResponseWriter, r *http.Request, cursor int64) (
 }
 
 // startSSE sends the response header of an event stream and returns its writer. The caller
-// must call end when the stream is over.
-func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
+// must call end when the stream is over. extra, when its name is not empty, is one more
+// response header (name, value): the AI SDK's protocol version header.
+func (s *Server) startSSE(w http.ResponseWriter, r *http.Request, extra ...[2]string) *sseWriter {
+	var extraHdr string
+	for _, h := range extra {
+		if h[0] != "" {
+			extraHdr += h[0] + ": " + h[1] + "\r\n"
+		}
+	}
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout, metrics: s.opt.Metrics}
 	if r.ProtoMajor == 1 && r.ProtoMinor == 1 && s.addStream() {
 		conn, brw, err := sw.rc.Hijack()
@@ -346,7 +392,7 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
 				close(sw.gone)
 			}()
 			hdr := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n" +
-				"X-Accel-Buffering: no\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
+				"X-Accel-Buffering: no\r\n" + extraHdr + "Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
 				"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
 			sw.setDeadline()
 			if _, err := io.WriteString(conn, hdr); err != nil {
@@ -367,6 +413,11 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	for _, x := range extra {
+		if x[0] != "" {
+			h.Set(x[0], x[1])
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 	return sw
 }

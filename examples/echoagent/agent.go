@@ -2,7 +2,7 @@
 // the protocol a runtime follows (docs/runtime.md): it is a worker that claims queued runs of
 // any number of sessions (client.Worker: a claim loop, the lease renewed in the background,
 // released on exit), and works on several at once. For each run it follows the run's session
-// stream, streams a reply to the run's source message, asks for approval before a "risky" tool
+// stream, streams its reasoning and a reply to the run's source message, asks for approval before a "risky" tool
 // call, and honours stop and steer commands, all by appending events under the run's lease.
 //
 //	go run ./examples/echoagent --concurrency 8
@@ -173,6 +173,11 @@ func (a *Agent) work(ctx context.Context, r *run, text string) error {
 		return err
 	}
 	a.logf("run %s: started for %q", r.id, text)
+	// The "model" thinks before it answers.
+	if err := a.emit(ctx, r, "reasoning", &contract.ReasoningPayload{ReasoningID: "reasoning-" + r.id,
+		Text: fmt.Sprintf("The user said %q; echo it back.", text), Status: "completed"}); err != nil {
+		return err
+	}
 	reply := "reply-" + r.id
 	for i, chunk := range []string{"You said: ", text, "."} {
 		status := "streaming"

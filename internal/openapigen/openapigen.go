@@ -207,6 +207,30 @@ var operations = []operation{
 			contract.CodeSourceLineageInvalid, contract.CodeIdempotencyConflict, contract.CodeInvalidState, contract.CodeSessionExists}},
 	{pattern: "GET /v1/sessions/{id}/lineage", id: "getLineage", summary: "Where the session was forked from, and its forks",
 		answers: []answer{{status: 200, desc: "the lineage tree", schema: typ[wire.Lineage]()}}},
+	{pattern: "POST /v1/sessions/{id}/chat", id: "chat", summary: "The Vercel AI SDK's chat (useChat's DefaultChatTransport): a new user message queues a run, approvals answered in the client are approval commands; answers the run's UI message stream (docs/bridges.md)",
+		body: &body{media: []string{"application/json"}, schema: []any{chatRequestSchema}},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+			desc: `the AI SDK UI message stream (protocol v1, header x-vercel-ai-ui-message-stream: v1): "data: <chunk>" blocks, from "start" to "finish", then "data: [DONE]"`}},
+		errors: bridgeErrors},
+	{pattern: "GET /v1/sessions/{id}/chat", id: "chatHistory", summary: "The chat's UIMessages, folded from the log (docs/bridges.md)",
+		answers: []answer{{status: 200, desc: "the messages, oldest first: the user's as sent, one assistant message per run", schema: messagesSchema("a UIMessage: id, role, parts")}}},
+	{pattern: "GET /v1/sessions/{id}/chat/{chatId}/stream", id: "chatResume", summary: "Resume the chat's stream (the AI SDK's reconnectToStream): the active run replayed from its start, then live",
+		answers: []answer{
+			{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: "the active run's UI message stream, replayed from its start, then live"},
+			{status: 204, desc: "no run is active"},
+		},
+		errors: []contract.ErrorCode{contract.CodeNotFound}},
+	{pattern: "POST /v1/sessions/{id}/chat/stop", id: "chatStop", summary: "Stop the session's active run (the stop command); answers its AgentSessionCommandResult",
+		answers:      []answer{{status: 200, desc: "the stop was accepted, or a duplicate", schema: typ[contract.CommandResult]()}},
+		errors:       []contract.ErrorCode{contract.CodeActiveRunNotFound},
+		resultErrors: []contract.ErrorCode{contract.CodeActiveRunNotFound, contract.CodeRunAlreadyFinished, contract.CodeCommandExecutionFailed}},
+	{pattern: "POST /v1/sessions/{id}/agui", id: "agui", summary: "AG-UI (HttpAgent): a RunAgentInput; its new user message queues a run, resume[] answers approvals; answers the run as AG-UI events (docs/bridges.md)",
+		body: &body{media: []string{"application/json"}, schema: []any{runAgentInputSchema}},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+			desc: `AG-UI events as "data: <event>" blocks: RUN_STARTED, MESSAGES_SNAPSHOT, the run's events, then RUN_FINISHED or RUN_ERROR`}},
+		errors: bridgeErrors},
+	{pattern: "GET /v1/sessions/{id}/agui/messages", id: "aguiMessages", summary: "The session's AG-UI messages, folded from the log (docs/bridges.md)",
+		answers: []answer{{status: 200, desc: "the messages, as MESSAGES_SNAPSHOT carries them", schema: messagesSchema("an AG-UI message: id, role, content, toolCalls, toolCallId")}}},
 	{pattern: "POST /v1/sessions/{id}/heartbeat", id: "heartbeat", summary: "Record that the session's agent is alive",
 		answers: []answer{{status: 200, desc: "the session", schema: typ[api.Session]()}},
 		errors:  []contract.ErrorCode{contract.CodeInvalidState}},
@@ -544,4 +568,47 @@ func wildcards(path string) []string {
 		}
 	}
 	return out
+}
+
+// bridgeErrors are the codes the bridges' POSTs answer beyond the usual ones: the run they
+// would queue while another is active, a message id reused, and the refusals of the approval
+// command that answers an approval.
+var bridgeErrors = []contract.ErrorCode{contract.CodeInvalidState, contract.CodeInvalidTransition, contract.CodeIdempotencyConflict,
+	contract.CodeEventIDConflict, contract.CodeApprovalNotFound, contract.CodeApprovalAlreadyResolved, contract.CodeCapabilityUnavailable,
+	contract.CodeActiveRunNotFound, contract.CodeRunNotFound, contract.CodeRunAlreadyFinished, contract.CodeCommandExecutionFailed}
+
+// chatRequestSchema is the body useChat's DefaultChatTransport posts.
+var chatRequestSchema = obj{"type": "object", "additionalProperties": false, "required": []any{"id", "messages", "trigger"},
+	"properties": obj{
+		"id":        obj{"type": "string", "description": "the chat's id: the session's id"},
+		"trigger":   obj{"type": "string", "enum": []any{"submit-message", "regenerate-message"}},
+		"messageId": obj{"type": "string"},
+		"messages": obj{"type": "array", "items": obj{"type": "object", "required": []any{"id", "role", "parts"},
+			"properties":  obj{"id": obj{"type": "string"}, "role": obj{"type": "string"}, "parts": obj{"type": "array", "items": obj{}}, "metadata": obj{}},
+			"description": "UIMessages; the last is the new user message, or the assistant's with approval responses"}},
+	}}
+
+// runAgentInputSchema is AG-UI's RunAgentInput.
+var runAgentInputSchema = obj{"type": "object", "additionalProperties": false, "required": []any{"threadId", "runId", "messages"},
+	"properties": obj{
+		"threadId":        obj{"type": "string", "description": "the session's id"},
+		"runId":           obj{"type": "string"},
+		"protocolVersion": obj{"type": "string"},
+		"parentRunId":     obj{"type": "string"},
+		"state":           obj{},
+		"messages": obj{"type": "array", "items": obj{"type": "object", "required": []any{"id", "role"},
+			"properties": obj{"id": obj{"type": "string"}, "role": obj{"type": "string"}}}},
+		"tools":          obj{"type": "array", "items": obj{}},
+		"context":        obj{"type": "array", "items": obj{}},
+		"forwardedProps": obj{},
+		"resume": obj{"type": "array", "items": obj{"type": "object", "required": []any{"interruptId", "status"},
+			"properties": obj{"interruptId": obj{"type": "string"}, "status": obj{"type": "string", "enum": []any{"resolved", "cancelled"}},
+				"payload": obj{}, "metadata": obj{}}}},
+	}}
+
+// messagesSchema is {"messages": [...]} with items of the kind described.
+func messagesSchema(item string) obj {
+	return obj{"type": "object", "additionalProperties": false, "required": []any{"messages"},
+		"properties": obj{"messages": obj{"type": "array", "items": obj{"type": "object", "required": []any{"id", "role"}, "description": item,
+			"properties": obj{"id": obj{"type": "string"}, "role": obj{"type": "string"}}}}}}
 }
