@@ -1,0 +1,163 @@
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
+)
+
+// DefaultBatch is how many events one append carries (the server takes at most 1000).
+const DefaultBatch = 500
+
+// maxBatchBytes bounds the canonical size of one append's events (the server's default body
+// limit is 16 MiB).
+const maxBatchBytes = 8 << 20
+
+// Writer writes transcripts into sessiond through its HTTP API: it creates each session (a
+// session that exists already is written into: a re-import finds every event a duplicate),
+// or, for a sub-agent's transcript, a continuation of its parent's session, and appends the
+// events in batches, each all or nothing.
+type Writer struct {
+	Client *client.Client
+	// Batch is the number of events per append (default DefaultBatch).
+	Batch int
+	// Progress, if set, is told after each append how many events of how many are written.
+	Progress func(done, total int)
+}
+
+// Snapshot is the snapshot of an imported session: the work preset and the capabilities the
+// imported events show (reasoning, plan, threadForking for sub-agents' continuations).
+func Snapshot(model string) contract.Snapshot {
+	yes := true
+	if model == "" {
+		model = "unknown-model"
+	}
+	return contract.Snapshot{Mode: "work", ModelID: model, Capabilities: contract.Capabilities{Text: &yes, Reasoning: &yes, Plan: &yes,
+		Tools: &yes, MCP: &yes, Shell: &yes, FileChange: &yes, Usage: &yes, Diff: &yes, Terminal: &yes, ThreadForking: &yes, Summary: &yes}}
+}
+
+// Write writes the transcripts, parents before the continuations that branch from them, and
+// returns what each became. A transcript that fails is reported in its result's error; the
+// others are still written.
+func (w *Writer) Write(ctx context.Context, ts []*Transcript) ([]SessionResult, []error) {
+	byID := map[string]*Transcript{}
+	for _, t := range ts {
+		byID[t.SessionID] = t
+	}
+	total := 0
+	for _, t := range ts {
+		total += len(t.Events)
+	}
+	// Parents first: a transcript's depth is the length of its chain of parents in the set.
+	var ordered []*Transcript
+	for depth := 0; len(ordered) < len(ts) && depth <= len(ts); depth++ {
+		for _, t := range ts {
+			if w.depth(t, byID) == depth {
+				ordered = append(ordered, t)
+			}
+		}
+	}
+	written := map[string]string{} // transcript session id → the session it was written to
+	results := make([]SessionResult, 0, len(ts))
+	var errs []error
+	done := 0
+	for _, t := range ordered {
+		res, err := w.write(ctx, t, byID, written, &done, total)
+		results = append(results, res)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", t.SessionID, err))
+		}
+	}
+	return results, errs
+}
+
+func (w *Writer) depth(t *Transcript, byID map[string]*Transcript) int {
+	d := 0
+	for p := t.Parent; p != nil && d <= len(byID); d++ {
+		pt := byID[p.SessionID]
+		if pt == nil {
+			break
+		}
+		p = pt.Parent
+	}
+	return d
+}
+
+func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Transcript, written map[string]string, done *int, total int) (SessionResult, error) {
+	res := SessionResult{SessionID: t.SessionID, Events: len(t.Events)}
+	target := t.SessionID
+	var parent *Transcript
+	if t.Parent != nil {
+		parent = byID[t.Parent.SessionID]
+	}
+	fp, forked := ForkPoint{}, false
+	if parent != nil {
+		fp, forked = parent.Forks[t.Parent.AgentID]
+	}
+	if forked && written[parent.SessionID] != "" {
+		c, err := w.Client.Continue(ctx, written[parent.SessionID], &contract.ContinuationRequest{IdempotencyKey: "import:" + t.SessionID,
+			SourceMessageID: fp.SourceMessageID, SourceRunID: fp.RunID,
+			Inheritance: contract.Inheritance{Messages: "exclude", Attachments: "exclude", Summaries: "exclude", ToolResults: "exclude", CodeChanges: "exclude"}})
+		if err != nil {
+			return res, fmt.Errorf("continue from %s: %w", parent.SessionID, err)
+		}
+		target = c.ThreadID
+		res.ContinuationOf = written[parent.SessionID]
+	} else {
+		req := api.CreateSessionRequest{SessionID: t.SessionID, AgentID: t.AgentID, Role: "implementer", Snapshot: Snapshot(t.ModelID)}
+		if t.Project != "" {
+			p := t.Project
+			req.Project = &p
+		}
+		_, err := w.Client.CreateSession(ctx, req)
+		var ae *api.Error
+		if err != nil && !(errors.As(err, &ae) && ae.Code == contract.CodeSessionExists) {
+			return res, fmt.Errorf("create: %w", err)
+		}
+	}
+	written[t.SessionID] = target
+	res.SessionID = target
+	batch := w.Batch
+	if batch <= 0 || batch > 1000 {
+		batch = DefaultBatch
+	}
+	for i := 0; i < len(t.Events); {
+		j, size := i, 0
+		for j < len(t.Events) && j-i < batch {
+			b, _ := contract.Marshal(t.Events[j])
+			if j > i && size+len(b) > maxBatchBytes {
+				break
+			}
+			size += len(b)
+			j++
+		}
+		evs := t.Events[i:j]
+		if target != t.SessionID {
+			evs = append([]contract.Event(nil), evs...)
+			for k := range evs {
+				evs[k].SessionID = target
+			}
+		}
+		r, err := w.Client.AppendEvents(ctx, target, evs, nil)
+		if err != nil {
+			return res, fmt.Errorf("append events %d–%d: %w", i, j-1, err)
+		}
+		for _, x := range r.Results {
+			if x.Status == api.Duplicate {
+				res.Duplicate++
+			} else {
+				res.Accepted++
+			}
+		}
+		*done += j - i
+		if w.Progress != nil {
+			w.Progress(*done, total)
+		}
+		i = j
+	}
+	return res, nil
+}
