@@ -66,6 +66,9 @@ type Report struct {
 
 // SessionResult is what writing one transcript did.
 type SessionResult struct {
+	// Source is the transcript's own session id; SessionID the session it was written to
+	// (another for a continuation, whose thread the server names).
+	Source    string `json:"source"`
 	SessionID string `json:"sessionId"`
 	Events    int    `json:"events"`
 	Accepted  int    `json:"accepted"`

@@ -88,7 +88,7 @@ func (w *Writer) depth(t *Transcript, byID map[string]*Transcript) int {
 }
 
 func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Transcript, written map[string]string, done *int, total int) (SessionResult, error) {
-	res := SessionResult{SessionID: t.SessionID, Events: len(t.Events)}
+	res := SessionResult{Source: t.SessionID, SessionID: t.SessionID, Events: len(t.Events)}
 	target := t.SessionID
 	var parent *Transcript
 	if t.Parent != nil {
