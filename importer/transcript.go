@@ -223,6 +223,9 @@ const maxEvent = contract.DefaultMaxBytes - 64<<10
 // values (tool input and output, message parts) cut to a string prefix that says how much
 // was left out.
 func fit(e contract.Event) contract.Event {
+	if approxSize(e.Payload) < maxEvent/2 {
+		return e // far from the limit: not worth encoding to find out
+	}
 	b, err := contract.Marshal(e)
 	if err != nil || len(b) <= maxEvent {
 		return e
@@ -265,6 +268,32 @@ func fit(e contract.Event) contract.Event {
 		e.Payload = &cp
 	}
 	return e
+}
+
+// approxSize is about the encoded size of a payload's large fields (strings may grow when
+// escaped: counted twice).
+func approxSize(p contract.Payload) int {
+	switch p := p.(type) {
+	case *contract.ToolPayload:
+		return len(p.Input) + len(p.Output) + 2*len(p.ToolName)
+	case *contract.MessagePayload:
+		n := 0
+		for _, part := range p.Parts {
+			n += len(part)
+		}
+		return n
+	case *contract.TerminalPayload:
+		return 2 * len(p.Chunk)
+	case *contract.ReasoningPayload:
+		return 2 * len(p.Text)
+	case *contract.SummaryPayload:
+		return 2 * len(p.Text)
+	case *contract.DiffPayload:
+		if p.Patch != nil {
+			return 2 * len(*p.Patch)
+		}
+	}
+	return 0
 }
 
 func ptr[T any](v T) *T { return &v }

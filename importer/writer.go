@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
@@ -25,9 +27,15 @@ type Writer struct {
 	Client *client.Client
 	// Batch is the number of events per append (default DefaultBatch).
 	Batch int
-	// Progress, if set, is told after each append how many events of how many are written.
+	// Concurrency is how many sessions are written at once (default DefaultConcurrency).
+	Concurrency int
+	// Progress, if set, is told after each append how many events of how many are written
+	// (one call at a time).
 	Progress func(done, total int)
 }
+
+// DefaultConcurrency is how many sessions a Writer writes at once by default.
+const DefaultConcurrency = 4
 
 // Snapshot is the snapshot of an imported session: the work preset and the capabilities the
 // imported events show (reasoning, plan, threadForking for sub-agents' continuations).
@@ -41,8 +49,9 @@ func Snapshot(model string) contract.Snapshot {
 }
 
 // Write writes the transcripts, parents before the continuations that branch from them, and
-// returns what each became. A transcript that fails is reported in its result's error; the
-// others are still written.
+// returns what each became, in the order of ts. A transcript that fails is reported in the
+// errors (and a continuation of it is written as a session of its own); the others are
+// still written.
 func (w *Writer) Write(ctx context.Context, ts []*Transcript) ([]SessionResult, []error) {
 	byID := map[string]*Transcript{}
 	for _, t := range ts {
@@ -52,24 +61,62 @@ func (w *Writer) Write(ctx context.Context, ts []*Transcript) ([]SessionResult, 
 	for _, t := range ts {
 		total += len(t.Events)
 	}
-	// Parents first: a transcript's depth is the length of its chain of parents in the set.
-	var ordered []*Transcript
-	for depth := 0; len(ordered) < len(ts) && depth <= len(ts); depth++ {
-		for _, t := range ts {
-			if w.depth(t, byID) == depth {
-				ordered = append(ordered, t)
-			}
+	// Parents first: a transcript's depth is the length of its chain of parents in the set;
+	// the transcripts of one depth are written Concurrency at a time (the store commits
+	// concurrent appends together).
+	levels := map[int][]int{}
+	maxDepth := 0
+	for i, t := range ts {
+		d := w.depth(t, byID)
+		levels[d] = append(levels[d], i)
+		maxDepth = max(maxDepth, d)
+	}
+	conc := w.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	var mu sync.Mutex
+	written := map[string]string{} // transcript session id → the session it was written to
+	results := make([]SessionResult, len(ts))
+	failed := make([]error, len(ts))
+	done := 0
+	progress := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		if w.Progress != nil {
+			w.Progress(done, total)
 		}
 	}
-	written := map[string]string{} // transcript session id → the session it was written to
-	results := make([]SessionResult, 0, len(ts))
+	for d := 0; d <= maxDepth; d++ {
+		// The parents' sessions are all written: a snapshot of where for this level.
+		mu.Lock()
+		parents := maps.Clone(written)
+		mu.Unlock()
+		sem := make(chan struct{}, conc)
+		var wg sync.WaitGroup
+		for _, i := range levels[d] {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(i int) {
+				defer func() { <-sem; wg.Done() }()
+				res, err := w.write(ctx, ts[i], byID, parents, progress)
+				results[i] = res
+				if err != nil {
+					failed[i] = fmt.Errorf("session %s: %w", ts[i].SessionID, err)
+					return
+				}
+				mu.Lock()
+				written[ts[i].SessionID] = res.SessionID
+				mu.Unlock()
+			}(i)
+		}
+		wg.Wait()
+	}
 	var errs []error
-	done := 0
-	for _, t := range ordered {
-		res, err := w.write(ctx, t, byID, written, &done, total)
-		results = append(results, res)
+	for _, err := range failed {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("session %s: %w", t.SessionID, err))
+			errs = append(errs, err)
 		}
 	}
 	return results, errs
@@ -87,7 +134,7 @@ func (w *Writer) depth(t *Transcript, byID map[string]*Transcript) int {
 	return d
 }
 
-func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Transcript, written map[string]string, done *int, total int) (SessionResult, error) {
+func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Transcript, written map[string]string, progress func(int)) (SessionResult, error) {
 	res := SessionResult{Source: t.SessionID, SessionID: t.SessionID, Events: len(t.Events)}
 	target := t.SessionID
 	var parent *Transcript
@@ -119,30 +166,29 @@ func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Tran
 			return res, fmt.Errorf("create: %w", err)
 		}
 	}
-	written[t.SessionID] = target
 	res.SessionID = target
 	batch := w.Batch
 	if batch <= 0 || batch > 1000 {
 		batch = DefaultBatch
 	}
+	var body []byte
 	for i := 0; i < len(t.Events); {
-		j, size := i, 0
+		body = body[:0]
+		j := i
 		for j < len(t.Events) && j-i < batch {
-			b, _ := contract.Marshal(t.Events[j])
-			if j > i && size+len(b) > maxBatchBytes {
+			e := t.Events[j]
+			e.SessionID = target
+			b, err := contract.Marshal(e)
+			if err != nil {
+				return res, fmt.Errorf("event %s: %w", e.EventID, err)
+			}
+			if j > i && len(body)+len(b) > maxBatchBytes {
 				break
 			}
-			size += len(b)
+			body = append(append(body, b...), '\n')
 			j++
 		}
-		evs := t.Events[i:j]
-		if target != t.SessionID {
-			evs = append([]contract.Event(nil), evs...)
-			for k := range evs {
-				evs[k].SessionID = target
-			}
-		}
-		r, err := w.Client.AppendEvents(ctx, target, evs, nil)
+		r, err := w.Client.AppendNDJSON(ctx, target, body, nil)
 		if err != nil {
 			return res, fmt.Errorf("append events %d–%d: %w", i, j-1, err)
 		}
@@ -153,10 +199,7 @@ func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Tran
 				res.Accepted++
 			}
 		}
-		*done += j - i
-		if w.Progress != nil {
-			w.Progress(*done, total)
-		}
+		progress(j - i)
 		i = j
 	}
 	return res, nil
