@@ -6,7 +6,8 @@
 //                (fs/write_text_file), reads it back, runs `echo` in a client terminal and
 //                reports a diff and the terminal; a rejected permission fails the tool call;
 //   "escape"     tries to read /etc/hostname (outside the root) and reports the refusal;
-//   "wait"       streams a chunk every 20 ms until the client cancels the turn.
+//   "wait"       streams a chunk every 20 ms until the client cancels the turn;
+//   "bench N"    streams N chunks "chunk-0" … one every 5 ms (the latency benchmark).
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -116,6 +117,14 @@ const app = acp
           await say(client, sessionId, "read outside the root");
         } catch (e) {
           await say(client, sessionId, "refused: " + e.message);
+        }
+        return { stopReason: "end_turn" };
+      }
+      if (text.startsWith("bench ")) {
+        const n = Number(text.slice(6));
+        for (let i = 0; i < n && !isCancelled; i++) {
+          await say(client, sessionId, "chunk-" + i);
+          await new Promise((r) => setTimeout(r, 5));
         }
         return { stopReason: "end_turn" };
       }
