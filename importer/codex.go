@@ -289,12 +289,12 @@ func (x *cxReader) message(ts, role string, parts []contract.RawJSON) {
 	}
 }
 
-// isContext reports whether a user message is context Codex adds (environment, AGENTS.md
-// instructions) rather than the person's words.
+// isContext reports whether a user message is context Codex adds (the environment, the
+// project's agent instructions) rather than the person's words.
 func isContext(text string) bool {
 	t := strings.TrimSpace(text)
 	return strings.HasPrefix(t, "<environment_context>") || strings.HasPrefix(t, "<user_instructions>") ||
-		strings.HasPrefix(t, "# AGENTS.md") || strings.HasPrefix(t, "<permissions") || strings.HasPrefix(t, "<INSTRUCTIONS>")
+		strings.HasPrefix(t, "<permissions") || strings.HasPrefix(t, "<INSTRUCTIONS>")
 }
 
 func (x *cxReader) item(n int, l *cxLine, p *cxPayload) {

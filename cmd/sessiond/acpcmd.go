@@ -24,7 +24,7 @@ becomes the run's events; approve/reject answer its permission requests; stop ca
 Its file and terminal calls are served inside --root and refused outside it. Put "--" before
 the agent's command so that its own flags are not read as sessiond's:
 
-  sessiond acp --session S-1 -- npx @zed-industries/claude-code-acp
+  sessiond acp --session S-1 -- npx @agentclientprotocol/claude-agent-acp
 
 docs/agents.md has the mapping and the adapters of Claude, Codex and Gemini.`, run: runACP}
 }
@@ -72,7 +72,9 @@ func runACP(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stdout, "acp: "+format+"\n", a...) }
 	if *f.json {
-		logf = func(format string, a ...any) { printJSON(stdout, map[string]string{"session": id, "log": fmt.Sprintf(format, a...)}) }
+		logf = func(format string, a ...any) {
+			printJSON(stdout, map[string]string{"session": id, "log": fmt.Sprintf(format, a...)})
+		}
 	}
 	logf("recording %s into session %s (root %s)", pos[0], id, *root)
 	rec := &acp.Recorder{Client: c, SessionID: id, Root: *root, Log: logf}

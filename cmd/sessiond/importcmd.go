@@ -77,7 +77,9 @@ func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	d := progressFor(stderr, *f.json, fmt.Sprintf("importing %d files", len(files)))
 	w := &importer.Writer{Client: f.client()}
 	if d != nil {
-		w.Progress = func(done, total int) { d.draw(session.Progress{Phase: "writing", Done: int64(done), Total: int64(total)}) }
+		w.Progress = func(done, total int) {
+			d.draw(session.Progress{Phase: "writing", Done: int64(done), Total: int64(total)})
+		}
 	}
 	results, errs := w.Write(context.Background(), all)
 	d.clear()
