@@ -45,6 +45,7 @@ type Recorder struct {
 	queue   chan pendingPrompt
 	seen    map[string]bool // user messages that have a run (or are queued for one)
 	appendQ chan []contract.Event
+	closed  bool // appendQ is closed
 	counter map[string]int
 }
 
@@ -60,6 +61,7 @@ type turn struct {
 type pendingPrompt struct {
 	messageID string
 	parts     []contract.RawJSON
+	runID     string // a run the server queued; "" for a new message (run acp-<messageId>)
 }
 
 func (r *Recorder) logf(format string, args ...any) {
@@ -120,7 +122,13 @@ func (r *Recorder) Run(ctx context.Context, a Agent) error {
 	go func() { connDone <- r.conn.Run(ctx) }()
 	appendDone := make(chan struct{})
 	go func() { defer close(appendDone); r.appender(ctx) }()
-	defer func() { close(r.appendQ); <-appendDone }()
+	defer func() {
+		r.mu.Lock()
+		r.closed = true // what the agent still sends is not recorded any more
+		close(r.appendQ)
+		r.mu.Unlock()
+		<-appendDone
+	}()
 
 	if err := r.open(ctx); err != nil {
 		return err
@@ -224,18 +232,23 @@ func (r *Recorder) lastACPSession(ctx context.Context) (string, error) {
 	}
 }
 
-// follow reads the session's stream: user messages without a run are queued as prompts;
-// stop and approval commands reach the turn in progress. A run of this client left active
-// by an earlier process is failed.
+// follow reads the session's stream. A user message appended while it follows becomes a
+// prompt; so does a run the server queued (resume, retry, edit-and-rerun), with its source
+// message. Of the log as it stood when it started, only the last user message is prompted,
+// when no run came after it (what was typed while no agent was attached; earlier messages are
+// history, and a fork's inherited messages are context), and the runs still queued. Stop and
+// approval commands reach the turn in progress. A run of this client left active by an
+// earlier process is failed.
 func (r *Recorder) follow(ctx context.Context) error {
 	s, err := r.Client.GetSession(ctx, r.SessionID)
 	if err != nil {
 		return err
 	}
 	head := s.LastSequence
-	var order []pendingPrompt
-	parts := map[string][]contract.RawJSON{}
-	runs := map[string]*contract.Event{} // our runs' last status event, during the history
+	parts := map[string][]contract.RawJSON{} // user messages' parts, by messageId
+	runs := map[string]*contract.Event{}     // during the history: each run's last status event
+	var runOrder []string
+	var lastUser *pendingPrompt // during the history: the last user message after the last run
 	live := head < 0
 	return r.Client.Stream(ctx, r.SessionID, client.StreamOptions{After: -1}, func(se client.StreamEvent) error {
 		var e contract.Event
@@ -251,16 +264,25 @@ func (r *Recorder) follow(ctx context.Context) error {
 					if live {
 						r.queue <- pp
 					} else {
-						order = append(order, pp)
+						lastUser = &pp
 					}
 				}
 			}
 		case *contract.StatusPayload:
 			if e.RunID != "" && e.SourceMessageID != "" {
 				r.markSeen(e.SourceMessageID)
-				if !live && strings.HasPrefix(e.RunID, "acp-") {
+				if !live {
+					if _, ok := runs[e.RunID]; !ok {
+						runOrder = append(runOrder, e.RunID)
+					}
 					runs[e.RunID] = &e
+					if lastUser != nil && lastUser.messageID == e.SourceMessageID {
+						lastUser = nil
+					}
 				}
+			}
+			if live && p.Status == contract.RunStatusQueued && e.RunID != "" {
+				r.queue <- pendingPrompt{messageID: e.SourceMessageID, parts: parts[e.SourceMessageID], runID: e.RunID}
 			}
 			if live && p.Status == contract.RunStatusStopping {
 				r.stop(e.RunID)
@@ -272,17 +294,19 @@ func (r *Recorder) follow(ctx context.Context) error {
 		}
 		if !live && se.Sequence >= head {
 			live = true
-			for id, ev := range runs {
-				if st := ev.Payload.(*contract.StatusPayload).Status; !contract.IsTerminal(st) {
+			for _, id := range runOrder {
+				ev := runs[id]
+				st := ev.Payload.(*contract.StatusPayload).Status
+				switch {
+				case st == contract.RunStatusQueued:
+					r.queue <- pendingPrompt{messageID: ev.SourceMessageID, parts: parts[ev.SourceMessageID], runID: id}
+				case strings.HasPrefix(id, "acp-") && !contract.IsTerminal(st):
 					r.abandon(ctx, id, ev.SourceMessageID)
 				}
 			}
-			for _, pp := range order {
-				if !r.seenMessage(pp.messageID) || !r.hasRun(pp.messageID) {
-					r.queue <- pp
-				}
+			if lastUser != nil {
+				r.queue <- *lastUser
 			}
-			order = nil
 		}
 		return nil
 	})
@@ -293,8 +317,6 @@ func (r *Recorder) seenMessage(id string) bool {
 	defer r.mu.Unlock()
 	return r.seen[id]
 }
-
-func (r *Recorder) hasRun(id string) bool { return r.seenMessage(id) }
 
 func (r *Recorder) markSeen(id string) {
 	r.mu.Lock()
@@ -320,7 +342,7 @@ func (r *Recorder) prompts(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case pp := <-r.queue:
-			if r.seenMessage(pp.messageID) {
+			if pp.runID == "" && r.seenMessage(pp.messageID) {
 				continue
 			}
 			r.markSeen(pp.messageID)
@@ -334,7 +356,10 @@ func (r *Recorder) prompts(ctx context.Context) error {
 // prompt runs one prompt turn: the run opens (running), the agent's updates are recorded as
 // they come, and the run closes with the status the stop reason maps to.
 func (r *Recorder) prompt(ctx context.Context, pp pendingPrompt) error {
-	runID := "acp-" + pp.messageID
+	runID := pp.runID
+	if runID == "" {
+		runID = "acp-" + pp.messageID
+	}
 	t := &turn{runID: runID, source: pp.messageID, began: time.Now(), approvals: map[string]chan string{},
 		m: &Mapper{RunID: runID, Root: r.ws.Root, Terminal: r.ws.Output}}
 	r.mu.Lock()
@@ -541,11 +566,16 @@ func (r *Recorder) emit(t *turn, outs ...Out) {
 	}
 	evs := make([]contract.Event, len(outs))
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
 	for i, o := range outs {
 		r.counter[t.runID]++
 		evs[i] = r.event(t.runID, t.source, t.runID+"-"+strconv.Itoa(r.counter[t.runID]), o)
 	}
-	r.mu.Unlock()
+	// Sent under the lock, so that the queue keeps the order the events were made in (the
+	// appender never takes the lock: a full queue only slows the agent's side down).
 	r.appendQ <- evs
 }
 

@@ -71,7 +71,7 @@ func TestRecordSDKAgent(t *testing.T) {
 	const sid = "S-acp"
 	yes := true
 	if _, err := cl.CreateSession(ctx, api.CreateSessionRequest{SessionID: sid, AgentID: "sdk-test-agent", Role: "implementer",
-		Snapshot: contract.Snapshot{Mode: "work", ModelID: "test", Capabilities: contract.Capabilities{Approval: &yes, Tools: &yes}}}); err != nil {
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "test", Capabilities: contract.Capabilities{Approval: &yes, Tools: &yes, Resume: &yes}}}); err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
@@ -167,6 +167,10 @@ func TestRecordSDKAgent(t *testing.T) {
 		t.Errorf("usage = %+v", tr.Usage)
 	}
 
+	// The resume command queues a new run for the same message: the agent gets it again.
+	res := send("acp-m1", "resume", &contract.ResumeCommand{}, 0)
+	waitRun(res.RunID, "completed")
+
 	// 2. A tool call that asks for permission, approved through the approval command: the
 	// agent writes and reads a file inside the root and runs a command in a terminal.
 	say("m2", "edit note.txt")
@@ -237,7 +241,7 @@ func TestRecordSDKAgent(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	res := send("acp-m5", "stop", &contract.StopCommand{Reason: "enough"}, 10*time.Second)
+	res = send("acp-m5", "stop", &contract.StopCommand{Reason: "enough"}, 10*time.Second)
 	if res.Termination != "confirmed" {
 		t.Errorf("stop: %+v", res)
 	}
@@ -247,9 +251,25 @@ func TestRecordSDKAgent(t *testing.T) {
 	if err := <-done; err != context.Canceled {
 		t.Errorf("recorder: %v", err)
 	}
+
+	// 6. A message typed while no recorder runs is prompted when one starts again, in the
+	// agent's session of before (session/load).
+	say("m6", "hello again")
+	rec2 := &acp.Recorder{Client: cl, SessionID: sid, Root: root, Log: t.Logf,
+		Tap: func(d acp.Direction, b []byte) { checker.check(t, d, b) }}
+	runCtx, stopRec = context.WithCancel(ctx)
+	go func() { done <- rec2.Run(runCtx, acp.Agent{Path: node, Args: []string{script}}) }()
+	waitRun("acp-m6", "completed")
+	stopRec()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("second recorder: %v", err)
+	}
+	if runs, err := cl.Runs(ctx, sid); err != nil || len(runs) != 7 {
+		t.Errorf("runs after a restart: %d (%v), want 7: the history is not prompted again", len(runs), err)
+	}
 	checker.mu.Lock()
 	defer checker.mu.Unlock()
-	for _, k := range []string{"request|agent|initialize", "request|agent|session/new", "request|agent|session/prompt", "request|agent|session/cancel",
+	for _, k := range []string{"request|agent|initialize", "request|agent|session/new", "request|agent|session/load", "request|agent|session/prompt", "request|agent|session/cancel",
 		"request|client|session/update", "request|client|session/request_permission", "response|client|session/request_permission",
 		"request|client|fs/write_text_file", "request|client|fs/read_text_file", "request|client|terminal/create", "response|agent|session/prompt"} {
 		if checker.count[k] == 0 {
