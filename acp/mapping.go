@@ -67,7 +67,7 @@ func (m *Mapper) Update(raw json.RawMessage) ([]Out, error) {
 		}
 		m.message = id
 		return []Out{{"message", &contract.MessagePayload{MessageID: id, Role: "assistant", Operation: "append",
-			Parts: []contract.RawJSON{contract.RawJSON(u.Content)}, Status: "streaming"}}}, nil
+			Parts: []contract.RawJSON{contract.CleanJSON(contract.RawJSON(u.Content))}, Status: "streaming"}}}, nil
 	case "user_message_chunk":
 		// An agent echoes the prompt (or replays history on session/load): the user's message
 		// is in the log already when sessiond sent the prompt.
@@ -147,10 +147,10 @@ func (m *Mapper) tool(tc ToolCall, content json.RawMessage, created bool) ([]Out
 		t.Status = toolStatus(*tc.Status)
 	}
 	if len(tc.RawInput) > 0 && string(tc.RawInput) != "null" {
-		t.Input = contract.RawJSON(tc.RawInput)
+		t.Input = contract.CleanJSON(contract.RawJSON(tc.RawInput))
 	}
 	if len(tc.RawOutput) > 0 && string(tc.RawOutput) != "null" {
-		t.Output = contract.RawJSON(tc.RawOutput)
+		t.Output = contract.CleanJSON(contract.RawJSON(tc.RawOutput))
 	}
 	var items []ToolCallContent
 	if len(content) > 0 && string(content) != "null" {
@@ -176,7 +176,7 @@ func (m *Mapper) tool(tc ToolCall, content json.RawMessage, created bool) ([]Out
 	}
 	if len(blocks) > 0 && len(tc.RawOutput) == 0 {
 		b, _ := json.Marshal(blocks)
-		t.Output = b
+		t.Output = contract.CleanJSON(b)
 	}
 	cp := *t
 	out = append(out, Out{"tool", &cp})
@@ -258,7 +258,7 @@ func (m *Mapper) Permission(req RequestPermissionRequest) ([]Out, string, error)
 		names[i] = o.Name + " (" + o.Kind + ")"
 	}
 	desc := "options: " + strings.Join(names, ", ")
-	action, _ := json.Marshal(map[string]any{"toolCall": req.ToolCall, "options": req.Options})
+	action, _ := json.Marshal(map[string]any{"toolCall": contract.CleanJSON(contract.RawJSON(req.ToolCall)), "options": req.Options})
 	out = append(out,
 		Out{"approval", &contract.ApprovalPayload{ApprovalID: id, ToolCallID: tc.ToolCallID, Status: "requested", Title: title, Description: &desc, RequestedAction: action}},
 		Out{"status", &contract.StatusPayload{Status: "waiting_approval"}})

@@ -139,6 +139,7 @@ func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
 			if agent != "" {
 				id += "-agent-" + agent
 			}
+			id = ref(id)
 			s = &ccStream{agent: agent, tools: map[string]*contract.ToolPayload{}, toolRun: map[string]ForkPoint{},
 				results: map[string]bool{}, leafRun: map[string]string{}, usageByMsg: map[string]bool{}}
 			s.b.t = &Transcript{SessionID: id, AgentID: "claude-code", Forks: map[string]ForkPoint{}}
@@ -378,6 +379,7 @@ func lineID(l *ccLine, n int) string {
 
 // result folds a tool_result into its tool call.
 func (s *ccStream) result(l *ccLine, r ccBlock) {
+	r.ToolUseID = ref(r.ToolUseID)
 	t := s.tools[r.ToolUseID]
 	if t == nil {
 		// The call is not in the file (a trimmed or resumed file): the result is kept alone.
@@ -446,7 +448,7 @@ func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
 		rep.skip("assistant line whose message has no content")
 		return
 	}
-	id := m.ID
+	id := ref(m.ID)
 	if id == "" {
 		id = "assistant-" + lineID(l, n)
 	}
@@ -477,6 +479,7 @@ func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
 			}
 			s.b.add(l.Timestamp, "reasoning", &contract.ReasoningPayload{ReasoningID: id + "-thinking-" + strconv.Itoa(n) + "-" + strconv.Itoa(thought), Text: text, Status: "completed"}, true)
 		case "tool_use":
+			b.ID = ref(b.ID)
 			t := &contract.ToolPayload{ToolCallID: b.ID, ToolName: b.Name, Status: "running", Input: contract.RawJSON(b.Input), StartedAt: s.b.stamp(l.Timestamp)}
 			if len(t.Input) == 0 {
 				t.Input = contract.RawJSON(`{}`)

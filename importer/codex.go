@@ -209,8 +209,12 @@ func (x *cxReader) line(n int, l *cxLine, p *cxPayload) {
 	rep, b := x.rep, &x.b
 	switch l.Type {
 	case "session_meta":
+		if len(b.t.Events) > 0 {
+			rep.skip("session_meta after the session began (a resumed session's header)")
+			return
+		}
 		if p.ID != "" {
-			b.t.SessionID = "S-codex-" + idPart(p.ID)
+			b.t.SessionID = ref("S-codex-" + idPart(p.ID))
 		}
 		if p.Cwd != "" {
 			b.t.Project = projectName(p.Cwd)
@@ -333,7 +337,7 @@ func (x *cxReader) item(n int, l *cxLine, p *cxPayload) {
 		if name == "" {
 			name = p.Type
 		}
-		id := p.CallID
+		id := ref(p.CallID)
 		if id == "" {
 			id = "call-" + strconv.Itoa(n)
 		}
@@ -349,6 +353,7 @@ func (x *cxReader) item(n int, l *cxLine, p *cxPayload) {
 		}
 		rep.Mapped++
 	case "function_call_output", "custom_tool_call_output":
+		p.CallID = ref(p.CallID)
 		t := x.tools[p.CallID]
 		if t == nil {
 			t = &contract.ToolPayload{ToolCallID: p.CallID, ToolName: "unknown"}
@@ -425,7 +430,7 @@ func (x *cxReader) event(n int, l *cxLine, p *cxPayload) {
 				out += *p.Stderr
 			}
 		}
-		id := p.CallID
+		id := ref(p.CallID)
 		if id == "" {
 			id = "exec-" + strconv.Itoa(n)
 		}

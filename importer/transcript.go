@@ -1,6 +1,8 @@
 package importer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -144,13 +146,13 @@ func (b *builder) add(ts, eventType string, p contract.Payload, inRun bool) {
 	if sp, ok := p.(*contract.SummaryPayload); ok {
 		e.RunID, e.SourceMessageID = sp.RunID, b.sources[sp.RunID] // a summary names its run
 	}
-	b.t.Events = append(b.t.Events, fit(e))
+	b.t.Events = append(b.t.Events, fit(clean(e)))
 }
 
-// stamp returns a valid timestamp for an event: ts when it parses, else the last one seen,
-// else the Unix epoch (a file without times).
+// stamp returns a valid timestamp for an event: ts when the contract takes it, else the last
+// one seen, else the Unix epoch (a file without times).
 func (b *builder) stamp(ts string) string {
-	if _, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+	if _, err := time.Parse(time.RFC3339Nano, ts); err == nil && contract.IsTimestamp(ts) {
 		b.lastTime = ts
 		return ts
 	}
@@ -311,4 +313,33 @@ func idPart(s string) string {
 		s = strings.ToValidUTF8(s[:100], "")
 	}
 	return s
+}
+
+// ref makes an id from the source fit the contract's ids (1 to 256 characters): a longer one
+// is cut and given a hash of the whole, so that two long ids stay apart.
+func ref(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	h := sha256.Sum256([]byte(s))
+	return strings.ToValidUTF8(s[:150], "") + "-" + hex.EncodeToString(h[:8])
+}
+
+// clean makes the free JSON values an event took from a file (parts, tool input and output)
+// values the contract accepts (contract.CleanJSON): one odd value must not refuse a batch.
+func clean(e contract.Event) contract.Event {
+	switch p := e.Payload.(type) {
+	case *contract.MessagePayload:
+		for i := range p.Parts {
+			p.Parts[i] = contract.CleanJSON(p.Parts[i])
+		}
+	case *contract.ToolPayload:
+		if len(p.Input) > 0 {
+			p.Input = contract.CleanJSON(p.Input)
+		}
+		if len(p.Output) > 0 {
+			p.Output = contract.CleanJSON(p.Output)
+		}
+	}
+	return e
 }
