@@ -529,7 +529,7 @@ func (s *ccStream) flush(rep *Report) {
 	if u := p.usage; u != nil && !s.usageByMsg[p.id] {
 		s.usageByMsg[p.id] = true
 		in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-		s.b.add(p.ts, "usage", &contract.UsagePayload{InputTokens: ptr(in), OutputTokens: ptr(u.OutputTokens), TotalTokens: ptr(in + u.OutputTokens)}, true)
+		s.b.add(p.ts, "usage", &contract.UsagePayload{InputTokens: tokens(in, 0), OutputTokens: tokens(u.OutputTokens, 0), TotalTokens: tokens(in+u.OutputTokens, 0)}, true)
 	}
 	s.b.at(line)
 }

@@ -414,8 +414,8 @@ func (x *cxReader) event(n int, l *cxLine, p *cxPayload) {
 		}
 		x.lastTotal = p.Info.Total
 		u := p.Info.Last
-		b.add(l.Timestamp, "usage", &contract.UsagePayload{InputTokens: ptr(u.InputTokens), OutputTokens: ptr(u.OutputTokens),
-			TotalTokens: ptr(u.TotalTokens), ContextWindow: p.Info.ModelContextWindow}, b.run != nil)
+		b.add(l.Timestamp, "usage", &contract.UsagePayload{InputTokens: tokens(u.InputTokens, 0), OutputTokens: tokens(u.OutputTokens, 0),
+			TotalTokens: tokens(u.TotalTokens, 0), ContextWindow: tokensPtr(p.Info.ModelContextWindow, 1)}, b.run != nil)
 		rep.Mapped++
 	case "exec_command_end":
 		out := ""
