@@ -34,9 +34,7 @@ type Mapper struct {
 	segment   int    // bumped when a tool call interrupts the streamed text
 	message   string // the assistant message being streamed ("" when none)
 	reasoning string
-	userMsg   string
 	tools     map[string]*contract.ToolPayload
-	planned   bool
 	approvals int
 	Skipped   map[string]int // update kinds recorded as nothing, with their count
 }
@@ -82,7 +80,6 @@ func (m *Mapper) Update(raw json.RawMessage) ([]Out, error) {
 	case "tool_call", "tool_call_update":
 		return m.tool(u.ToolCall, u.Content, u.SessionUpdate == "tool_call")
 	case "plan":
-		m.planned = true
 		return []Out{{"plan", planPayload(m.RunID+"-plan", u.Entries)}}, nil
 	case "usage_update":
 		return []Out{{"usage", &contract.UsagePayload{ContextTokens: tokens(u.Used, 0), ContextWindow: tokens(u.Size, 1)}}}, nil
