@@ -336,3 +336,59 @@ func TestCodexInvariants(t *testing.T) {
 }
 
 func anyString(v any) string { s, _ := v.(string); return s }
+
+// TestClaudeCodeSubagentFiles: a session file and its sub-agents' files
+// (<session>/subagents/agent-<id>.jsonl) become a session and one continuation per sub-agent,
+// each branching from the run that called it; again, all duplicates.
+func TestClaudeCodeSubagentFiles(t *testing.T) {
+	cl := startServer(t)
+	dir := "testdata/claude-code/subagents/"
+	var all []*importer.Transcript
+	for _, name := range []string{dir + "55550000-0000-4000-8000-000000000001.jsonl",
+		dir + "55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
+		dir + "55550000-0000-4000-8000-000000000001/subagents/agent-showcol2.jsonl"} {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, rep, err := importer.ParseClaudeCode(f, name)
+		f.Close()
+		if err != nil || !rep.Accounted() || len(rep.Skipped) != 0 {
+			t.Fatalf("%s: %+v, %v", name, rep, err)
+		}
+		all = append(all, ts...)
+	}
+	first := write(t, cl, all)
+	again := write(t, cl, all)
+	for i := range first {
+		if first[i].Accepted != first[i].Events || again[i].Accepted != 0 || again[i].Duplicate != again[i].Events || again[i].SessionID != first[i].SessionID {
+			t.Errorf("%s: first %+v, again %+v", first[i].Source, first[i], again[i])
+		}
+	}
+	main := "S-claude-55550000-0000-4000-8000-000000000001"
+	lin, err := cl.Lineage(context.Background(), main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lin.Descendants) != 2 {
+		t.Fatalf("descendants: %+v", lin.Descendants)
+	}
+	for _, d := range lin.Descendants {
+		if d.Lineage == nil || d.Lineage.ForkedFromThreadID != main || d.Lineage.SourceRunID != "run-sc-u1" || d.Lineage.ForkedFromMessageID != "user-sc-u1" {
+			t.Errorf("a sub-agent's lineage: %+v", d.Lineage)
+		}
+	}
+	byAgent := map[string]string{}
+	for _, r := range first {
+		if r.ContinuationOf == main {
+			byAgent[r.Source] = r.SessionID
+		}
+	}
+	tr := transcript(t, cl, byAgent[main+"-agent-showcol2"])
+	if len(tr.Tools) != 1 || tr.Tools[0].Status != "completed" || !strings.Contains(string(tr.Tools[0].Output), "cleanup.py") {
+		t.Errorf("showcol2's tool: %+v", tr.Tools)
+	}
+	if len(tr.Messages) != 2 || tr.Messages[0].Role != "user" || !strings.Contains(partsText(tr.Messages[1].Parts), "Three scheduled jobs") {
+		t.Errorf("showcol2's messages: %+v", tr.Messages)
+	}
+}
