@@ -1,0 +1,535 @@
+package importer
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sessiond/sessiond/contract"
+)
+
+// ccLine is one line of a Claude Code session file (the fields the importer reads).
+type ccLine struct {
+	Type          string          `json:"type"`
+	UUID          string          `json:"uuid"`
+	SessionID     string          `json:"sessionId"`
+	Timestamp     string          `json:"timestamp"`
+	IsSidechain   bool            `json:"isSidechain"`
+	IsMeta        *bool           `json:"isMeta"`
+	AgentID       *string         `json:"agentId"`
+	Cwd           string          `json:"cwd"`
+	Message       json.RawMessage `json:"message"`
+	Summary       string          `json:"summary"`
+	LeafUUID      string          `json:"leafUuid"`
+	ToolUseResult json.RawMessage `json:"toolUseResult"`
+}
+
+// ccMessage is a line's message.
+type ccMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+	Usage   *ccUsage        `json:"usage"`
+}
+
+// ccUsage is an assistant message's token usage.
+type ccUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// ccBlock is one content block.
+type ccBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+}
+
+// ccStream is the state of one session being read from a file: the main conversation, or a
+// sub-agent's sidechain.
+type ccStream struct {
+	b     builder
+	agent string // the sub-agent's id ("" for the main conversation)
+	// pending is the assistant message being merged (fragments share message.id).
+	pending    *ccPending
+	tools      map[string]*contract.ToolPayload
+	toolRun    map[string]ForkPoint // tool_use id → the run it was called in
+	results    map[string]bool
+	leafRun    map[string]string // line uuid → run id (for summaries)
+	model      string
+	usageByMsg map[string]bool
+}
+
+// ccPending is an assistant message whose fragments are being merged.
+type ccPending struct {
+	id, ts string
+	line   int
+	parts  []contract.RawJSON
+	usage  *ccUsage
+	// the thinking blocks and tool calls are written as their lines come; the text is
+	// written once, when the message ends.
+}
+
+// ParseClaudeCode reads a Claude Code session file. name is the file's path (its base name
+// names the sub-agent of an agent-*.jsonl file). Lines that are not JSON, or of a type the
+// importer does not map, are skipped with a reason; nothing in the file aborts the parse but
+// a read error.
+func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
+	rep := &Report{Path: name, Format: "claude-code"}
+	streams := map[string]*ccStream{}
+	lastSidechain := map[string]string{} // session id → the agent of its last sidechain line
+	var order []*ccStream
+	var model, cwd string
+	stream := func(l *ccLine) *ccStream {
+		agent := ""
+		if l.IsSidechain {
+			agent = "sidechain"
+			if l.AgentID != nil && *l.AgentID != "" {
+				agent = *l.AgentID
+			} else if base := filepath.Base(name); strings.HasPrefix(base, "agent-") {
+				agent = strings.TrimSuffix(strings.TrimPrefix(base, "agent-"), ".jsonl")
+			}
+			agent = idPart(agent)
+		}
+		sid := idPart(l.SessionID)
+		if sid == "" {
+			sid = idPart(strings.TrimSuffix(filepath.Base(name), ".jsonl"))
+		}
+		key := sid + "/" + agent
+		if l.IsSidechain && agent != "sidechain" && streams[key] == nil {
+			// The sidechain's first lines may lack the agentId a later line names: the
+			// unnamed sidechain of this session is that sub-agent's.
+			if un := streams[sid+"/sidechain"]; un != nil {
+				delete(streams, sid+"/sidechain")
+				un.agent = agent
+				un.b.t.SessionID = "S-claude-" + sid + "-agent-" + agent
+				un.b.t.Parent.AgentID = agent
+				for i := range un.b.t.Events {
+					e := &un.b.t.Events[i]
+					e.EventID = un.b.t.SessionID + strings.TrimPrefix(e.EventID, "S-claude-"+sid+"-agent-sidechain")
+					e.IdempotencyKey, e.SessionID = e.EventID, un.b.t.SessionID
+				}
+				streams[key] = un
+			}
+		} else if l.IsSidechain && agent == "sidechain" {
+			// A line without agentId belongs to the sidechain last seen in this session.
+			if last := lastSidechain[sid]; last != "" {
+				agent, key = last, sid+"/"+last
+			}
+		}
+		if l.IsSidechain {
+			lastSidechain[sid] = agent
+		}
+		s := streams[key]
+		if s == nil {
+			id := "S-claude-" + sid
+			if agent != "" {
+				id += "-agent-" + agent
+			}
+			id = ref(id)
+			s = &ccStream{agent: agent, tools: map[string]*contract.ToolPayload{}, toolRun: map[string]ForkPoint{},
+				results: map[string]bool{}, leafRun: map[string]string{}, usageByMsg: map[string]bool{}}
+			s.b.t = &Transcript{SessionID: id, AgentID: "claude-code", Forks: map[string]ForkPoint{}}
+			if agent != "" {
+				s.b.t.Parent = &Parent{SessionID: "S-claude-" + sid, AgentID: agent}
+			}
+			streams[key] = s
+			order = append(order, s)
+		}
+		return s
+	}
+	var summaries []ccLine
+	var summaryLines []int
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		raw := sc.Bytes()
+		if len(strings.TrimSpace(string(raw))) == 0 {
+			rep.Lines++
+			rep.skip("empty line")
+			continue
+		}
+		rep.Lines++
+		var l ccLine
+		if err := json.Unmarshal(raw, &l); err != nil {
+			rep.skip("not a JSON object")
+			continue
+		}
+		switch l.Type {
+		case "summary":
+			// Summaries come first in a file but describe a leaf message later on: they are
+			// placed once the runs are known.
+			summaries = append(summaries, l)
+			summaryLines = append(summaryLines, n)
+			continue
+		case "user", "assistant":
+		case "file-history-snapshot":
+			rep.skip("file-history-snapshot: file backups for undo, not part of the conversation")
+			continue
+		case "system":
+			rep.skip("system: Claude Code's own notices (compaction boundaries, hook output)")
+			continue
+		case "queue-operation", "progress":
+			rep.skip(l.Type + ": Claude Code's UI state")
+			continue
+		default:
+			rep.skip("unknown line type " + strconv.Quote(l.Type))
+			continue
+		}
+		var m ccMessage
+		if len(l.Message) == 0 || json.Unmarshal(l.Message, &m) != nil {
+			rep.skip(l.Type + " line without a message object")
+			continue
+		}
+		if l.Cwd != "" {
+			cwd = l.Cwd
+		}
+		s := stream(&l)
+		s.b.at(n)
+		if l.Type == "assistant" {
+			if m.Model != "" && m.Model != "<synthetic>" {
+				model, s.model = m.Model, m.Model
+			}
+			s.assistant(rep, n, &l, &m)
+			continue
+		}
+		s.user(rep, n, &l, &m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, rep, fmt.Errorf("read %s: %w", name, err)
+	}
+	var out []*Transcript
+	for _, s := range order {
+		s.flush(rep)
+		s.b.at(rep.Lines + 1) // the run's end is after the file's last line
+		s.b.endRun("", contract.RunStatusCompleted)
+		for id, t := range s.tools {
+			if !s.results[id] {
+				rep.note("tool call %s (%s) in %s has no result in the file: it stays %s", id, t.ToolName, s.b.t.SessionID, t.Status)
+			}
+		}
+		s.b.t.ModelID = s.model
+		if s.b.t.ModelID == "" {
+			s.b.t.ModelID = model
+		}
+		if cwd != "" {
+			s.b.t.Project = projectName(cwd)
+		}
+		out = append(out, s.b.t)
+	}
+	// Summaries: the main conversation's run that holds the leaf message, else its last run.
+	for i, l := range summaries {
+		var main *ccStream
+		for _, s := range order {
+			if s.agent == "" {
+				main = s
+				break
+			}
+		}
+		if main == nil || main.b.runs == 0 || l.Summary == "" {
+			rep.skip("summary without a conversation to summarise")
+			continue
+		}
+		run := main.leafRun[l.LeafUUID]
+		if run == "" {
+			run = main.lastRunID()
+		}
+		main.b.at(summaryLines[i])
+		main.b.add("", "summary", &contract.SummaryPayload{SummaryID: "summary-" + strconv.Itoa(summaryLines[i]), RunID: run, Text: l.Summary,
+			Highlights: []string{}, PendingItems: []string{}, Status: "completed"}, false)
+		rep.Mapped++
+	}
+	return out, rep, nil
+}
+
+// projectName is the last element of a working directory (of either kind of separator).
+func projectName(cwd string) string {
+	cwd = strings.TrimRight(strings.ReplaceAll(cwd, "\\", "/"), "/")
+	if i := strings.LastIndex(cwd, "/"); i >= 0 {
+		return cwd[i+1:]
+	}
+	return cwd
+}
+
+func (s *ccStream) lastRunID() string {
+	for i := len(s.b.t.Events) - 1; i >= 0; i-- {
+		if s.b.t.Events[i].RunID != "" {
+			return s.b.t.Events[i].RunID
+		}
+	}
+	return ""
+}
+
+// blocks decodes a message's content: a string is one text block.
+func blocks(content json.RawMessage) ([]ccBlock, bool) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []ccBlock{{Type: "text", Text: s}}, true
+	}
+	var bs []ccBlock
+	if json.Unmarshal(content, &bs) == nil {
+		return bs, true
+	}
+	return nil, false
+}
+
+// user maps a user line: a prompt (a new run), tool results, or a meta message.
+func (s *ccStream) user(rep *Report, n int, l *ccLine, m *ccMessage) {
+	bs, ok := blocks(m.Content)
+	if !ok {
+		rep.skip("user line whose message has no content")
+		return
+	}
+	s.flush(rep)
+	var parts []contract.RawJSON
+	var results []ccBlock
+	for _, b := range bs {
+		switch b.Type {
+		case "tool_result":
+			results = append(results, b)
+		case "text":
+			parts = append(parts, textPart(b.Text))
+		default:
+			raw, _ := json.Marshal(b)
+			if b.Type == "image" {
+				raw = imageBlock(m.Content, b)
+			}
+			parts = append(parts, raw)
+		}
+	}
+	for _, r := range results {
+		s.result(l, r)
+	}
+	if len(parts) == 0 {
+		if len(results) == 0 {
+			rep.skip("user line with empty content")
+			return
+		}
+		s.leafRun[l.UUID] = s.lastRunID()
+		rep.Mapped++
+		return
+	}
+	id := "user-" + lineID(l, n)
+	meta := l.IsMeta != nil && *l.IsMeta
+	role := "user"
+	if meta {
+		role = "system" // Claude Code's own notes in the user's turn (caveats, command output)
+	}
+	interrupted := false
+	for _, p := range parts {
+		if strings.Contains(string(p), "[Request interrupted by user") {
+			interrupted = true
+		}
+	}
+	if interrupted && s.b.run != nil {
+		s.b.add(l.Timestamp, "message", &contract.MessagePayload{MessageID: id, Role: role, Operation: "append", Parts: parts, Status: "completed"}, true)
+		s.b.endRun(l.Timestamp, contract.RunStatusStopped)
+		rep.Mapped++
+		return
+	}
+	if meta || len(results) > 0 {
+		s.b.add(l.Timestamp, "message", &contract.MessagePayload{MessageID: id, Role: role, Operation: "append", Parts: parts, Status: "completed"}, s.b.run != nil)
+	} else {
+		// A prompt: the message, then the run it starts.
+		s.b.endRun(l.Timestamp, contract.RunStatusCompleted)
+		s.b.add(l.Timestamp, "message", &contract.MessagePayload{MessageID: id, Role: role, Operation: "append", Parts: parts, Status: "completed"}, false)
+		s.b.startRun(l.Timestamp, "run-"+lineID(l, n), id)
+	}
+	s.leafRun[l.UUID] = s.lastRunID()
+	rep.Mapped++
+}
+
+// imageBlock keeps an image block as the file has it.
+func imageBlock(content json.RawMessage, b ccBlock) contract.RawJSON {
+	var raw []json.RawMessage
+	if json.Unmarshal(content, &raw) == nil {
+		for _, r := range raw {
+			var probe ccBlock
+			if json.Unmarshal(r, &probe) == nil && probe.Type == "image" {
+				return contract.RawJSON(r)
+			}
+		}
+	}
+	out, _ := json.Marshal(b)
+	return out
+}
+
+// lineID is a line's uuid, else its line number.
+func lineID(l *ccLine, n int) string {
+	if l.UUID != "" && len(l.UUID) <= 100 {
+		return l.UUID
+	}
+	return "L" + strconv.Itoa(n)
+}
+
+// result folds a tool_result into its tool call.
+func (s *ccStream) result(l *ccLine, r ccBlock) {
+	r.ToolUseID = ref(r.ToolUseID)
+	t := s.tools[r.ToolUseID]
+	if t == nil {
+		// The call is not in the file (a trimmed or resumed file): the result is kept alone.
+		t = &contract.ToolPayload{ToolCallID: r.ToolUseID, ToolName: "unknown"}
+		s.tools[r.ToolUseID] = t
+	}
+	if t.ToolCallID == "" {
+		return
+	}
+	s.results[r.ToolUseID] = true
+	t.Status = "completed"
+	if r.IsError != nil && *r.IsError {
+		t.Status = "failed"
+		msg := resultText(r.Content)
+		t.Error = &msg
+	}
+	t.Output = resultJSON(r.Content)
+	t.CompletedAt = s.b.stamp(l.Timestamp)
+	cp := *t
+	s.b.add(l.Timestamp, "tool", &cp, s.b.run != nil)
+	// A sub-agent's result names it: the sub-agent's sidechain continues from this run.
+	agent := ""
+	if l.AgentID != nil && *l.AgentID != "" {
+		agent = *l.AgentID
+	}
+	var tur struct {
+		AgentID string `json:"agentId"`
+	}
+	if json.Unmarshal(l.ToolUseResult, &tur) == nil && tur.AgentID != "" {
+		agent = tur.AgentID
+	}
+	if agent != "" {
+		if fp, ok := s.toolRun[r.ToolUseID]; ok {
+			s.b.t.Forks[agent] = fp
+		} else if s.b.run != nil {
+			s.b.t.Forks[agent] = ForkPoint{RunID: s.b.run.id, SourceMessageID: s.b.run.source}
+		}
+	}
+}
+
+// resultJSON is a tool result's content as JSON: a string as a string, blocks as they are.
+func resultJSON(c json.RawMessage) contract.RawJSON {
+	if len(c) == 0 || string(c) == "null" {
+		return contract.RawJSON(`""`)
+	}
+	return contract.RawJSON(c)
+}
+
+// resultText is a tool result's text.
+func resultText(c json.RawMessage) string {
+	bs, ok := blocks(c)
+	if !ok {
+		return string(c)
+	}
+	var sb strings.Builder
+	for _, b := range bs {
+		sb.WriteString(b.Text)
+	}
+	return sb.String()
+}
+
+// assistant maps an assistant line: a fragment of the message its message.id names.
+func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
+	bs, ok := blocks(m.Content)
+	if !ok {
+		rep.skip("assistant line whose message has no content")
+		return
+	}
+	id := ref(m.ID)
+	if id == "" {
+		id = "assistant-" + lineID(l, n)
+	}
+	merged := s.pending != nil && s.pending.id == id
+	if !merged {
+		s.flush(rep)
+		s.pending = &ccPending{id: id, ts: l.Timestamp, line: n}
+	}
+	if s.b.run == nil {
+		// A conversation that starts with the assistant (a sub-agent whose prompt is not in
+		// the file): its run is started by this message.
+		s.b.startRun(l.Timestamp, "run-"+lineID(l, n), id)
+	}
+	p := s.pending
+	if m.Usage != nil {
+		p.usage = m.Usage // every fragment repeats the message's usage: counted once
+	}
+	thought := 0
+	for _, b := range bs {
+		switch b.Type {
+		case "text":
+			p.parts = append(p.parts, textPart(b.Text))
+		case "thinking", "redacted_thinking":
+			thought++
+			text := b.Thinking
+			if b.Type == "redacted_thinking" {
+				text = "[redacted thinking]"
+			}
+			s.b.add(l.Timestamp, "reasoning", &contract.ReasoningPayload{ReasoningID: id + "-thinking-" + strconv.Itoa(n) + "-" + strconv.Itoa(thought), Text: text, Status: "completed"}, true)
+		case "tool_use":
+			b.ID = ref(b.ID)
+			t := &contract.ToolPayload{ToolCallID: b.ID, ToolName: b.Name, Status: "running", Input: contract.RawJSON(b.Input), StartedAt: s.b.stamp(l.Timestamp)}
+			if len(t.Input) == 0 {
+				t.Input = contract.RawJSON(`{}`)
+			}
+			if t.ToolName == "" {
+				t.ToolName = "unknown"
+			}
+			if b.ID == "" {
+				continue
+			}
+			s.tools[b.ID] = t
+			s.toolRun[b.ID] = ForkPoint{RunID: s.b.run.id, SourceMessageID: s.b.run.source}
+			cp := *t
+			s.b.add(l.Timestamp, "tool", &cp, true)
+		default:
+			raw, _ := json.Marshal(b)
+			p.parts = append(p.parts, raw)
+		}
+	}
+	s.leafRun[l.UUID] = s.b.run.id
+	if merged {
+		rep.Merged++
+	} else {
+		rep.Mapped++
+	}
+}
+
+// flush writes the assistant message being merged: its text parts as one message, and its
+// usage once.
+func (s *ccStream) flush(rep *Report) {
+	p := s.pending
+	if p == nil {
+		return
+	}
+	s.pending = nil
+	line := s.b.line
+	s.b.at(p.line)
+	s.b.k = 100 // after the events this line already has
+	if len(p.parts) > 0 || (s.b.run != nil && s.b.run.source == p.id) {
+		// (A message that started its run is written even without text: the run names it.)
+		parts := p.parts
+		if parts == nil {
+			parts = []contract.RawJSON{}
+		}
+		s.b.add(p.ts, "message", &contract.MessagePayload{MessageID: p.id, Role: "assistant", Operation: "append", Parts: parts, Status: "completed"}, true)
+	}
+	if u := p.usage; u != nil && !s.usageByMsg[p.id] {
+		s.usageByMsg[p.id] = true
+		in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+		s.b.add(p.ts, "usage", &contract.UsagePayload{InputTokens: tokens(in, 0), OutputTokens: tokens(u.OutputTokens, 0), TotalTokens: tokens(in+u.OutputTokens, 0)}, true)
+	}
+	s.b.at(line)
+}
