@@ -158,7 +158,7 @@ func Check(ctx context.Context, in store.Inspector, opt Options) (*Report, error
 
 	problems, err := in.InspectDatabase(ctx)
 	if err != nil {
-		add(Finding{Check: CheckDatabase, Message: err.Error()})
+		problems = append(problems, err.Error())
 	}
 	for _, p := range problems {
 		add(Finding{Check: CheckDatabase, Message: p})
