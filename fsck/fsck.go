@@ -156,18 +156,26 @@ func Check(ctx context.Context, in store.Inspector, opt Options) (*Report, error
 		}()
 	}
 
-	problems, err := in.InspectDatabase(ctx)
-	if err != nil {
-		add(Finding{Check: CheckDatabase, Message: err.Error()})
-	}
-	for _, p := range problems {
-		add(Finding{Check: CheckDatabase, Message: p})
-	}
+	// The database's own check reads every page; it runs beside the sessions' checks, on
+	// a connection of its own.
+	var problems []string
+	dbChecked := make(chan struct{})
+	go func() {
+		defer close(dbChecked)
+		var err error
+		if problems, err = in.InspectDatabase(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
+		for _, p := range problems {
+			add(Finding{Check: CheckDatabase, Message: p})
+		}
+	}()
 
 	var arch *archives
 	if opt.ArchiveDir != "" {
 		a, fs, err := scanArchives(ctx, opt.ArchiveDir, func() { narchive.Add(1) })
 		if err != nil {
+			<-dbChecked
 			return nil, err
 		}
 		arch = a
@@ -214,6 +222,7 @@ func Check(ctx context.Context, in store.Inspector, opt Options) (*Report, error
 	}
 	close(ids)
 	wg.Wait()
+	<-dbChecked
 	if listErr != nil && ctx.Err() == nil && len(problems) > 0 {
 		// The database's own check failed already: listing failing too is part of that.
 		add(Finding{Check: CheckDatabase, Message: "could not list the sessions: " + listErr.Error()})
