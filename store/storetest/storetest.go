@@ -55,6 +55,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Lifecycle", s.testLifecycle},
 		{"Leases", s.testLeases},
 		{"Changes", s.testChanges},
+		{"Keys", s.testKeys},
 		{"Close", s.testClose},
 	} {
 		t.Run(g.name, func(t *testing.T) {
