@@ -39,6 +39,10 @@ const (
 	CodeNotConfigured       = contract.CodeNotConfigured
 	CodeLeaseLost           = contract.CodeLeaseLost
 	CodeLeaseRequired       = contract.CodeLeaseRequired
+	CodeUnauthenticated     = contract.CodeUnauthenticated
+	CodeForbidden           = contract.CodeForbidden
+	CodeRateLimited         = contract.CodeRateLimited
+	CodeKeyNotFound         = contract.CodeKeyNotFound
 )
 
 // statusByCode is the one table from error code to HTTP status.
@@ -67,6 +71,10 @@ var statusByCode = map[contract.ErrorCode]int{
 	CodeNotConfigured:       http.StatusNotImplemented,
 	CodeLeaseLost:           http.StatusConflict,
 	CodeLeaseRequired:       http.StatusConflict,
+	CodeUnauthenticated:     http.StatusUnauthorized,
+	CodeForbidden:           http.StatusForbidden,
+	CodeRateLimited:         http.StatusTooManyRequests,
+	CodeKeyNotFound:         http.StatusNotFound,
 
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.

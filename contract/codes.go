@@ -55,6 +55,10 @@ const (
 	CodeNotConfigured       ErrorCode = "NOT_CONFIGURED"         // the server has no archive directory
 	CodeLeaseLost           ErrorCode = "LEASE_LOST"             // the lease given is not the run's current one
 	CodeLeaseRequired       ErrorCode = "LEASE_REQUIRED"         // the run is leased; the append carries no lease
+	CodeUnauthenticated     ErrorCode = "UNAUTHENTICATED"        // no valid credential
+	CodeForbidden           ErrorCode = "FORBIDDEN"              // the credential lacks a scope or project
+	CodeRateLimited         ErrorCode = "RATE_LIMITED"           // over the key's request rate or stream count
+	CodeKeyNotFound         ErrorCode = "KEY_NOT_FOUND"          // no such API key
 )
 
 // Codes of the final block of an event stream (api.SSEStreamError): why the server ended the
@@ -83,7 +87,8 @@ var (
 		CodeIdempotencyConflict, CodeEventIDConflict, CodeSessionMismatch, CodeInvalidTransition,
 		CodeUnsupportedMedia, CodeMethodNotAllowed, CodeNotFound, CodeUnavailable, CodeInternal,
 		CodeArchiveInvalid, CodeArchiveNotFound, CodeRestoreConflict, CodeSessionMoved,
-		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired,
+		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired, CodeUnauthenticated, CodeForbidden,
+		CodeRateLimited, CodeKeyNotFound,
 	}
 	// StreamErrorCodes are the codes that end an event stream.
 	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed}

@@ -98,3 +98,13 @@ func (s *Service) StoreDriver() string { return s.st.Capabilities().Driver }
 func (s *Service) Events(ctx context.Context, id string, after int64, limit int) ([]store.StoredEvent, error) {
 	return s.st.ReadEvents(ctx, id, after, limit)
 }
+
+// Project returns the project of a session's record ("" when it has none), or
+// store.ErrSessionNotFound. A session's project never changes.
+func (s *Service) Project(ctx context.Context, id string) (string, error) {
+	sess, err := s.st.GetSession(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return sess.Record.Project.Get(), nil
+}
