@@ -290,21 +290,20 @@ func (a *authn) openStream(p auth.Principal) (func(), bool) {
 }
 
 // checkSession answers 404, exactly as for a missing session, when the route's session is
-// not one the principal may see; it returns false then.
+// not one the principal may see; it returns false then. For a principal limited to a project
+// or a session, a missing session is answered here too, before the body is looked at, so
+// that a missing session and another project's answer the same whatever the request holds.
 func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, p auth.Principal) bool {
 	id := r.PathValue("id")
 	if id == "" || p.AllProjects() && p.Session == "" {
 		return true
 	}
 	project, err := s.sessionProject(r.Context(), id)
-	if errors.Is(err, store.ErrSessionNotFound) {
-		return true // the handler answers the missing session itself
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrSessionNotFound) {
 		writeError(w, storeError(err, id))
 		return false
 	}
-	if !p.MaySee(id, project) {
+	if err != nil || !p.MaySee(id, project) {
 		writeError(w, storeError(store.ErrSessionNotFound, id))
 		return false
 	}
