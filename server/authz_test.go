@@ -665,3 +665,79 @@ func TestKeyLastUseIsBatched(t *testing.T) {
 		t.Errorf("LastUsedAt %v after the flush", rec.LastUsedAt)
 	}
 }
+
+// FuzzAuthorizationHeader sends any Authorization value to a server with authentication: the
+// answer is 200 for the one valid key, else 401 with a Bearer challenge; never anything else.
+func FuzzAuthorizationHeader(f *testing.F) {
+	st, err := sqlite.Open(context.Background(), f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer st.Close()
+	srv := server.New(st, server.Options{Auth: true})
+	defer srv.Close()
+	secret, _, err := auth.NewKeyring(st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: "*", Scopes: auth.AllScopes})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"Bearer " + secret, "bearer " + secret, "Bearer " + secret[:20], "Bearer sk_", "Basic x", "Bearer a.b.c", "", "Bearer  " + secret} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		req := httptest.NewRequest("GET", "/v1/whoami", nil)
+		req.Header["Authorization"] = []string{h}
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if tok, ok := auth.BearerToken(h); ok && tok == secret {
+			if w.Code != 200 {
+				t.Fatalf("the valid key in %q: %d %s", h, w.Code, w.Body)
+			}
+			return
+		}
+		if w.Code != 401 || !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("Authorization %q: %d %s", h, w.Code, w.Body)
+		}
+	})
+}
+
+// fakeIdP verifies "oidc-<project>-<scopes>" tokens: the server's use of a TokenVerifier,
+// apart from OIDC itself (auth's TestOIDC).
+type fakeIdP struct{}
+
+func (fakeIdP) Verify(_ context.Context, raw string) (auth.Principal, error) {
+	parts := strings.Split(raw, "-")
+	if len(parts) != 3 || parts[0] != "oidc" {
+		return auth.Principal{}, fmt.Errorf("bad token")
+	}
+	set, err := auth.ParseScopes(parts[2])
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return auth.Principal{Subject: "oidc:bob", Project: parts[1], Scopes: set}, nil
+}
+
+// TestTokenVerifier checks that a bearer token that is not a key goes to Options.Tokens.
+func TestTokenVerifier(t *testing.T) {
+	b := setupAuth(t, server.Options{Tokens: fakeIdP{}})
+	if r := b.call(t, "GET", "/v1/whoami", "Bearer oidc-alpha-read", ""); r.status != 200 || !strings.Contains(r.body, `"subject":"oidc:bob"`) {
+		t.Errorf("a good token: %d %s", r.status, r.body)
+	}
+	if r := b.call(t, "GET", "/v1/keys", "Bearer oidc-alpha-read", ""); r.status != 403 {
+		t.Errorf("a token without admin on an admin route: %d %s", r.status, r.body)
+	}
+	if r := b.call(t, "GET", "/v1/whoami", "Bearer forged", ""); r.status != 401 {
+		t.Errorf("a bad token: %d %s", r.status, r.body)
+	}
+	// A token's holder gets a stream token too (derived, not chained to a key).
+	if r := b.call(t, "POST", "/v1/sessions", "Bearer oidc-alpha-append", `{"session_id":"S-o","project":"alpha","agent_id":"a","role":"implementer","snapshot":{"mode":"work","modelId":"m","capabilities":{}}}`); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	r := b.call(t, "POST", "/v1/sessions/S-o/stream-token", "Bearer oidc-alpha-read", "")
+	if r.status != 201 {
+		t.Fatalf("stream-token: %d %s", r.status, r.body)
+	}
+	url := regexp.MustCompile(`"url":"([^"]+)"`).FindStringSubmatch(r.body)[1]
+	if r := b.call(t, "GET", url, "", ""); r.status != 200 {
+		t.Errorf("the stream with an OIDC holder's token: %d %s", r.status, r.body)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
@@ -14,24 +13,6 @@ import (
 
 // The key endpoints (admin scope) and the browsers' credentials: stream tokens and the web
 // UI's login cookie (docs/security.md).
-
-// keyOf is a stored key as the API shows it (never its hash).
-func keyOf(k store.Key) wire.Key {
-	out := wire.Key{ID: k.ID, Name: k.Name, Project: k.Project, Scopes: k.Scopes, Session: k.Session, Parent: k.Parent,
-		CreatedAt: store.FormatTime(k.CreatedAt)}
-	if out.Scopes == nil {
-		out.Scopes = []string{}
-	}
-	for _, t := range []struct {
-		at  time.Time
-		out *string
-	}{{k.ExpiresAt, &out.ExpiresAt}, {k.RevokedAt, &out.RevokedAt}, {k.LastUsedAt, &out.LastUsedAt}} {
-		if !t.at.IsZero() {
-			*t.out = store.FormatTime(t.at)
-		}
-	}
-	return out
-}
 
 func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 	body, aerr := s.readBody(w, r)
@@ -83,7 +64,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 	}
 	s.requestLogger(w).Info("key created", "key", k.ID, "project", k.Project, "scopes", spec.Scopes.String(), "by", p.Subject)
 	w.Header().Set("Location", "/v1/keys/"+k.ID)
-	writeJSON(w, http.StatusCreated, wire.CreatedKey{Key: keyOf(k), Secret: secret})
+	writeJSON(w, http.StatusCreated, wire.CreatedKey{Key: auth.WireKey(k), Secret: secret})
 }
 
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +80,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	out := wire.KeyList{Keys: make([]wire.Key, 0, len(ks))}
 	for _, k := range ks {
-		out.Keys = append(out.Keys, keyOf(k))
+		out.Keys = append(out.Keys, auth.WireKey(k))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -128,7 +109,7 @@ func (s *Server) visibleKey(w http.ResponseWriter, r *http.Request) (store.Key, 
 
 func (s *Server) handleGetKey(w http.ResponseWriter, r *http.Request) {
 	if k, ok := s.visibleKey(w, r); ok {
-		writeJSON(w, http.StatusOK, keyOf(k))
+		writeJSON(w, http.StatusOK, auth.WireKey(k))
 	}
 }
 
@@ -143,7 +124,7 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requestLogger(w).Info("key revoked", "key", k.ID, "by", principalOf(r.Context()).Subject)
-	writeJSON(w, http.StatusOK, keyOf(k))
+	writeJSON(w, http.StatusOK, auth.WireKey(k))
 }
 
 // handleStreamToken makes a read-only token for one session's event stream, for a browser's
