@@ -46,7 +46,7 @@ func newClientFlags(name string, stdout, stderr io.Writer) clientFlags {
 	return clientFlags{
 		commandLine: cl,
 		server:      cl.fs.String("server", def, "server URL (env SESSIOND_SERVER)"),
-		key:         cl.fs.String("key", os.Getenv("SESSIOND_KEY"), "API key (sk_…) or OIDC token to send, for a server that requires credentials (env SESSIOND_KEY; docs/security.md)"),
+		key:         cl.fs.String("api-key", os.Getenv("SESSIOND_KEY"), "API key (sk_…) or OIDC token to send, for a server that requires credentials (env SESSIOND_KEY; docs/security.md)"),
 		json:        cl.fs.Bool("json", false, "print JSON for programs instead of text for people"),
 	}
 }

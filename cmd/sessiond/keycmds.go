@@ -27,7 +27,7 @@ keys revoke <key-id>     revokes a key: it and the keys derived from it stop wor
 
 By default the command works on the store directly (--data, or --store for PostgreSQL), so
 the first key can be made before the server runs; stop a SQLite server first, or pass
---server URL (and an admin key in --key or SESSIOND_KEY) to go through the server's API.`,
+--server URL (and an admin key in --api-key or SESSIOND_KEY) to go through the server's API.`,
 		run: runKeys}
 }
 
@@ -37,7 +37,7 @@ func runKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	data := fs.String("data", "./sessiond-data", "data directory of the embedded SQLite store")
 	storeURL := fs.String("store", "", "a PostgreSQL URL instead of --data")
 	server := fs.String("server", "", "go through this server's API instead of the store (env SESSIOND_SERVER is not used here)")
-	key := fs.String("key", os.Getenv("SESSIOND_KEY"), "with --server: an admin key (env SESSIOND_KEY)")
+	key := fs.String("api-key", os.Getenv("SESSIOND_KEY"), "with --server: an admin key (env SESSIOND_KEY)")
 	project := fs.String("project", "", `create: the project the key may act on ("*": every project)`)
 	scopes := fs.String("scopes", "", "create: comma-separated scopes: read, append, command, admin")
 	name := fs.String("name", "", "create: a label for people")

@@ -8,7 +8,7 @@ import (
 )
 
 // TestKeysAndAuthEndToEnd makes the first key on the store before the server runs, serves with
-// --auth, and uses the key from the CLI through --key and SESSIOND_KEY; then makes, lists and
+// --auth, and uses the key from the CLI through --api-key and SESSIOND_KEY; then makes, lists and
 // revokes a key through the server's API.
 func TestKeysAndAuthEndToEnd(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
@@ -29,8 +29,8 @@ func TestKeysAndAuthEndToEnd(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "list", "--server", url); code != 1 || !strings.Contains(errOut, "UNAUTHENTICATED") {
 		t.Errorf("list without a key: %d %q", code, errOut)
 	}
-	if out, errOut, code := runCLI(t, "", "list", "--server", url, "--key", secret); code != 0 {
-		t.Errorf("list with --key: %d %q %q", code, out, errOut)
+	if out, errOut, code := runCLI(t, "", "list", "--server", url, "--api-key", secret); code != 0 {
+		t.Errorf("list with --api-key: %d %q %q", code, out, errOut)
 	}
 	t.Setenv("SESSIOND_KEY", secret)
 	if out, errOut, code := runCLI(t, "", "list", "--server", url); code != 0 {
@@ -55,7 +55,7 @@ func TestKeysAndAuthEndToEnd(t *testing.T) {
 	if out, errOut, code := runCLI(t, "", "keys", "revoke", "--server", url, ck.Key.ID); code != 0 || !strings.Contains(out, "revoked at") {
 		t.Errorf("keys revoke --server: %d %q %q", code, out, errOut)
 	}
-	if _, errOut, code := runCLI(t, "", "list", "--server", url, "--key", ck.Secret); code != 1 || !strings.Contains(errOut, "revoked") {
+	if _, errOut, code := runCLI(t, "", "list", "--server", url, "--api-key", ck.Secret); code != 1 || !strings.Contains(errOut, "revoked") {
 		t.Errorf("list with the revoked key: %d %q", code, errOut)
 	}
 }
