@@ -347,10 +347,10 @@ func Generate() ([]byte, error) {
 		// requirement); with --auth, an API key or OIDC token as a bearer token, or the web
 		// UI's login cookie (docs/security.md). Public operations say security: [].
 		"security": []any{obj{}, obj{"bearer": []any{}}, obj{"loginCookie": []any{}}},
-		"servers":    []any{obj{"url": "http://127.0.0.1:7420", "description": "sessiond serve's default address"}},
-		"paths":      paths,
+		"servers":  []any{obj{"url": "http://127.0.0.1:7420", "description": "sessiond serve's default address"}},
+		"paths":    paths,
 		"components": obj{"schemas": s.defs, "securitySchemes": obj{
-			"bearer": obj{"type": "http", "scheme": "bearer", "description": "an API key (sk_<id>_<secret>, sessiond keys create) or, with --oidc-issuer, a JWT of the identity provider; a stream token (POST /v1/sessions/{id}/stream-token) also works in the stream's ?token="},
+			"bearer":      obj{"type": "http", "scheme": "bearer", "description": "an API key (sk_<id>_<secret>, sessiond keys create) or, with --oidc-issuer, a JWT of the identity provider; a stream token (POST /v1/sessions/{id}/stream-token) also works in the stream's ?token="},
 			"loginCookie": obj{"type": "apiKey", "in": "cookie", "name": "sessiond_login", "description": "the web UI's login cookie (POST /v1/login)"},
 		}},
 	}
