@@ -758,3 +758,45 @@ func TestTokenVerifier(t *testing.T) {
 		t.Errorf("the stream with an OIDC holder's token: %d %s", r.status, r.body)
 	}
 }
+
+// TestForksStayInTheProject forks and continues a session of project "bench" with a key of
+// that project: the new threads are in "bench"; a key of another project cannot reach the
+// source (404, as for a missing session).
+func TestForksStayInTheProject(t *testing.T) {
+	b := setup(t, server.Options{Auth: true})
+	kr := auth.NewKeyring(b.st, auth.KeyringOptions{})
+	key, _, err := kr.Create(context.Background(), auth.KeySpec{Project: "bench", Scopes: auth.AllScopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := kr.Create(context.Background(), auth.KeySpec{Project: "other", Scopes: auth.AllScopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.authz = "Bearer " + key
+	r := forkSource(t, b, "S-src")
+	status, res := b.command(t, "S-src", "fork", "", "fork-p", r.last(), forkPayload("S-src", "a2", "r2", excludeAll), "")
+	if status != 200 || res.Outcome != "accepted" {
+		t.Fatalf("fork: %d %+v", status, res)
+	}
+	cont := `{"idempotencyKey":"cont-p","sourceMessageId":"a2","sourceRunId":"r2","inheritance":` + excludeAll + `}`
+	if resp := b.do(t, "POST", "/v1/sessions/S-src/continuations", "", cont); resp.status >= 300 {
+		t.Fatalf("continuation: %d %s", resp.status, resp.body)
+	}
+	list, _, err := b.st.ListSessions(context.Background(), store.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) < 3 {
+		t.Fatalf("%d sessions, want the source, the fork's thread and the continuation", len(list))
+	}
+	for _, s := range list {
+		if s.Record.Project.Get() != "bench" {
+			t.Errorf("session %s is in project %q, want bench", s.Record.SessionID, s.Record.Project.Get())
+		}
+	}
+	b.authz = "Bearer " + other
+	if resp := b.do(t, "POST", "/v1/sessions/S-src/continuations", "", strings.Replace(cont, "cont-p", "cont-o", 1)); resp.status != 404 {
+		t.Errorf("continuation with a key of another project: %d %s, want 404", resp.status, resp.body)
+	}
+}
