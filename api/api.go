@@ -43,6 +43,10 @@ const (
 	CodeOverloaded          = contract.CodeOverloaded
 	CodeRequestTimeout      = contract.CodeRequestTimeout
 	CodeHeadersTooLarge     = contract.CodeHeadersTooLarge
+	CodeUnauthenticated     = contract.CodeUnauthenticated
+	CodeForbidden           = contract.CodeForbidden
+	CodeRateLimited         = contract.CodeRateLimited
+	CodeKeyNotFound         = contract.CodeKeyNotFound
 )
 
 // statusByCode is the one table from error code to HTTP status.
@@ -75,6 +79,10 @@ var statusByCode = map[contract.ErrorCode]int{
 	CodeOverloaded:          http.StatusServiceUnavailable,
 	CodeRequestTimeout:      http.StatusRequestTimeout,
 	CodeHeadersTooLarge:     http.StatusRequestHeaderFieldsTooLarge,
+	CodeUnauthenticated:     http.StatusUnauthorized,
+	CodeForbidden:           http.StatusForbidden,
+	CodeRateLimited:         http.StatusTooManyRequests,
+	CodeKeyNotFound:         http.StatusNotFound,
 
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.

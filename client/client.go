@@ -28,6 +28,7 @@ const DefaultServer = "http://127.0.0.1:7420"
 type Client struct {
 	base string
 	http *http.Client
+	key  string // sent as Authorization: Bearer <key> when set
 }
 
 // New returns a client for the server at base (e.g. "http://127.0.0.1:7420"). A nil hc uses a
@@ -37,6 +38,22 @@ func New(base string, hc *http.Client) *Client {
 		hc = &http.Client{}
 	}
 	return &Client{base: strings.TrimRight(base, "/"), http: hc}
+}
+
+// WithKey returns a copy of the client that sends key (an API key, sk_…, or an OIDC token)
+// as Authorization: Bearer <key> on every request, for a server that requires credentials
+// (docs/security.md). An empty key sends none.
+func (c *Client) WithKey(key string) *Client {
+	cp := *c
+	cp.key = key
+	return &cp
+}
+
+// authorize adds the client's credential to req.
+func (c *Client) authorize(req *http.Request) {
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
@@ -51,6 +68,7 @@ func (c *Client) send(ctx context.Context, method, path string, header http.Head
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	c.authorize(req)
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
@@ -255,6 +273,7 @@ func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail 
 	if err != nil {
 		return false, err
 	}
+	c.authorize(req)
 	req.Header.Set("Accept", "text/event-stream")
 	if !tail {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(*cursor, 10))
@@ -335,6 +354,7 @@ func (c *Client) Command(ctx context.Context, cmd *contract.Command, wait time.D
 	if err != nil {
 		return nil, err
 	}
+	c.authorize(req)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -44,6 +44,7 @@ func (c *Client) postProgress(ctx context.Context, path string, in, out any, pro
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
+	c.authorize(req)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", api.ProgressMediaType+", application/json")
 	resp, err := c.http.Do(req)

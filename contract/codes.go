@@ -59,6 +59,10 @@ const (
 	CodeOverloaded          ErrorCode = "OVERLOADED"             // too many request bytes in flight
 	CodeRequestTimeout      ErrorCode = "REQUEST_TIMEOUT"        // the body did not arrive in time
 	CodeHeadersTooLarge     ErrorCode = "HEADERS_TOO_LARGE"      // the request's headers are over the limit
+	CodeUnauthenticated     ErrorCode = "UNAUTHENTICATED"        // no valid credential
+	CodeForbidden           ErrorCode = "FORBIDDEN"              // the credential lacks a scope or project
+	CodeRateLimited         ErrorCode = "RATE_LIMITED"           // over the key's request rate or stream count
+	CodeKeyNotFound         ErrorCode = "KEY_NOT_FOUND"          // no such API key
 )
 
 // Codes of the final block of an event stream (api.SSEStreamError): why the server ended the
@@ -89,6 +93,8 @@ var (
 		CodeArchiveInvalid, CodeArchiveNotFound, CodeRestoreConflict, CodeSessionMoved,
 		CodeNotConfigured, CodeLeaseLost, CodeLeaseRequired, CodeStoreUnwritable, CodeOverloaded,
 		CodeRequestTimeout, CodeHeadersTooLarge,
+		CodeUnauthenticated, CodeForbidden,
+		CodeRateLimited, CodeKeyNotFound,
 	}
 	// StreamErrorCodes are the codes that end an event stream.
 	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed}

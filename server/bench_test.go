@@ -156,7 +156,12 @@ func benchHTTPAppend(b *testing.B, bd *bundle, clients int) {
 					body = benchEvent(body, sid, base+i, "bench")
 					body = append(body, '\n')
 				}
-				resp, err := hc.Post(url, "application/x-ndjson", bytes.NewReader(body))
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-ndjson")
+				if bd.authz != "" {
+					req.Header.Set("Authorization", bd.authz)
+				}
+				resp, err := hc.Do(req)
 				if err != nil {
 					failed.CompareAndSwap(nil, err)
 					return

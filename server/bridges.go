@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/bridge"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -15,14 +16,19 @@ import (
 // The projection is package bridge's; these handlers decode the request, have the bridge
 // service append what it stands for, and stream the run projected from the log.
 
+// personStream is the rule of the bridges' POSTs: they are a person's client (they send a
+// message that starts a run, answer approvals, stop) and answer with a long-lived stream, so
+// they need the command scope and count as one of the key's streams.
+var personStream = access{scope: auth.ScopeCommand, stream: true}
+
 func (s *Server) bridgeRoutes() []route {
 	return []route{
-		{pattern: "POST /v1/sessions/{id}/chat", handle: s.handleChat, body: jsonBody},
-		{pattern: "GET /v1/sessions/{id}/chat", handle: s.handleChatHistory},
-		{pattern: "GET /v1/sessions/{id}/chat/{chatId}/stream", handle: s.handleChatResume},
-		{pattern: "POST /v1/sessions/{id}/chat/stop", handle: s.handleChatStop},
-		{pattern: "POST /v1/sessions/{id}/agui", handle: s.handleAGUI, body: jsonBody},
-		{pattern: "GET /v1/sessions/{id}/agui/messages", handle: s.handleAGUIMessages},
+		{pattern: "POST /v1/sessions/{id}/chat", access: personStream, handle: s.handleChat, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/chat", access: readRoute, handle: s.handleChatHistory},
+		{pattern: "GET /v1/sessions/{id}/chat/{chatId}/stream", access: access{scope: auth.ScopeRead, stream: true}, handle: s.handleChatResume},
+		{pattern: "POST /v1/sessions/{id}/chat/stop", access: commandRoute, handle: s.handleChatStop},
+		{pattern: "POST /v1/sessions/{id}/agui", access: personStream, handle: s.handleAGUI, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/agui/messages", access: readRoute, handle: s.handleAGUIMessages},
 	}
 }
 

@@ -25,6 +25,9 @@ type runtimeSim struct {
 func (b *bundle) runtime(t testing.TB, sid string, caps string) *runtimeSim {
 	t.Helper()
 	body := fmt.Sprintf(`{"session_id":%q,"agent_id":"agent-1","role":"implementer","snapshot":{"mode":"work","modelId":"m","capabilities":%s}}`, sid, caps)
+	if b.authz != "" {
+		body = strings.Replace(body, `"agent_id"`, `"project":"bench","agent_id"`, 1) // as createSession
+	}
 	if resp := b.do(t, "POST", "/v1/sessions", "", body); resp.status != 201 {
 		t.Fatalf("create: %s", resp.body)
 	}

@@ -6,13 +6,22 @@ type RouteSpec struct {
 	Pattern string
 	Query   []string
 	Body    []string
+	// Public, Scope, Global and Token are the route's access rule (access.go).
+	Public bool
+	Scope  string
+	Global bool
+	Token  bool
 }
 
 // RouteTable returns the route table the router is built from.
 func (s *Server) RouteTable() []RouteSpec {
 	var out []RouteSpec
 	for _, rt := range s.routes() {
-		out = append(out, RouteSpec{Pattern: rt.pattern, Query: rt.query, Body: rt.body})
+		out = append(out, RouteSpec{Pattern: rt.pattern, Query: rt.query, Body: rt.body,
+			Public: rt.access.public, Scope: string(rt.access.scope), Global: rt.access.global, Token: rt.access.token})
 	}
 	return out
 }
+
+// FlushKeyUses writes the keys' last uses now, as the server does every few seconds.
+func (s *Server) FlushKeyUses() { s.flushKeys(s.life) }

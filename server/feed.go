@@ -193,7 +193,9 @@ func feedFilter(r *http.Request) (store.ChangeFilter, *api.Error) {
 			return f, api.Errorf(api.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
 		}
 	}
-	return f, nil
+	var aerr *api.Error
+	f.Project, aerr = projectFilter(r, f.Project)
+	return f, aerr
 }
 
 // handleChangeStream serves GET /v1/events/stream: the change feed as Server-Sent Events.

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
@@ -171,6 +173,36 @@ var hintCases = []hintCase{
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.ok(t, "POST", "/v1/sessions/S-h/events?multitask=interrupt", "", userTurn("S-h", "m1", "r1"))
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", userTurn("S-h", "m1", "r1"))
+		},
+	},
+	{
+		name: "no credential", hint: "send Authorization: Bearer <key> (make one with sessiond keys create); see docs/security.md", code: api.CodeUnauthenticated,
+		opt: server.Options{Auth: true},
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return authFailure(t, e, "GET", "/v1/sessions", "", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			authOK(t, e, "GET", "/v1/sessions", "Bearer "+hintKey(t, e, "*", "read"), "")
+		},
+	},
+	{
+		name: "not a Bearer credential", hint: "the Authorization header must be one \"Bearer <key>\"; see docs/security.md", code: api.CodeUnauthenticated,
+		opt: server.Options{Auth: true},
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return authFailure(t, e, "GET", "/v1/sessions", "Basic dXNlcjpwYXNz", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			authOK(t, e, "GET", "/v1/sessions", "Bearer "+hintKey(t, e, "*", "read"), "")
+		},
+	},
+	{
+		name: "key of another project", hint: "this credential makes keys of project %q only; give \"project\":%q or leave it out", code: api.CodeForbidden,
+		opt: server.Options{Auth: true},
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return authFailure(t, e, "POST", "/v1/keys", "Bearer "+hintKey(t, e, "alpha", "admin"), `{"project":"beta","scopes":["read"]}`)
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			authOK(t, e, "POST", "/v1/keys", "Bearer "+hintKey(t, e, "alpha", "admin"), `{"scopes":["read"]}`)
 		},
 	},
 	{
@@ -766,11 +798,13 @@ var hintWords = regexp.MustCompile(`(?i)\b(retry (it|the|with|against)|restore (
 // notTestedHere lists the hint-bearing messages TestErrorHintsWork does not provoke, each with
 // the reason; every other one must have a case.
 var notTestedHere = map[string]string{
-	"upgrade sessiond":                    "needs an archive of a newer format version than any sessiond writes",
-	"archive it again":                    "SESSION_MOVED needs an append to land while the archive file is written: session's TestConcurrentChangesSayToTryAgain makes one land and follows the hint",
-	"restore it again":                    "needs the session to change between restore's check and its update: session's TestConcurrentChangesSayToTryAgain does it and follows the hint",
-	"split the batch or shrink the event": "the server's own limits (body, batch, parse) refuse first; store/storetest checks the store's",
-	"the session kept changing while the": "COMMAND_EXECUTION_FAILED needs the log to move on every attempt of a command",
+	"see docs/security.md, \"OIDC\"":          "needs an identity provider: auth's TestOIDC issues tokens whose claims grant nothing and checks the refusal",
+	"the key could not be checked (the store": "needs the store to fail while a key is looked up",
+	"upgrade sessiond":                        "needs an archive of a newer format version than any sessiond writes",
+	"archive it again":                        "SESSION_MOVED needs an append to land while the archive file is written: session's TestConcurrentChangesSayToTryAgain makes one land and follows the hint",
+	"restore it again":                        "needs the session to change between restore's check and its update: session's TestConcurrentChangesSayToTryAgain does it and follows the hint",
+	"split the batch or shrink the event":     "the server's own limits (body, batch, parse) refuse first; store/storetest checks the store's",
+	"the session kept changing while the":     "COMMAND_EXECUTION_FAILED needs the log to move on every attempt of a command",
 }
 
 // TestEveryHintHasACase reads the server, session, api and store packages and checks that every
@@ -843,5 +877,55 @@ func TestEveryHintHasACase(t *testing.T) {
 		if !used[frag] {
 			t.Errorf("notTestedHere lists %q, which is in no message literal any more", frag)
 		}
+	}
+}
+
+// hintKey makes a key of project with scopes in e's store.
+func hintKey(t *testing.T, e *hintEnv, project, scopes string) string {
+	t.Helper()
+	set, err := auth.ParseScopes(scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := auth.NewKeyring(e.st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: project, Scopes: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// authDo sends a request with an Authorization value ("" for none).
+func authDo(t *testing.T, e *hintEnv, method, path, authz, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+func authFailure(t *testing.T, e *hintEnv, method, path, authz, body string) failure {
+	t.Helper()
+	status, data := authDo(t, e, method, path, authz, body)
+	if status < 400 {
+		t.Fatalf("%s %s answered %d, want an error: %s", method, path, status, data)
+	}
+	er := errorBody(t, data)
+	return failure{status, er.Code, er.Message}
+}
+
+func authOK(t *testing.T, e *hintEnv, method, path, authz, body string) {
+	t.Helper()
+	if status, data := authDo(t, e, method, path, authz, body); status >= 300 {
+		t.Fatalf("following the hint, %s %s answered %d: %s", method, path, status, data)
 	}
 }

@@ -16,15 +16,15 @@ import (
 // lifecycleRoutes is the lifecycle part of the route table (see [Server.routes]).
 func (s *Server) lifecycleRoutes() []route {
 	return []route{
-		{pattern: "POST /v1/sessions/{id}/heartbeat", handle: s.handleHeartbeat},
-		{pattern: "POST /v1/sessions/{id}/assess", handle: s.handleAssess, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/warm", handle: s.handleWarm, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/archive", handle: s.handleArchive, body: jsonBody},
-		{pattern: "GET /v1/sessions/{id}/status", handle: s.handleStatus},
-		{pattern: "GET /v1/archives", handle: s.handleListArchives, query: []string{"project"}},
-		{pattern: archiveUpload, handle: s.handleSaveArchive, body: jsonBody},
-		{pattern: "POST /v1/archives/restore", handle: s.handleRestore, body: jsonBody},
-		{pattern: "POST /v1/sweep", handle: s.handleSweep},
+		{pattern: "POST /v1/sessions/{id}/heartbeat", access: appendRoute, handle: s.handleHeartbeat},
+		{pattern: "POST /v1/sessions/{id}/assess", access: readRoute, handle: s.handleAssess, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/warm", access: appendRoute, handle: s.handleWarm, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/archive", access: adminRoute, handle: s.handleArchive, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/status", access: readRoute, handle: s.handleStatus},
+		{pattern: "GET /v1/archives", access: readRoute, handle: s.handleListArchives, query: []string{"project"}},
+		{pattern: archiveUpload, access: globalAdmin, handle: s.handleSaveArchive, body: jsonBody},
+		{pattern: "POST /v1/archives/restore", access: globalAdmin, handle: s.handleRestore, body: jsonBody},
+		{pattern: "POST /v1/sweep", access: globalAdmin, handle: s.handleSweep},
 	}
 }
 
@@ -187,7 +187,12 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	list, err := archive.List(dir, r.URL.Query().Get("project"))
+	project, aerr := projectFilter(r, r.URL.Query().Get("project"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	list, err := archive.List(dir, project)
 	if err != nil {
 		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
 		return

@@ -64,11 +64,29 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, pattern, id string, s
 	}
 	s.opt.Metrics.request(route, code, took, sw.hijacked || strings.HasSuffix(pattern, "/events/stream"))
 	level := slog.LevelDebug
+	// With authentication on, every write is logged with who made it (docs/security.md,
+	// "Who did it").
+	write := s.authn.on && !safeMethod(r.Method) && pattern != ""
+	if write {
+		level = slog.LevelInfo
+	}
 	if code == http.StatusInternalServerError {
 		level = slog.LevelError
 	}
 	if s.opt.Logger.Enabled(context.Background(), level) {
-		s.opt.Logger.Log(context.Background(), level, "request", "request_id", id, "method", r.Method, "route", route, "path", r.URL.Path, "status", code, "took", took)
+		attrs := []any{"request_id", id, "method", r.Method, "route", route, "path", r.URL.Path, "status", code, "took", took}
+		if s.authn.on {
+			actor := sw.actor
+			if actor == "" {
+				actor = "none"
+			}
+			attrs = append(attrs, "actor", actor)
+		}
+		msg := "request"
+		if write {
+			msg = "write"
+		}
+		s.opt.Logger.Log(context.Background(), level, msg, attrs...)
 	}
 }
 
@@ -82,6 +100,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	code     int
 	hijacked bool
+	actor    string // who the request acted as, when the server authenticates (access.go)
 }
 
 func (sw *statusWriter) WriteHeader(code int) {

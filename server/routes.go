@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"mime"
 	"net/http"
@@ -16,7 +17,9 @@ import (
 // carry is declared here, and [Server.guard] refuses anything else before the handler runs.
 type route struct {
 	pattern string // "METHOD /path/{wildcard}", as http.ServeMux takes it
-	handle  http.HandlerFunc
+	// access is who may call it (access.go); every route declares one.
+	access access
+	handle http.HandlerFunc
 	// query lists the query parameters the endpoint knows; any other one is refused, so a
 	// misspelt parameter (expected_sequence for expectedSequence) never weakens a request.
 	query []string
@@ -34,6 +37,9 @@ var (
 // register builds the router from the route table.
 func (s *Server) register(table []route) {
 	for _, rt := range table {
+		if !rt.access.declared() {
+			panic("sessiond: route " + rt.pattern + " declares no access rule")
+		}
 		s.mux.Handle(rt.pattern, s.guard(rt))
 	}
 }
@@ -43,6 +49,13 @@ func (s *Server) register(table []route) {
 func (s *Server) guard(rt route) http.Handler {
 	wildcards := pathWildcards(rt.pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authorize(w, r, rt)
+		if !ok {
+			return
+		}
+		if s.authn.on {
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
 		if aerr := rt.checkQuery(r); aerr != nil {
 			writeError(w, aerr)
 			return
@@ -53,9 +66,21 @@ func (s *Server) guard(rt route) http.Handler {
 				return
 			}
 		}
+		if s.authn.on && !s.checkSession(w, r, p) {
+			return
+		}
 		if aerr := rt.checkMediaType(r); aerr != nil {
 			writeError(w, aerr)
 			return
+		}
+		if rt.access.stream {
+			done, ok := s.authn.openStream(p)
+			if !ok {
+				w.Header().Set("Retry-After", "5")
+				writeError(w, api.Errorf(api.CodeRateLimited, "key %s holds its most streams at once (%d); close one, or retry after 5s", limiterKey(p), s.authn.streams))
+				return
+			}
+			defer done()
 		}
 		if rt.body == nil {
 			rt.handle(w, r)

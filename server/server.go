@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
@@ -98,6 +99,29 @@ type Options struct {
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
 	ProgressInterval time.Duration
+
+	// Auth turns authentication on: every route but the public ones (health, the OpenAPI
+	// document, the web UI's files) needs an API key, a token of Tokens, a stream token or the
+	// web UI's login cookie, with the route's scope (docs/security.md). Off, every request acts
+	// with every scope on every project, as a loopback server without set-up does.
+	Auth bool
+	// Tokens, when set, verifies the bearer tokens that are not API keys (OIDC).
+	Tokens TokenVerifier
+	// RateLimit is the sustained request rate each key (a derived key counts as its parent)
+	// may make, per second; 0 sets no limit. RateBurst is the burst above it (default twice
+	// the rate). Over it, requests answer 429 RATE_LIMITED with Retry-After.
+	RateLimit float64
+	RateBurst int
+	// MaxStreamsPerKey bounds the event streams and change feeds each key may hold open at
+	// once (0: no bound); one more answers 429 RATE_LIMITED with Retry-After.
+	MaxStreamsPerKey int
+	// CORSOrigins are the browser origins ("https://app.example.com") allowed to call the
+	// API from their pages; none by default.
+	CORSOrigins []string
+	// StreamTokenTTL is the lifetime of a stream token (default 5m); LoginTTL the lifetime of
+	// the web UI's login cookie (default 12h). Neither outlives the key it comes from.
+	StreamTokenTTL time.Duration
+	LoginTTL       time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -158,6 +182,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 1
 	}
+	if o.StreamTokenTTL <= 0 {
+		o.StreamTokenTTL = 5 * time.Minute
+	}
+	if o.LoginTTL <= 0 {
+		o.LoginTTL = 12 * time.Hour
+	}
 	if o.LeaseExpiryInterval == 0 {
 		o.LeaseExpiryInterval = 500 * time.Millisecond
 	}
@@ -198,6 +228,10 @@ type Server struct {
 	reqSeq         atomic.Uint64 // the counter of generated request ids
 	uploads        chan struct{} // one slot: the archive upload being verified (lifecycle.go)
 	bodies         *bodyBudget   // the request body bytes in flight (transport.go)
+	authn          *authn        // authentication state (access.go)
+	keys           *auth.Keyring
+	projMu         sync.Mutex
+	projects       map[string]string // session id -> project, for the project check (access.go)
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
@@ -212,12 +246,16 @@ func New(st store.Store, opt Options) *Server {
 		s.metricsHandler = s.opt.Metrics.Handler()
 		s.opt.Metrics.observeStore(st)
 	}
+	s.keys = auth.NewKeyring(st, auth.KeyringOptions{Now: s.opt.Now})
+	s.authn = newAuthn(s.opt, s.keys)
+	s.projects = map[string]string{}
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.feed = newFeed(st, feedRing, s.opt.Logger)
 	s.register(s.routes())
 	s.startSweeper()
 	s.startLeaseExpirer()
 	s.startRetention()
+	s.startKeyFlusher()
 	return s
 }
 
@@ -225,28 +263,36 @@ func New(st store.Store, opt Options) *Server {
 // query parameters it knows and the media types its body may have (see [route]).
 func (s *Server) routes() []route {
 	return append([]route{
-		{pattern: "GET /healthz", handle: s.handleHealth},
-		{pattern: "GET /readyz", handle: s.handleReady},
-		{pattern: "GET /v1/openapi.json", handle: handleOpenAPI},
-		{pattern: "GET /metrics", handle: s.handleMetrics},
-		{pattern: "POST /v1/sessions", handle: s.handleCreateSession, body: jsonBody},
-		{pattern: "GET /v1/sessions", handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
-		{pattern: "GET /v1/sessions/{id}", handle: s.handleGetSession},
-		{pattern: "PATCH /v1/sessions/{id}", handle: s.handlePatchSession, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/events", handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
-		{pattern: "GET /v1/sessions/{id}/events", handle: s.handleReadEvents, query: []string{"after", "limit"}},
-		{pattern: "GET /v1/sessions/{id}/events/stream", handle: s.handleStream, query: []string{"after", "tail"}},
-		{pattern: "GET /v1/sessions/{id}/runs", handle: s.handleRuns},
-		{pattern: "GET /v1/sessions/{id}/runs/{runId}", handle: s.handleRun},
-		{pattern: "POST /v1/sessions/{id}/commands", handle: s.handleCommand, query: []string{"wait"}, body: jsonBody},
-		{pattern: "GET /v1/sessions/{id}/view", handle: s.handleView},
-		{pattern: "GET /v1/sessions/{id}/transcript", handle: s.handleTranscript},
-		{pattern: "POST /v1/sessions/{id}/continuations", handle: s.handleContinuation, body: jsonBody},
-		{pattern: "GET /v1/sessions/{id}/lineage", handle: s.handleLineage},
-		{pattern: "GET /v1/events/stream", handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
+		{pattern: "GET /healthz", access: publicRoute, handle: s.handleHealth},
+		{pattern: "GET /readyz", access: publicRoute, handle: s.handleReady},
+		{pattern: "GET /v1/openapi.json", access: publicRoute, handle: handleOpenAPI},
+		{pattern: "GET /metrics", access: globalAdmin, handle: s.handleMetrics},
+		{pattern: "POST /v1/sessions", access: appendRoute, handle: s.handleCreateSession, body: jsonBody},
+		{pattern: "GET /v1/sessions", access: readRoute, handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
+		{pattern: "GET /v1/sessions/{id}", access: readRoute, handle: s.handleGetSession},
+		{pattern: "PATCH /v1/sessions/{id}", access: adminRoute, handle: s.handlePatchSession, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/events", access: appendRoute, handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
+		{pattern: "GET /v1/sessions/{id}/events", access: readRoute, handle: s.handleReadEvents, query: []string{"after", "limit"}},
+		{pattern: "GET /v1/sessions/{id}/events/stream", access: access{scope: auth.ScopeRead, token: true, stream: true}, handle: s.handleStream, query: []string{"after", "tail", "token"}},
+		{pattern: "GET /v1/sessions/{id}/runs", access: readRoute, handle: s.handleRuns},
+		{pattern: "GET /v1/sessions/{id}/runs/{runId}", access: readRoute, handle: s.handleRun},
+		{pattern: "POST /v1/sessions/{id}/commands", access: commandRoute, handle: s.handleCommand, query: []string{"wait"}, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/view", access: readRoute, handle: s.handleView},
+		{pattern: "GET /v1/sessions/{id}/transcript", access: readRoute, handle: s.handleTranscript},
+		{pattern: "POST /v1/sessions/{id}/continuations", access: commandRoute, handle: s.handleContinuation, body: jsonBody},
+		{pattern: "GET /v1/sessions/{id}/lineage", access: readRoute, handle: s.handleLineage},
+		{pattern: "GET /v1/events/stream", access: access{scope: auth.ScopeRead, stream: true}, handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
 		// The web UI (package web): the page, and its static files and policy table.
-		{pattern: "GET /{$}", handle: web.ServeIndex},
-		{pattern: "GET /ui/{file...}", handle: web.ServeAsset},
+		{pattern: "POST /v1/sessions/{id}/stream-token", access: readRoute, handle: s.handleStreamToken},
+		{pattern: "POST /v1/login", access: readRoute, handle: s.handleLogin},
+		{pattern: "POST /v1/logout", access: publicRoute, handle: s.handleLogout},
+		{pattern: "GET /v1/whoami", access: readRoute, handle: s.handleWhoami},
+		{pattern: "GET /v1/keys", access: adminRoute, handle: s.handleListKeys},
+		{pattern: "POST /v1/keys", access: adminRoute, handle: s.handleCreateKey, body: jsonBody},
+		{pattern: "GET /v1/keys/{keyId}", access: adminRoute, handle: s.handleGetKey},
+		{pattern: "POST /v1/keys/{keyId}/revoke", access: adminRoute, handle: s.handleRevokeKey},
+		{pattern: "GET /{$}", access: publicRoute, handle: web.ServeIndex},
+		{pattern: "GET /ui/{file...}", access: publicRoute, handle: web.ServeAsset},
 	}, append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...)...)
 }
 
@@ -276,6 +322,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
+	if s.cors(w, r) {
+		return
+	}
 	if s.closing.Load() && r.URL.Path != "/healthz" {
 		writeError(w, api.Errorf(api.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
 		return

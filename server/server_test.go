@@ -27,6 +27,9 @@ type bundle struct {
 	srv *server.Server
 	ts  *httptest.Server
 	cl  *client.Client
+	// authz, when set, is the Authorization value every request of do carries (a server with
+	// authentication); createSession then creates the session in project "bench".
+	authz string
 }
 
 func setup(t testing.TB, opt server.Options) *bundle {
@@ -53,7 +56,11 @@ const createBody = `{"session_id":%q,"agent_id":"agent-1","role":"implementer","
 
 func (b *bundle) createSession(t testing.TB, id string) {
 	t.Helper()
-	resp := b.do(t, "POST", "/v1/sessions", "application/json", fmt.Sprintf(createBody, id))
+	body := fmt.Sprintf(createBody, id)
+	if b.authz != "" {
+		body = strings.Replace(body, `"agent_id"`, `"project":"bench","agent_id"`, 1)
+	}
+	resp := b.do(t, "POST", "/v1/sessions", "application/json", body)
 	if resp.status != http.StatusCreated {
 		t.Fatalf("create session: %d %s", resp.status, resp.body)
 	}
@@ -73,6 +80,9 @@ func (b *bundle) do(t testing.TB, method, path, contentType, body string) respon
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if b.authz != "" {
+		req.Header.Set("Authorization", b.authz)
 	}
 	resp, err := b.ts.Client().Do(req)
 	if err != nil {

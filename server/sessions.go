@@ -49,6 +49,10 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if aerr := checkCreateProject(r, body); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	d, err := s.svc.Create(r.Context(), body)
 	if err != nil {
 		writeError(w, serviceError(err, ""))
@@ -89,6 +93,10 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := store.ListFilter{Status: q.Get("status"), AgentID: q.Get("agent"), Project: q.Get("project"), After: q.Get("after"), Limit: int(limit)}
+	if f.Project, aerr = projectFilter(r, f.Project); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	if f.Status != "" && !slices.Contains(contract.SessionStatuses, f.Status) {
 		writeError(w, api.Errorf(api.CodeMalformed, "status=%q is not one of %v", f.Status, contract.SessionStatuses))
 		return

@@ -18,9 +18,9 @@ import (
 // leases (docs/api.md, "Workers and leases").
 func (s *Server) workerRoutes() []route {
 	return []route{
-		{pattern: "POST /v1/runs/claim", handle: s.handleClaim, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/runs/{runId}/lease", handle: s.handleRenewLease, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/runs/{runId}/lease/release", handle: s.handleReleaseLease, body: jsonBody},
+		{pattern: "POST /v1/runs/claim", access: appendRoute, handle: s.handleClaim, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/runs/{runId}/lease", access: appendRoute, handle: s.handleRenewLease, body: jsonBody},
+		{pattern: "POST /v1/sessions/{id}/runs/{runId}/lease/release", access: appendRoute, handle: s.handleReleaseLease, body: jsonBody},
 	}
 }
 
@@ -67,6 +67,10 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if aerr := checkClaim(&req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.Project, aerr = projectFilter(r, req.Project); aerr != nil {
 		writeError(w, aerr)
 		return
 	}

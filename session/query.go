@@ -102,3 +102,13 @@ func (s *Service) Events(ctx context.Context, id string, after int64, limit int)
 
 // Ready returns nil when the store can take writes now, else why it cannot ([store.Store.Ready]).
 func (s *Service) Ready(ctx context.Context) error { return s.st.Ready(ctx) }
+
+// Project returns the project of a session's record ("" when it has none), or
+// store.ErrSessionNotFound. A session's project never changes.
+func (s *Service) Project(ctx context.Context, id string) (string, error) {
+	sess, err := s.st.GetSession(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return sess.Record.Project.Get(), nil
+}

@@ -140,6 +140,8 @@ type Store interface {
 
 	// ChangeFeed reads and follows the change feed across sessions (changes.go).
 	ChangeFeed
+	// Keys keeps the API keys (keys.go).
+	Keys
 
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -589,4 +590,49 @@ func TestBrowserWorkspaceFiles(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('[data-workspace-file]').length`); n != 1 {
 		t.Errorf("%d workspace file rows, want 1", n)
 	}
+}
+
+// TestLoginWithAKey: on a server with authentication the UI asks for a key, turns it into the
+// login cookie, then lists the sessions and follows a session's live stream with the cookie.
+func TestLoginWithAKey(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := server.New(st, server.Options{Auth: true})
+	ts := httptest.NewServer(srv)
+	defer func() { ts.CloseClientConnections(); srv.Close(); ts.Close() }()
+	key, _, err := auth.NewKeyring(st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: "demo", Scopes: auth.AllScopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("POST", "/v1/sessions", fmt.Sprintf(`{"session_id":"S-auth","agent_id":"agent-1","role":"implementer","project":"demo","snapshot":%s}`, allCaps)); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	ctx := browser(t)
+	run(t, ctx, "log in", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`input[name=key]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=key]`), key), chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.who`)), waitJS(`!!document.querySelector('a[href="#/s/S-auth"]')`))
+	if strings.Contains(eval[string](t, ctx, `document.body.innerText`), key) {
+		t.Error("the page shows the key")
+	}
+	// The live stream follows with the cookie: an event appended now shows up.
+	run(t, ctx, "open S-auth", chromedp.Navigate(ts.URL+"/#/s/S-auth"), chromedp.WaitVisible(chromedp.CSS(`.conn[data-state="live"]`)))
+	if code, body := call("POST", "/v1/sessions/S-auth/events", msg("S-auth", "m1", "user", "hello through the cookie")); code != 201 {
+		t.Fatalf("append: %d %s", code, body)
+	}
+	run(t, ctx, "the live message", waitJS(`document.body.innerText.includes("hello through the cookie")`))
 }

@@ -33,6 +33,7 @@ func init() {
 type clientFlags struct {
 	*commandLine
 	server *string
+	key    *string
 	json   *bool
 }
 
@@ -45,11 +46,12 @@ func newClientFlags(name string, stdout, stderr io.Writer) clientFlags {
 	return clientFlags{
 		commandLine: cl,
 		server:      cl.fs.String("server", def, "server URL (env SESSIOND_SERVER)"),
+		key:         cl.fs.String("api-key", os.Getenv("SESSIOND_KEY"), "API key (sk_…) or OIDC token to send, for a server that requires credentials (env SESSIOND_KEY; docs/security.md)"),
 		json:        cl.fs.Bool("json", false, "print JSON for programs instead of text for people"),
 	}
 }
 
-func (f clientFlags) client() *client.Client { return client.New(*f.server, nil) }
+func (f clientFlags) client() *client.Client { return client.New(*f.server, nil).WithKey(*f.key) }
 
 // fail prints a client error with a hint and returns the exit code: 1 for an error the server
 // reported, 2 when the server could not be reached.

@@ -2,8 +2,8 @@
 
 package main
 
-// The reference pages' commands as tests: every ```sh block of docs/api.md, docs/forks.md and
-// docs/deploy.md is run as written by the runner of docs_test.go (its rules and substitutions
+// The reference pages' commands as tests: every ```sh block of docs/api.md, docs/forks.md,
+// docs/deploy.md and docs/security.md is run as written by the runner of docs_test.go (its rules and substitutions
 // are at the top of that file), and every go test command line of docs/benchmarks.md is
 // checked against the benchmarks that exist.
 
@@ -60,6 +60,15 @@ func TestAPIDoc(t *testing.T) {
 	}
 	r := newDocRun(t, "docs/api.md")
 	runDoc(t, r, doc, docCommand{text: "sessiond serve"})
+}
+
+// TestSecurityDoc runs docs/security.md's commands in order in an empty directory: the first
+// key made on the store, the server started with --auth, keys made through it, and the CLI
+// with SESSIOND_KEY.
+func TestSecurityDoc(t *testing.T) {
+	needTool(t, "curl", "docs/security.md's commands")
+	r := newDocRun(t, "docs/security.md")
+	runDoc(t, r, readDoc(t, "docs/security.md"))
 }
 
 // TestForksDoc runs docs/forks.md's example against a fresh server, in the repository's root

@@ -137,9 +137,21 @@ func TestServeAndClientEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesNonLoopback(t *testing.T) {
-	_, errOut, code := runCLI(t, "", "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
-	if code != 2 || !strings.Contains(errOut, "--insecure-allow-remote") {
-		t.Fatalf("serve on 0.0.0.0: %d %q", code, errOut)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", "0.0.0.0:0"}, "hint: pass --auth and make a key with sessiond keys create"},
+		{[]string{"--addr", "0.0.0.0:0", "--auth"}, "over plain HTTP\nhint: serve TLS, or put a TLS-terminating proxy in front and pass --insecure-http"},
+		{[]string{"--metrics-addr", "0.0.0.0:0", "--auth"}, "the metrics and admin listeners have no authentication"},
+		{[]string{"--oidc-issuer", "https://idp.example"}, "--oidc-issuer and --oidc-audience go together"},
+		{[]string{"--oidc-issuer", "https://idp.example", "--oidc-audience", "s"}, "--oidc-issuer needs --auth"},
+		{[]string{"--cors-origin", "https://app.example/x"}, "is not an origin"},
+	} {
+		_, errOut, code := runCLI(t, "", append([]string{"serve", "--data", t.TempDir()}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("serve %v: %d %q, want 2 and %q", c.args, code, errOut, c.want)
+		}
 	}
 }
 

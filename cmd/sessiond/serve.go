@@ -35,7 +35,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:7420", "address to listen on")
 	data := fs.String("data", "./sessiond-data", "data directory of the embedded SQLite store")
 	storeURL := fs.String("store", "", "storage: empty for SQLite in --data, or a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) that several instances share")
-	allowRemote := fs.Bool("insecure-allow-remote", false, "allow listening on a non-loopback address without authentication (dangerous: anyone who reaches it can write)")
+	allowRemote := fs.Bool("insecure-allow-remote", false, "allow a non-loopback address without --auth (dangerous: anyone who reaches it can read and write everything)")
+	a := addAuthFlags(fs)
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format: text (logfmt key=value lines) or json (one JSON object a line)")
@@ -96,14 +97,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	for _, a := range []string{*addr, *metricsAddr, *adminAddr} {
-		if a == "" {
-			continue
-		}
-		if err := checkLoopback(a); err != nil && !*allowRemote {
-			fmt.Fprintf(stderr, "sessiond serve: %v\nhint: sessiond has no authentication yet; listen on 127.0.0.1 or ::1, or pass --insecure-allow-remote if the network is trusted\n", err)
-			return 2
-		}
+	// servesTLS: whether the server serves TLS itself (--tls-cert and --tls-key).
+	servesTLS := *tlsCert != ""
+	if err := a.check(*addr, *metricsAddr, *adminAddr, *allowRemote, servesTLS, log); err != nil {
+		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
+		return 2
 	}
 
 	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
@@ -138,9 +136,15 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
-	srv := server.New(st, server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
+	opts := server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
 		Retention: *retention, RetentionInterval: *retentionInterval,
-		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxArchiveBytes: *maxArchive})
+		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxArchiveBytes: *maxArchive}
+	if err := a.apply(ctx, &opts); err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
+		return 1
+	}
+	srv := server.New(st, opts)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		st.Close()
@@ -279,7 +283,7 @@ func checkLoopback(addr string) error {
 	}
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--addr %q is not a loopback address; refusing to expose an unauthenticated writer", addr)
+		return fmt.Errorf("--addr %q is not a loopback address; refusing to serve it", addr)
 	}
 	return nil
 }

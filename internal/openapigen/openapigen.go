@@ -68,6 +68,10 @@ type operation struct {
 	// resultErrors: the error statuses may carry an AgentSessionCommandResult instead of the
 	// error envelope (commands).
 	resultErrors []contract.ErrorCode
+	// public: the operation needs no credential even on a server with authentication
+	// (docs/security.md); every other one may answer UNAUTHENTICATED, FORBIDDEN and
+	// RATE_LIMITED.
+	public bool
 }
 
 func typ[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -79,29 +83,29 @@ var (
 
 // operations is the API, in the order of docs/api.md.
 var operations = []operation{
-	{pattern: "GET /healthz", id: "health", summary: "Liveness and readiness: 200 while serving, 503 once shutting down",
+	{pattern: "GET /healthz", id: "health", public: true, summary: "Liveness and readiness: 200 while serving, 503 once shutting down",
 		answers: []answer{
 			{status: 200, desc: "serving", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status", "store"},
 				"properties": obj{"status": obj{"const": "ok"}, "store": obj{"type": "string", "description": "the store driver: sqlite or postgres"}}}},
 			{status: 503, desc: "shutting down: take the instance out of rotation", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status"},
 				"properties": obj{"status": obj{"const": "shutting-down"}}}},
 		}},
-	{pattern: "GET /readyz", id: "ready", summary: "Readiness for a load balancer: 200 while the store takes writes, 503 STORE_UNWRITABLE when it refuses them, 503 UNAVAILABLE once shutting down",
+	{pattern: "GET /readyz", id: "ready", public: true, summary: "Readiness for a load balancer: 200 while the store takes writes, 503 STORE_UNWRITABLE when it refuses them, 503 UNAVAILABLE once shutting down",
 		answers: []answer{
 			{status: 200, desc: "ready: the store takes writes", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status", "store"},
 				"properties": obj{"status": obj{"const": "ready"}, "store": obj{"type": "string", "description": "the store driver: sqlite or postgres"}}}},
 		},
 		errors: []contract.ErrorCode{contract.CodeStoreUnwritable}},
-	{pattern: "GET /{$}", id: "webUI", summary: "The web UI's page (docs/api.md, Web UI)",
+	{pattern: "GET /{$}", id: "webUI", public: true, summary: "The web UI's page (docs/api.md, Web UI)",
 		answers: []answer{{status: 200, media: "text/html", desc: "the page", schema: obj{"type": "string"}}}},
-	{pattern: "GET /ui/{file...}", id: "webUIFile", summary: "A file of the web UI: its scripts, styles, vendored libraries and policy table",
+	{pattern: "GET /ui/{file...}", id: "webUIFile", public: true, summary: "A file of the web UI: its scripts, styles, vendored libraries and policy table",
 		params: []param{{name: "If-None-Match", in: "header", desc: "the ETag of a copy the client has", schema: strParam}},
 		answers: []answer{
 			{status: 200, media: "*/*", desc: "the file, with its ETag", schema: obj{"type": "string"}},
 			{status: 304, desc: "the client's copy (If-None-Match) is current"},
 		},
 		errors: []contract.ErrorCode{contract.CodeNotFound}},
-	{pattern: "GET /v1/openapi.json", id: "openapi", summary: "This document",
+	{pattern: "GET /v1/openapi.json", id: "openapi", public: true, summary: "This document",
 		answers: []answer{{status: 200, desc: "the OpenAPI 3.1 document", schema: obj{"type": "object"}}}},
 	{pattern: "GET /metrics", id: "metrics", summary: "Prometheus metrics (docs/operations.md lists them)",
 		answers: []answer{{status: 200, media: "text/plain", schema: obj{"type": "string"},
@@ -157,6 +161,7 @@ var operations = []operation{
 		params: []param{
 			{name: "after", in: "query", desc: "start after this sequence (default -1: the whole log)", schema: intParam(-1, contract.MaxSafeInteger)},
 			{name: "tail", in: "query", desc: "true: only events appended from now on", schema: obj{"type": "string", "enum": []any{"true", "false", "1", "0"}}},
+			{name: "token", in: "query", desc: "a stream token of this session (POST /v1/sessions/{id}/stream-token), for an EventSource, which cannot send an Authorization header; no other credential is taken in the URL", schema: strParam},
 			{name: "Last-Event-ID", in: "header", desc: "resume after this sequence (EventSource sends it on reconnect); wins over after and tail", schema: obj{"type": "string", "pattern": `^-?[0-9]+$`}},
 		},
 		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: sseDescription,
@@ -275,6 +280,25 @@ var operations = []operation{
 		body:    &body{media: []string{"application/json"}, schema: []any{typ[wire.LeaseRequest]()}},
 		answers: []answer{{status: 204, desc: "released"}},
 		errors:  []contract.ErrorCode{contract.CodeRunNotFound, contract.CodeLeaseLost}},
+	{pattern: "POST /v1/sessions/{id}/stream-token", id: "createStreamToken", summary: "A short-lived read-only token for this session's event stream, for a browser's EventSource (docs/security.md)",
+		answers: []answer{{status: 201, desc: "the token, its expiry and the stream URL that carries it", schema: typ[wire.StreamToken]()}}},
+	{pattern: "POST /v1/login", id: "login", summary: "Set the web UI's login cookie from the key in the Authorization header (docs/security.md)",
+		answers: []answer{{status: 200, desc: "who the cookie acts as (no cookie on a server without authentication)", schema: typ[wire.Whoami]()}}},
+	{pattern: "POST /v1/logout", id: "logout", summary: "Clear the web UI's login cookie", public: true,
+		answers: []answer{{status: 204, desc: "cleared"}}},
+	{pattern: "GET /v1/whoami", id: "whoami", summary: "Who the request's credential acts as",
+		answers: []answer{{status: 200, desc: "the subject, project and scopes", schema: typ[wire.Whoami]()}}},
+	{pattern: "GET /v1/keys", id: "listKeys", summary: "List the API keys (of the caller's project, or all for a key of every project)",
+		answers: []answer{{status: 200, desc: "the keys, oldest first, without their secrets", schema: typ[wire.KeyList]()}}},
+	{pattern: "POST /v1/keys", id: "createKey", summary: "Make an API key; its secret is in this answer only",
+		body:    &body{media: []string{"application/json"}, schema: []any{typ[wire.CreateKeyRequest]()}},
+		answers: []answer{{status: 201, desc: "the key and its secret", schema: typ[wire.CreatedKey]()}}},
+	{pattern: "GET /v1/keys/{keyId}", id: "getKey", summary: "One API key, without its secret",
+		answers: []answer{{status: 200, desc: "the key", schema: typ[wire.Key]()}},
+		errors:  []contract.ErrorCode{contract.CodeKeyNotFound}},
+	{pattern: "POST /v1/keys/{keyId}/revoke", id: "revokeKey", summary: "Revoke an API key: it and the keys derived from it stop working",
+		answers: []answer{{status: 200, desc: "the revoked key", schema: typ[wire.Key]()}},
+		errors:  []contract.ErrorCode{contract.CodeKeyNotFound}},
 	{pattern: "POST /v1/sweep", id: "sweep", summary: "Mark silent sessions stale now (the background sweeper does it every --sweep-interval)",
 		answers: []answer{{status: 200, desc: "what the sweep did", schema: typ[wire.SweepResult]()}}},
 }
@@ -350,11 +374,16 @@ func Generate() ([]byte, error) {
 			"description": "The v1 HTTP API of sessiond: sessions, their append-only event logs, live streams, runs, commands, forks and lifecycle. docs/api.md explains it; the contract's rules are in docs/reference.md. Generated by " + RegenerateCommand + "; do not edit by hand.",
 			"license":     obj{"name": "See LICENSE in the repository", "identifier": "Apache-2.0"},
 		},
-		// No authentication: sessiond serves loopback only unless told otherwise (docs/deploy.md).
-		"security":   []any{},
-		"servers":    []any{obj{"url": "http://127.0.0.1:7420", "description": "sessiond serve's default address"}},
-		"paths":      paths,
-		"components": obj{"schemas": s.defs},
+		// Authentication is optional: a loopback server without --auth takes none (the empty
+		// requirement); with --auth, an API key or OIDC token as a bearer token, or the web
+		// UI's login cookie (docs/security.md). Public operations say security: [].
+		"security": []any{obj{}, obj{"bearer": []any{}}, obj{"loginCookie": []any{}}},
+		"servers":  []any{obj{"url": "http://127.0.0.1:7420", "description": "sessiond serve's default address"}},
+		"paths":    paths,
+		"components": obj{"schemas": s.defs, "securitySchemes": obj{
+			"bearer":      obj{"type": "http", "scheme": "bearer", "description": "an API key (sk_<id>_<secret>, sessiond keys create) or, with --oidc-issuer, a JWT of the identity provider; a stream token (POST /v1/sessions/{id}/stream-token) also works in the stream's ?token="},
+			"loginCookie": obj{"type": "apiKey", "in": "cookie", "name": "sessiond_login", "description": "the web UI's login cookie (POST /v1/login)"},
+		}},
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -381,12 +410,19 @@ func (s *schemas) schemaOf(v any) obj {
 
 func (s *schemas) operation(op operation, path string) obj {
 	out := obj{"operationId": op.id, "summary": op.summary}
+	if op.public {
+		out["security"] = []any{}
+	}
 	var params []any
 	for _, w := range wildcards(path) {
 		switch w {
 		case "file":
 			params = append(params, obj{"name": w, "in": "path", "required": true, "description": "a file of the web UI, its path below /ui/ (it may hold /)",
 				"schema": obj{"type": "string", "minLength": 1}})
+			continue
+		case "keyId":
+			params = append(params, obj{"name": w, "in": "path", "required": true, "description": "an API key's public id (16 hex digits)",
+				"schema": obj{"type": "string", "minLength": 1, "maxLength": 256}})
 			continue
 		case "runId":
 			params = append(params, obj{"name": w, "in": "path", "required": true, "description": "a run id (1 to 256 characters)",
@@ -451,6 +487,9 @@ func (s *schemas) operation(op operation, path string) obj {
 	}
 	if slices.Contains(wildcards(path), "id") {
 		codes = append(codes, contract.CodeSessionNotFound)
+	}
+	if !op.public {
+		codes = append(codes, contract.CodeUnauthenticated, contract.CodeForbidden, contract.CodeRateLimited)
 	}
 	codes = append(codes, op.errors...)
 	// An answer's own status wins over a common error (health answers 503 itself).

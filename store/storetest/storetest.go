@@ -57,6 +57,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Leases", s.testLeases},
 		{"Multitask", s.testMultitask},
 		{"Changes", s.testChanges},
+		{"Keys", s.testKeys},
 		{"Close", s.testClose},
 	} {
 		t.Run(g.name, func(t *testing.T) {

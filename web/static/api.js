@@ -10,6 +10,9 @@ export class ApiError extends Error {
 }
 
 async function errorOf(resp) {
+  // A server with authentication answers 401 without the login cookie: the app shows its
+  // login form (app.js).
+  if (resp.status === 401) dispatchEvent(new CustomEvent("sessiond:login"));
   let body = null;
   try { body = await resp.json(); } catch (_) { /* not JSON */ }
   const e = body && (body.error || body);
@@ -80,4 +83,22 @@ export async function sendCommand(sessionId, commandType, { runId, expectedSeque
   }
   if (body && body.error) throw new ApiError(resp.status, body.error.code, body.error.message);
   throw new ApiError(resp.status, "HTTP_" + resp.status, `${resp.status} ${resp.statusText}`);
+}
+
+// login turns an API key into the login cookie (POST /v1/login): the key is sent once, in the
+// Authorization header, and never kept by the page; the cookie is HttpOnly.
+export async function login(key) {
+  const resp = await fetch("/v1/login", { method: "POST", headers: { Authorization: "Bearer " + key.trim(), Accept: "application/json" } });
+  if (!resp.ok) {
+    let body = null;
+    try { body = await resp.json(); } catch (_) { /* not JSON */ }
+    const e = body && body.error;
+    throw new ApiError(resp.status, e ? e.code : "HTTP_" + resp.status, e ? e.message : `${resp.status} ${resp.statusText}`);
+  }
+  return resp.json();
+}
+
+// logout clears the login cookie.
+export async function logout() {
+  await fetch("/v1/logout", { method: "POST" });
 }

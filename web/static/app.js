@@ -6,13 +6,43 @@ import { html } from "./render.js";
 import { loadPolicy } from "./policy.js";
 import { ListPage } from "./list.js";
 import { SessionPage } from "./session.js";
+import { getJSON, login, logout } from "./api.js";
 
 function route() {
   const m = location.hash.match(/^#\/s\/(.+)$/);
   return m ? { page: "session", id: decodeURIComponent(m[1]) } : { page: "list" };
 }
 
+// LoginPage asks for an API key when the server requires one; the key becomes an HttpOnly
+// login cookie (POST /v1/login) and the page reloads.
+function LoginPage() {
+  const [err, setErr] = useState(null);
+  const submit = async (e) => {
+    e.preventDefault();
+    const key = e.currentTarget.elements.key.value;
+    try {
+      await login(key);
+      location.reload();
+    } catch (x) {
+      setErr(x.message);
+    }
+  };
+  return html`<main class="login"><h1>Log in</h1>
+    <p>This sessiond requires a key. Paste an API key (<code>sessiond keys create</code> makes one); it is turned into a login cookie and not kept by this page.</p>
+    <form onSubmit=${submit}><input name="key" type="password" autocomplete="off" placeholder="sk_…" aria-label="API key" required />
+    <button type="submit">Log in</button></form>
+    ${err && html`<p class="error" role="alert">${err}</p>`}</main>`;
+}
+
 function App() {
+  const [needLogin, setNeedLogin] = useState(false);
+  const [who, setWho] = useState(null);
+  useEffect(() => { getJSON("/v1/whoami").then(setWho, () => {}); }, []);
+  useEffect(() => {
+    const on = () => setNeedLogin(true);
+    addEventListener("sessiond:login", on);
+    return () => removeEventListener("sessiond:login", on);
+  }, []);
   const [r, setR] = useState(route());
   useEffect(() => {
     const on = () => setR(route());
@@ -20,7 +50,9 @@ function App() {
     return () => removeEventListener("hashchange", on);
   }, []);
   useEffect(() => { document.title = r.page === "session" ? `${r.id} · sessiond` : "sessions · sessiond"; }, [r.page, r.id]);
-  return html`<header class="top"><a href="#/" class="brand">sessiond</a></header>
+  if (needLogin) return html`<header class="top"><a href="#/" class="brand">sessiond</a></header><${LoginPage} />`;
+  const out = async () => { await logout(); location.reload(); };
+  return html`<header class="top"><a href="#/" class="brand">sessiond</a>${who && who.auth && html`<span class="who">${who.subject} · ${who.project}</span><button class="logout" onClick=${out}>log out</button>`}</header>
     ${r.page === "session" ? html`<${SessionPage} key=${r.id} id=${r.id} />` : html`<${ListPage} />`}`;
 }
 
