@@ -138,6 +138,7 @@ func bearer(secret string) string { return "Bearer " + secret }
 // needs a key of every project.
 var routeScopes = map[string]string{
 	"GET /healthz":                                      "",
+	"GET /readyz":                                       "",
 	"GET /v1/openapi.json":                              "",
 	"GET /{$}":                                          "",
 	"GET /ui/{file...}":                                 "",
@@ -177,6 +178,12 @@ var routeScopes = map[string]string{
 	"POST /v1/runs/claim":                               "append",
 	"POST /v1/sessions/{id}/runs/{runId}/lease":         "append",
 	"POST /v1/sessions/{id}/runs/{runId}/lease/release": "append",
+	"POST /v1/sessions/{id}/chat":                       "command",
+	"GET /v1/sessions/{id}/chat":                        "read",
+	"GET /v1/sessions/{id}/chat/{chatId}/stream":        "read",
+	"POST /v1/sessions/{id}/chat/stop":                  "command",
+	"POST /v1/sessions/{id}/agui":                       "command",
+	"GET /v1/sessions/{id}/agui/messages":               "read",
 }
 
 // snapshot is what a refused request must not change: every session's record and last
@@ -275,7 +282,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 		for _, rt := range table {
 			method, path, _ := strings.Cut(rt.Pattern, " ")
-			path = strings.NewReplacer("{$}", "", "{file...}", "app.js", "{runId}", "run-1", "{keyId}", e.ids["victim"]).Replace(path)
+			path = strings.NewReplacer("{$}", "", "{file...}", "app.js", "{runId}", "run-1", "{chatId}", "chat-1", "{keyId}", e.ids["victim"]).Replace(path)
 			onSession := strings.Contains(path, "{id}")
 			sessPath := strings.ReplaceAll(path, "{id}", "S-a")
 			body := ""
