@@ -142,7 +142,7 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 		want string
 	}{
 		{[]string{"--addr", "0.0.0.0:0"}, "hint: pass --auth and make a key with sessiond keys create"},
-		{[]string{"--addr", "0.0.0.0:0", "--auth"}, "over plain HTTP\nhint: serve TLS, or put a TLS-terminating proxy in front and pass --insecure-http"},
+		{[]string{"--addr", "0.0.0.0:0", "--auth"}, "over plain HTTP\nhint: serve TLS (--tls-cert, --tls-key), or put a TLS-terminating proxy in front and pass --insecure-http"},
 		{[]string{"--metrics-addr", "0.0.0.0:0", "--auth"}, "the metrics and admin listeners have no authentication"},
 		{[]string{"--oidc-issuer", "https://idp.example"}, "--oidc-issuer and --oidc-audience go together"},
 		{[]string{"--oidc-issuer", "https://idp.example", "--oidc-audience", "s"}, "--oidc-issuer needs --auth"},

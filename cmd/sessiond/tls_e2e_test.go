@@ -157,3 +157,36 @@ func TestServeTLSFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTLSOffLoopback follows the non-loopback hint ("serve TLS (--tls-cert, --tls-key)"):
+// with --auth and a certificate, serve listens on every interface, over HTTPS, and a request
+// without a key is refused.
+func TestServeTLSOffLoopback(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	cert := writeCert(t, 1, certFile, keyFile)
+	u, _, stderr := startServe(t, "--data", filepath.Join(dir, "data"), "--addr", "0.0.0.0:0", "--auth", "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(u, "https://") {
+		t.Fatalf("serve announced %s, want an https URL", u)
+	}
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(u, "https://"))
+	if err != nil {
+		t.Fatalf("serve announced %s: %v", u, err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/v1/sessions": http.StatusUnauthorized} {
+		resp, err := cl.Get("https://127.0.0.1:" + port + path)
+		if err != nil {
+			t.Fatalf("GET %s over TLS: %v\n%s", path, err, stderr.String())
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
