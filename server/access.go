@@ -408,25 +408,14 @@ func (s *Server) startKeyFlusher() {
 	if !s.authn.on {
 		return
 	}
-	s.sweeper.Add(1)
-	go func() {
-		defer s.sweeper.Done()
-		t := time.NewTicker(keyFlushInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.shutdown:
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				s.flushKeys(ctx)
-				cancel()
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	flush := func(d time.Duration) func() {
+		return func() {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
 			s.flushKeys(ctx)
-			cancel()
 		}
-	}()
+	}
+	s.every(keyFlushInterval, flush(time.Minute), flush(5*time.Second))
 }
 
 // keyFlushInterval is how often the keys' last uses are written: one write for every key

@@ -37,29 +37,18 @@ func (s *Server) startSweeper() {
 	if s.opt.SweepInterval <= 0 {
 		return
 	}
-	s.sweeper.Add(1)
-	go func() {
-		defer s.sweeper.Done()
-		t := time.NewTicker(s.opt.SweepInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.shutdown:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.opt.SweepInterval+time.Minute)
-			start := time.Now()
-			res, err := s.sweep(ctx)
-			cancel()
-			switch {
-			case err != nil:
-				s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
-			case res.Expired > 0:
-				s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took", time.Since(start))
-			}
+	s.every(s.opt.SweepInterval, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opt.SweepInterval+time.Minute)
+		start := time.Now()
+		res, err := s.sweep(ctx)
+		cancel()
+		switch {
+		case err != nil:
+			s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
+		case res.Expired > 0:
+			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took", time.Since(start))
 		}
-	}()
+	}, nil)
 }
 
 // serviceError maps an error of the session service to the API error: a document that

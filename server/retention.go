@@ -14,20 +14,7 @@ func (s *Server) startRetention() {
 	if !s.opt.Retention.Enabled() || s.opt.ArchiveDir == "" {
 		return
 	}
-	s.sweeper.Add(1)
-	go func() {
-		defer s.sweeper.Done()
-		t := time.NewTicker(s.opt.RetentionInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.shutdown:
-				return
-			case <-t.C:
-			}
-			s.retain()
-		}
-	}()
+	s.every(s.opt.RetentionInterval, func() { s.retain() }, nil)
 }
 
 // retain runs one retention pass, logs it and counts it in the metrics.

@@ -537,3 +537,26 @@ func (s *Server) Service() *session.Service { return s.svc }
 
 // Metrics returns the metrics the server records (nil with Options.DisableMetrics).
 func (s *Server) Metrics() *Metrics { return s.opt.Metrics }
+
+// every runs tick every interval in a goroutine of its own (counted in s.sweeper, which Close
+// waits for) until Close, then last, when it is not nil. Ticks do not overlap: a tick that
+// outlasts the interval delays the next one.
+func (s *Server) every(interval time.Duration, tick, last func()) {
+	s.sweeper.Add(1)
+	go func() {
+		defer s.sweeper.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.shutdown:
+				if last != nil {
+					last()
+				}
+				return
+			case <-t.C:
+			}
+			tick()
+		}
+	}()
+}

@@ -212,27 +212,16 @@ func (s *Server) startLeaseExpirer() {
 	if s.opt.LeaseExpiryInterval < 0 {
 		return
 	}
-	s.sweeper.Add(1)
-	go func() {
-		defer s.sweeper.Done()
-		t := time.NewTicker(s.opt.LeaseExpiryInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.shutdown:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			res, err := s.svc.ExpireLeases(ctx, session.LeaseExpiryOptions{MaxAttempts: s.opt.MaxAttempts})
-			cancel()
-			s.opt.Metrics.leaseExpiry(res.Expired, res.Failed, res.Requeued, res.Skipped, err)
-			switch {
-			case err != nil:
-				s.opt.Logger.Error("lease expiry failed; retrying at the next interval", "err", err)
-			case res.Expired > 0:
-				s.opt.Logger.Info("leases expired", "expired", res.Expired, "failed", res.Failed, "requeued", res.Requeued, "skipped", res.Skipped)
-			}
+	s.every(s.opt.LeaseExpiryInterval, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := s.svc.ExpireLeases(ctx, session.LeaseExpiryOptions{MaxAttempts: s.opt.MaxAttempts})
+		cancel()
+		s.opt.Metrics.leaseExpiry(res.Expired, res.Failed, res.Requeued, res.Skipped, err)
+		switch {
+		case err != nil:
+			s.opt.Logger.Error("lease expiry failed; retrying at the next interval", "err", err)
+		case res.Expired > 0:
+			s.opt.Logger.Info("leases expired", "expired", res.Expired, "failed", res.Failed, "requeued", res.Requeued, "skipped", res.Skipped)
 		}
-	}()
+	}, nil)
 }
