@@ -32,6 +32,29 @@ func (s *Server) bridgeRoutes() []route {
 	}
 }
 
+// checkedRequest is a bridge request that checks itself against the session it is sent to.
+type checkedRequest interface {
+	Check(sessionID string) []bridge.Problem
+}
+
+// decodeChecked reads the body, decodes it strictly into v and checks it for session sid
+// (what names it in a refusal). On a refusal it writes the error and answers false.
+func (s *Server) decodeChecked(w http.ResponseWriter, r *http.Request, sid, what string, v checkedRequest) bool {
+	body, aerr := s.readBody(w, r)
+	if aerr == nil {
+		aerr = decodeStrict(body, v)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return false
+	}
+	if probs := v.Check(sid); len(probs) > 0 {
+		writeError(w, problemsError(what, probs))
+		return false
+	}
+	return true
+}
+
 func (s *Server) bridges() *bridge.Service { return &bridge.Service{Svc: s.svc, Now: s.opt.Now} }
 
 // bridgeError maps what the bridge service returns to the API error.
@@ -58,18 +81,8 @@ func problemsError(what string, probs []bridge.Problem) *api.Error {
 // the client become approval commands; the answer is the run's UI message stream.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
-	body, aerr := s.readBody(w, r)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
 	var req bridge.ChatRequest
-	if aerr := decodeStrict(body, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	if probs := req.Check(sid); len(probs) > 0 {
-		writeError(w, problemsError("chat request", probs))
+	if !s.decodeChecked(w, r, sid, "chat request", &req) {
 		return
 	}
 	bs := s.bridges()
@@ -173,18 +186,8 @@ func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
 // and a MESSAGES_SNAPSHOT of the history.
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
-	body, aerr := s.readBody(w, r)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
 	var in bridge.RunAgentInput
-	if aerr := decodeStrict(body, &in); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	if probs := in.Check(sid); len(probs) > 0 {
-		writeError(w, problemsError("RunAgentInput", probs))
+	if !s.decodeChecked(w, r, sid, "RunAgentInput", &in) {
 		return
 	}
 	ctx := r.Context()
