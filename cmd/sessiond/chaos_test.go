@@ -166,27 +166,29 @@ chaos:
 	// Every run ends.
 	active := map[string]bool{"queued": true, "running": true, "waiting_approval": true, "stopping": true}
 	var runs map[string][]api.RunResource
+	var stillActive []string // at the last complete look, for the failure message
 	for {
 		runs = map[string][]api.RunResource{}
-		left := 0
+		var left []string
 		for i := range sessions {
 			id := fmt.Sprintf("S-%03d", i)
 			rs, err := runResources(ctx, urls[0], id)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v\nruns still active at the last look: %v\nworker log (tail):\n%s", err, stillActive, tail(workerLog.String(), 4000))
 			}
 			runs[id] = rs
 			for _, r := range rs {
 				if active[r.Status] {
-					left++
+					left = append(left, fmt.Sprintf("%s/%s:%s(token %d)", id, r.RunID, r.Status, r.FencingToken))
 				}
 			}
 		}
-		if left == 0 {
+		if len(left) == 0 {
 			break
 		}
+		stillActive = left
 		if ctx.Err() != nil {
-			t.Fatalf("%d runs never ended", left)
+			t.Fatalf("%d runs never ended: %v\nworker log (tail):\n%s", len(left), left, tail(workerLog.String(), 4000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -280,4 +282,12 @@ func fencingProblems(events []contract.Event, fencing map[string]int64) ([]strin
 		checked++
 	}
 	return problems, checked
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
