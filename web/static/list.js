@@ -5,13 +5,12 @@
 // refreshes what the feed does not carry (event counts, last activity).
 import { useState, useEffect, useRef } from "preact/hooks";
 import { getTagged } from "./api.js";
-import { html, Badge } from "./render.js";
+import { html, Badge, Conn } from "./render.js";
 
 const STATUSES = ["", "running", "paused", "closed", "stale", "archived"];
 const POLL_MS = 10000; // the slow poll
 const SETTLE_MS = 150; // changes arriving together cause one reload
 const CHANGES = ["session.created", "session.status", "session.archived", "session.restored", "run.queued", "run.claimed", "run.finished"];
-const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };
 
 const lastActivity = (r) => [r.record.updated_at, r.record.last_heartbeat_at].filter(Boolean).sort().pop() || "";
 
@@ -67,7 +66,7 @@ export function ListPage() {
     .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a))) : [];
   return html`<main class="page">
     <header class="session-head"><h1>Sessions</h1>
-    <span class="conn conn-${conn}" data-state=${conn} role="status" aria-live="polite" title="live updates: ${CONN_LABEL[conn]}"><span aria-hidden="true">●</span> ${CONN_LABEL[conn]}</span></header>
+    <${Conn} state=${conn} what="live updates" /></header>
     <form class="filters" role="search" onSubmit=${(e) => e.preventDefault()}>
       <label>Search by id<input type="search" value=${f.q} onInput=${set("q")} placeholder="S-…" /></label>
       <label>Status<select value=${f.status} onChange=${set("status")}>${STATUSES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}</select></label>

@@ -112,7 +112,6 @@ function EditRerun({ m, onSend }) {
     <button type="submit" disabled=${!text.trim()}>Rerun in a new session</button> <button type="button" onClick=${() => setText(null)}>Cancel</button></form>`;
 }
 
-const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };
 
 // findEvent answers the latest recent event that satisfies pred.
 function findEvent(recent, pred) {
@@ -256,7 +255,7 @@ export function SessionPage({ id }) {
   <nav class="crumbs"><a href="#/">← sessions</a></nav>
   <header class="session-head">
     <h1><code>${id}</code></h1>
-    <span class="conn conn-${conn}" data-state=${conn} role="status" aria-live="polite" title="live stream: ${CONN_LABEL[conn]}"><span aria-hidden="true">●</span> ${CONN_LABEL[conn]}</span>
+    <${R.Conn} state=${conn} what="live stream" />
     <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${run ? html`<code>${run.runId}</code> ` : null}<span class="run-status"><${R.Badge} s=${runStatus} /></span>
       · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""} · model ${snapshot ? snapshot.modelId : "—"} · sequence ${lastSeq}</div>
   </header>
