@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -59,28 +58,12 @@ func (q *queueSignal) kick() {
 	}
 }
 
-// wakingStatuses are the run statuses after which a run may be claimable: queued, and the
-// terminal ones (a run enqueued behind the one that ended is claimable now).
-var wakingStatuses = [][]byte{[]byte(`"status":"queued"`), []byte(`"status":"stopped"`), []byte(`"status":"completed"`), []byte(`"status":"failed"`)}
-
-// onCommit kicks the waiters when a commit may have made a run claimable: it holds a run
-// status event whose status is queued or terminal, or the driver does not say what it holds
-// (PostgreSQL: any commit, also another instance's).
+// onCommit kicks the waiters when a commit may have made a run claimable: the store says so
+// (store.Commit.Claimable: a run queued, or queued behind one that ended), or the driver does
+// not say what a commit holds (PostgreSQL: any commit, also another instance's).
 func (q *queueSignal) onCommit(c store.Commit) {
-	if c.Events == nil {
+	if c.Events == nil || c.Claimable {
 		q.kick()
-		return
-	}
-	for _, e := range c.Events {
-		if e.EventType != "status" || e.RunID == "" {
-			continue
-		}
-		for _, st := range wakingStatuses {
-			if bytes.Contains(e.Data, st) {
-				q.kick()
-				return
-			}
-		}
 	}
 }
 

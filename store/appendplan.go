@@ -156,6 +156,17 @@ type AppendPlan struct {
 	Last int64
 }
 
+// Claimable reports whether the plan makes a run claimable: a run queued with nothing active
+// before it, or one that waited behind a run the batch ended (RunWrite.Queued).
+func (p AppendPlan) Claimable() bool {
+	for _, w := range p.Runs {
+		if w.Queued {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckBatch applies the batch rules every driver checks before any I/O: at most
 // MaxBatchEvents events, none nil, each naming sessionID. The error says which session.
 func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {

@@ -254,6 +254,10 @@ type Commit struct {
 	// Events are the events the append added, in order, when the driver's capabilities say
 	// CommitCarriesEvents; otherwise nil, and readers read from LastSequence backwards.
 	Events []StoredEvent
+	// Claimable is true when the append made a run claimable (AppendPlan.Claimable). A driver
+	// whose commits do not carry their events leaves it false: a subscriber must then assume
+	// that any commit may have.
+	Claimable bool
 }
 
 // Errors returned by drivers; compare with errors.Is / errors.As.

@@ -347,7 +347,7 @@ func (w *writer) appendEvents(r *request) error {
 		}
 	}
 	r.sess, r.newLast = ss, plan.Last
-	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added}
+	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
 	return nil
 }
 

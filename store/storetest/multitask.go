@@ -50,8 +50,26 @@ func (s *suite) testMultitask(t *testing.T) {
 			t.Errorf("current run = %s, want R-1 (the one working)", cur.RunID)
 		}
 
-		// R-1 ends: R-2 is claimable, R-3 still waits behind it.
+		// R-1 ends: R-2 is claimable, R-3 still waits behind it. A driver whose commits carry
+		// their events says so in the commit (the wake-up of waiting claims).
+		seen := make(chan store.Commit, 4)
+		unsubscribe := st.Subscribe(func(c store.Commit) {
+			if c.SessionID == id {
+				seen <- c
+			}
+		})
 		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r1-completed", "R-1", "M-R-1", "completed")}, store.AppendOptions{})
+		if st.Capabilities().CommitCarriesEvents {
+			select {
+			case c := <-seen:
+				if !c.Claimable {
+					t.Errorf("the commit that ended R-1 says no run became claimable: %+v", c)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("no commit reported for the append that ended R-1")
+			}
+		}
+		unsubscribe()
 		if c := claim(t, ctx, st, store.ClaimFilter{}, "L-2"); c.Run.RunID != "R-2" || c.Run.Status != "queued" {
 			t.Fatalf("claim after R-1 ended = %+v, want R-2", c)
 		}
