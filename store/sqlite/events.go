@@ -397,7 +397,7 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&st.session, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
-		{&st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
+		{&st.lastSeq, `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
 		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
 		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq = ?`},
 		{&st.keyAt, `SELECT idem_key, data FROM events WHERE sk = ? AND seq = ?`},

@@ -18,20 +18,32 @@ const (
 	maxExpiredLimit     = 10000
 )
 
-// qHeartbeat records an append's heartbeat on the session row (see store.AppendOptions): the
-// record's last_heartbeat_at (?1), and a stale session back to running. heartbeat_ms follows
-// from the record. qAppended is the same write for an append that added events, with its new
-// last sequence (?3) in the same statement, so that an append updates the row once; without a
-// heartbeat (?1 NULL) only the last sequence changes.
+// qHeartbeat records a heartbeat on the session row (see store.AppendOptions): the record's
+// last_heartbeat_at (?1), and a stale session back to running. heartbeat_ms follows from the
+// record.
+//
+// qAppendHeartbeat is the same write for an append, made only when it changes something that
+// matters: the session is stale (it comes back to running), it has no heartbeat yet, or the
+// stored one is at least heartbeatResolution older (?3 is the new heartbeat's milliseconds
+// minus the resolution). Otherwise the row is only read, and the append writes its event rows
+// and nothing else: a session row page (and the sweeper's index page) rewritten for every
+// single-event append was most of what such an append wrote (docs/storage.md).
 const (
-	qHeartbeat = `UPDATE sessions SET ` + heartbeatSet + ` WHERE sk = ?2`
-	qAppended  = `UPDATE sessions SET last_seq = ?3, ` + heartbeatSet + ` WHERE sk = ?2`
+	qHeartbeat       = `UPDATE sessions SET ` + heartbeatSet + ` WHERE sk = ?2`
+	qAppendHeartbeat = `UPDATE sessions SET ` + heartbeatSet + ` WHERE sk = ?2
+		AND (status = 'stale' OR json_extract(record, '$.last_heartbeat_at') IS NULL OR heartbeat_ms <= ?3)`
 
 	heartbeatSet = `status = CASE WHEN ?1 IS NOT NULL AND status = 'stale' THEN 'running' ELSE status END,
 	record = CASE WHEN ?1 IS NULL THEN record WHEN status = 'stale'
 		THEN json_set(record, '$.last_heartbeat_at', ?1, '$.status', 'running', '$.updated_at', ?1, '$.updated_by_gate', 'owner')
 		ELSE json_set(record, '$.last_heartbeat_at', ?1) END`
 )
+
+// heartbeatResolution is how far an append's heartbeat may run ahead of the stored one before
+// the append writes it (qAppendHeartbeat): the stored last_heartbeat_at is never more than
+// this older than the heartbeat of the session's latest acknowledged append, before a crash
+// and after it. It is far below any staleness timeout the sweeper uses.
+const heartbeatResolution = time.Second
 
 // heartbeat applies opts.Heartbeat to session sk inside the writer's transaction.
 func (w *writer) heartbeat(sk int64, opts store.AppendOptions) error {
@@ -199,6 +211,10 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 				return fatal("delete sealed keys", err)
 			}
 		}
+		// The log's end may be among the deleted events: the session row keeps it (lastSeqExpr).
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE sessions SET last_seq = ? WHERE sk = ? AND last_seq < ?`, ss.last, ss.sk, ss.last); err != nil {
+			return fatal("record last sequence", err)
+		}
 		w.dropOpen(ss)
 		lc, err := loadLifecycle(w.ctx, w.conn, ss.sk)
 		if err != nil {
@@ -244,7 +260,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		}
 		var sk, curLast int64
 		var status string
-		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, last_seq FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
+		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			if err := w.conn.QueryRowContext(w.ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)

@@ -299,7 +299,7 @@ func (w *writer) session(id string) (*sessState, error) {
 
 // appendEvents appends r's batch inside the current savepoint: store.PlanAppend decides, asking
 // the writer's lookup (which inserts each new event as it looks it up, see appendLookup.Stored),
-// and the runs, the last sequence, the heartbeat and the command result are written after it. A
+// and the runs, the heartbeat and the command result are written after it. A
 // returned error that is not a *fatalError is the request's answer and the caller rolls the
 // savepoint back.
 func (w *writer) appendEvents(r *request) error {
@@ -334,12 +334,12 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("store run", err)
 		}
 	}
-	var hb any // NULL: no heartbeat
-	if !r.opts.Heartbeat.IsZero() {
-		hb = store.FormatTime(r.opts.Heartbeat)
-	}
-	if _, err := w.st.appended.ExecContext(w.ctx, hb, ss.sk, plan.Last); err != nil {
-		return fatal("update last sequence and heartbeat", err)
+	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
+	// for a heartbeat that matters (qAppendHeartbeat).
+	if hb := r.opts.Heartbeat; !hb.IsZero() {
+		if _, err := w.st.appendHeartbeat.ExecContext(w.ctx, store.FormatTime(hb), ss.sk, hb.Add(-heartbeatResolution).UnixMilli()); err != nil {
+			return fatal("record heartbeat", err)
+		}
 	}
 	if cr := r.opts.CommandResult; cr != nil {
 		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO command_results (sk, idem_key, result) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, ss.sk, cr.Key, cr.Result); err != nil {
@@ -452,7 +452,7 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appended                           *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appendHeartbeat                    *sql.Stmt
 	insertSession, sessionRow, updateSession, heartbeat                                                   *sql.Stmt
 	all                                                                                                   []*sql.Stmt
 	control                                                                                               map[string]*sql.Stmt // txControl
@@ -463,7 +463,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		s **sql.Stmt
 		q string
 	}{
-		{&st.sessionSeq, `SELECT sk, last_seq FROM sessions WHERE id = ?`},
+		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
 		{&st.insertEvent, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE sk = ? AND seq = ?`},
 		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE sk = ? AND seq >= ?`},
@@ -479,7 +479,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
 		{&st.upsertRun, qUpsertRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
-		{&st.appended, qAppended},
+		{&st.appendHeartbeat, qAppendHeartbeat},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
