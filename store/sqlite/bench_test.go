@@ -314,14 +314,14 @@ func bulkLoad(tb testing.TB, n int, k idKind) (string, error) {
 	if err != nil {
 		return dir, err
 	}
-	ins, err := tx.Prepare(`INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, 'terminal', '', ?)`)
+	ins, err := tx.Prepare(qInsertEvent)
 	if err != nil {
 		return dir, err
 	}
 	prefix := uuid.NewString()
 	for i := 0; i < n; i++ {
 		id, key := k.id(), k.key(prefix, i)
-		if _, err := ins.Exec(sk, i, i>>bits, id, key, []byte(tmpl(id, key, int64(i)))); err != nil {
+		if _, err := ins.Exec(sk, i, i>>bits, id, key, "terminal", "", []byte(tmpl(id, key, int64(i)))); err != nil {
 			return dir, err
 		}
 	}

@@ -379,13 +379,13 @@ const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
 // through table, one index lookup each (generation.go).
 func eventByGen(table, col string) string {
 	return fmt.Sprintf(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM events
-WHERE ?4 AND sk = ?1 AND seq >= ?5 AND %[2]s = ?2
+WHERE ?4 AND rid >= (?1 << 32) + ?5 AND rid < ((?1 + 1) << 32) AND %[2]s = ?2
 UNION ALL
 SELECT * FROM (
     WITH RECURSIVE g(n) AS (SELECT ?3 WHERE ?3 >= 0 UNION ALL SELECT n - 1 FROM g WHERE n > 0)
     SELECT e.seq, e.event_id, e.idem_key, e.event_type, e.run_id, e.data
     FROM g CROSS JOIN %[1]s AS k ON k.sk = ?1 AND k.gen = g.n AND k.%[2]s = ?2
-    JOIN events AS e ON e.sk = ?1 AND e.seq = k.seq
+    JOIN events AS e ON e.rid = (?1 << 32) + k.seq
 )
 LIMIT 1`, table, col)
 }
@@ -398,9 +398,9 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.session, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
 		{&st.lastSeq, `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq > ? ORDER BY seq LIMIT ?`},
-		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE sk = ? AND seq = ?`},
-		{&st.keyAt, `SELECT idem_key, data FROM events WHERE sk = ? AND seq = ?`},
+		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`},
+		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE rid = (?1 << 32) + ?2`},
+		{&st.keyAt, `SELECT idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
 		{&st.eventByID, eventByGen("event_ids", "event_id")},
 		{&st.eventByKey, eventByGen("event_keys", "idem_key")},
 		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},

@@ -531,7 +531,7 @@ func (w *writer) probeKey(ss *sessState, g int64, key string) (seq int64, data [
 // ?4) into its table, in key order.
 const (
 	qSealKeys = `INSERT INTO event_keys (sk, gen, idem_key, seq)
-	SELECT sk, ?2, idem_key, seq FROM events WHERE sk = ?1 AND seq BETWEEN ?3 AND ?4 ORDER BY idem_key`
+	SELECT sk, ?2, idem_key, seq FROM events WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4 ORDER BY idem_key`
 	qSealIDs = `INSERT INTO event_ids (sk, gen, event_id, seq)
-	SELECT sk, ?2, event_id, seq FROM events WHERE sk = ?1 AND seq BETWEEN ?3 AND ?4 ORDER BY event_id`
+	SELECT sk, ?2, event_id, seq FROM events WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4 ORDER BY event_id`
 )

@@ -197,7 +197,7 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > ss.last {
 			return fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, ss.last)
 		}
-		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM events WHERE sk = ? AND seq <= ?`, ss.sk, through)
+		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM events WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through)
 		if err != nil {
 			return fatal("delete events", err)
 		}
@@ -252,6 +252,9 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	}
 	rec := &imp.Session.Record
 	last := imp.Session.LastSequence
+	if last > maxSequence {
+		return fmt.Errorf("import session %q: its log ends at %d; a log holds at most %d events", id, last, maxSequence+1)
+	}
 	r := &request{ctx: ctx, op: func(w *writer) error {
 		// The writer's cache may hold the session's old state: drop it whatever happens.
 		if ss := w.cache[id]; ss != nil {
@@ -276,7 +279,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("load lifecycle", err)
 			}
 			var left int
-			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE sk = ? LIMIT 1)`, sk).Scan(&left); err != nil {
+			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32) LIMIT 1)`, sk).Scan(&left); err != nil {
 				return fatal("count events", err)
 			}
 			if status != contract.SessionStatusArchived || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left > 0 {
@@ -297,7 +300,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			}
 		}
 		// One statement for every event: preparing it per event was half the import's time.
-		ins, err := w.conn.PrepareContext(w.ctx, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := w.conn.PrepareContext(w.ctx, qInsertEvent)
 		if err != nil {
 			return fatal("prepare insert event", err)
 		}

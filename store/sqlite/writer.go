@@ -380,6 +380,9 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 	if err != nil || m.KeyFound || m.IDFound {
 		return m, err
 	}
+	if seq > maxSequence {
+		return store.StoredMatch{}, fmt.Errorf("session %q holds %d events, as many as one log can: start a new session", lk.r.sessionID, maxSequence+1)
+	}
 	if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, w.gen(seq), ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data); err != nil {
 		return store.StoredMatch{}, fatal(fmt.Sprintf("insert event at sequence %d of session %q", seq, lk.r.sessionID), err)
 	}
@@ -449,6 +452,15 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 	return sr, nil
 }
 
+// qInsertEvent inserts an event row (sk, seq, gen, event_id, idem_key, event_type, run_id,
+// data); its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid table
+// so that its interior pages hold integer keys, not whole rows).
+const qInsertEvent = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES ((?1 << 32) + ?2, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`
+
+// maxSequence is the highest sequence a session's log can hold: a sequence is the low 32 bits
+// of an event row's key (qInsertEvent).
+const maxSequence = 1<<32 - 1
+
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
@@ -464,11 +476,11 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.insertEvent, `INSERT INTO events (sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE sk = ? AND seq = ?`},
-		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE sk = ? AND seq >= ?`},
-		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.sk = k.sk AND e.seq = k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
-		{&st.eventByID, `SELECT k.seq FROM event_ids AS k JOIN events AS e ON e.sk = k.sk AND e.seq = k.seq WHERE k.sk = ? AND k.gen = ? AND k.event_id = ?`},
+		{&st.insertEvent, qInsertEvent},
+		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
+		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`},
+		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
+		{&st.eventByID, `SELECT k.seq FROM event_ids AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.event_id = ?`},
 		{&st.genKeys, `SELECT idem_key FROM event_keys WHERE sk = ? AND gen = ?`},
 		{&st.genIDs, `SELECT event_id FROM event_ids WHERE sk = ? AND gen = ?`},
 		{&st.sealKeys, qSealKeys},
