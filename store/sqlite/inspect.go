@@ -204,7 +204,7 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	defer tx.Rollback()
 	var sk int64
 	raw := &store.RawSession{ID: id}
-	err = tx.QueryRowContext(ctx, `SELECT sk, status, record, snapshot, lineage, active_branch, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`, id).
+	err = tx.QueryRowContext(ctx, `SELECT sk, status, record, snapshot, lineage, active_branch, `+lastSeqExpr+` FROM sessions WHERE id = ?`, id).
 		Scan(&sk, &raw.Status, &raw.Record, &raw.Snapshot, &raw.Lineage, &raw.ActiveBranch, &raw.LastSequence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrSessionNotFound

@@ -263,7 +263,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		}
 		var sk, curLast int64
 		var status string
-		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
+		err := w.conn.QueryRowContext(w.ctx, `SELECT sk, status, `+lastSeqExpr+` FROM sessions WHERE id = ?`, id).Scan(&sk, &status, &curLast)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			if err := w.conn.QueryRowContext(w.ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
