@@ -199,6 +199,7 @@ func (s *Store) syncer() {
 					continue
 				}
 				if r.commit != nil {
+					s.noteDurableLast(r.commit.SessionID, r.commit.LastSequence)
 					for _, fn := range subs {
 						fn(*r.commit)
 					}
@@ -213,6 +214,18 @@ func (s *Store) syncer() {
 			}
 		}
 		clear(batch)
+	}
+}
+
+// noteDurableLast records that session id's log ends at last, durably (LastSequence). Commits
+// reach the syncer in commit order, so a session's value only moves forward; max keeps it so.
+func (s *Store) noteDurableLast(id string, last int64) {
+	v, ok := s.durableLast.Load(id)
+	if !ok {
+		v, _ = s.durableLast.LoadOrStore(id, new(atomic.Int64))
+	}
+	a := v.(*atomic.Int64)
+	for cur := a.Load(); last > cur && !a.CompareAndSwap(cur, last); cur = a.Load() {
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -205,12 +206,17 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 }
 
 // LastSequence returns the sequence of the session's last committed event, -1 when its log is
-// empty, or store.ErrSessionNotFound.
+// empty, or store.ErrSessionNotFound. For a session appended to since Open the answer is the
+// syncer's (noteDurableLast: set once the commit is durable, before its caller is answered), with
+// no query; a duplicate-only append asks for it on every request (session.Service.appended).
 func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.inflight.Done()
+	if v, ok := s.durableLast.Load(sessionID); ok && s.dur.err() == nil {
+		return v.(*atomic.Int64).Load(), nil
+	}
 	var last int64
 	err := s.settle(ctx, s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -81,6 +81,9 @@ type Store struct {
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
 	openIdx  sync.Map // sk -> *openIndex: the writer's open generation indexes, for readers
+	// session id -> *atomic.Int64: the last sequence of each session appended to since Open,
+	// set by the syncer once the commit that ended the log there is durable (LastSequence).
+	durableLast sync.Map
 }
 
 var _ store.Store = (*Store)(nil)
