@@ -33,22 +33,7 @@ func TestClaimQueryPlan(t *testing.T) {
 		{"role and capabilities", claim(store.ClaimFilter{Role: "r", Capabilities: []string{"tools"}}), "runs_claim "},
 		{"expired leases", query{qExpiredLeases, []any{int64(0), 10}}, "runs_lease_expiry"},
 	} {
-		q, args := tc.query.q, tc.query.args
-		rows, err := st.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		all := strings.Join(plan, "; ") + " "
+		all := queryPlan(t, st, tc.query.q, tc.query.args...) + " "
 		if !strings.Contains(all, "INDEX "+tc.index) || strings.Contains(all, "TEMP B-TREE") {
 			t.Errorf("%s: plan %q, want the index %s read in order", tc.name, all, strings.TrimSpace(tc.index))
 		}

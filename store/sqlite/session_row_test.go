@@ -18,16 +18,10 @@ import (
 // and the sweeper's query (ExpiredSessions) reads that value after a restart.
 func TestAppendHeartbeatResolution(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { st.Close() }()
 	const id = "S-hb"
-	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
-		t.Fatal(err)
-	}
+	dir, st := openWithSession(t, id)
+	defer func() { st.Close() }()
+	var err error
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	n := 0
 	appendAt := func(hb time.Time) {
@@ -107,16 +101,10 @@ func TestAppendHeartbeatResolution(t *testing.T) {
 // reopen.
 func TestLastSequenceAfterCompaction(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { st.Close() }()
 	const id = "S-compact"
-	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
-		t.Fatal(err)
-	}
+	dir, st := openWithSession(t, id)
+	defer func() { st.Close() }()
+	var err error
 	if _, err := st.Append(ctx, id, storetest.Batch(t, id, "a", 3), store.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,23 +148,47 @@ func TestEventQueryPlans(t *testing.T) {
 		{"last sequence", `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`, []any{"S-1"}},
 		{"insert's lookup by key", eventByGen("event_keys", "idem_key"), []any{1, "k", 0, true, 0}},
 	} {
-		rows, err := st.rdb.Query("EXPLAIN QUERY PLAN "+tc.q, tc.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		all := strings.Join(plan, "; ")
+		all := queryPlan(t, st, tc.q, tc.args...)
 		if strings.Contains(all, "SCAN events") || strings.Contains(all, "SCAN e ") || strings.HasSuffix(all, "SCAN e") || !strings.Contains(all, "INTEGER PRIMARY KEY") {
 			t.Errorf("%s: plan %q, want the events table searched by its integer key", tc.name, all)
 		}
 	}
+}
+
+// openWithSession opens a store in a new directory with one session, id.
+func openWithSession(t *testing.T, id string) (string, *Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(context.Background(), storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	return dir, st
+}
+
+// queryPlan returns the details of SQLite's plan for q on the read pool, joined with "; ".
+func queryPlan(t *testing.T, st *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := st.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }
