@@ -107,3 +107,31 @@ func BenchmarkImport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParse reads the same copies as BenchmarkImport from files, without writing them:
+// the importer's own share of an import's CPU time.
+func BenchmarkParse(b *testing.B) {
+	for _, tc := range []struct {
+		format, file, id string
+		turns            int
+	}{
+		{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
+		{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
+	} {
+		b.Run(tc.format, func(b *testing.B) {
+			files := benchCopies(b, b.TempDir(), tc.file, tc.id, 10, tc.turns)
+			lines := 0
+			cpu0 := cpuTime()
+			for b.Loop() {
+				for _, name := range files {
+					_, rep, err := importer.ParseFile(tc.format, name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					lines += rep.Lines
+				}
+			}
+			b.ReportMetric(float64(lines)/(cpuTime()-cpu0).Seconds(), "lines/cpu-s")
+		})
+	}
+}
