@@ -315,14 +315,8 @@ func projectName(cwd string) string {
 	return cwd
 }
 
-func (s *ccStream) lastRunID() string {
-	for i := len(s.b.t.Events) - 1; i >= 0; i-- {
-		if s.b.t.Events[i].RunID != "" {
-			return s.b.t.Events[i].RunID
-		}
-	}
-	return ""
-}
+// lastRunID is the run of the stream's last event in a run ("" before the first).
+func (s *ccStream) lastRunID() string { return s.b.lastRun }
 
 // blocks decodes a message's content: a string is one text block.
 func blocks(content json.RawMessage) ([]ccBlock, bool) {

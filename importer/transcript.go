@@ -119,6 +119,7 @@ type builder struct {
 	k        int
 	run      *openRun
 	lastTime string
+	lastRun  string // the run of the last event that has one (kept, not searched for)
 	runs     int
 	sources  map[string]string // run id → its source message
 }
@@ -145,6 +146,9 @@ func (b *builder) add(ts, eventType string, p contract.Payload, inRun bool) {
 	}
 	if sp, ok := p.(*contract.SummaryPayload); ok {
 		e.RunID, e.SourceMessageID = sp.RunID, b.sources[sp.RunID] // a summary names its run
+	}
+	if e.RunID != "" {
+		b.lastRun = e.RunID
 	}
 	b.t.Events = append(b.t.Events, fit(clean(e)))
 }
