@@ -46,6 +46,16 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 	return out
 }
 
+// benchFiles are the fixtures the import benchmarks copy: a real Codex rollout as it is, and
+// a Claude Code session's 12 lines repeated 40 times.
+var benchFiles = []struct {
+	format, file, id string
+	turns            int
+}{
+	{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
+	{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
+}
+
 // cpuTime is the process's user and system time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -59,13 +69,7 @@ func cpuTime() time.Duration {
 // per second of wall time, and per second of the process's CPU time (what a loaded machine
 // cannot take away), and the events written per source line.
 func BenchmarkImport(b *testing.B) {
-	for _, tc := range []struct {
-		format, file, id string
-		turns            int
-	}{
-		{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
-		{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
-	} {
+	for _, tc := range benchFiles {
 		b.Run(tc.format, func(b *testing.B) {
 			cl := startServer(b)
 			w := &importer.Writer{Client: cl}
@@ -111,13 +115,7 @@ func BenchmarkImport(b *testing.B) {
 // BenchmarkParse reads the same copies as BenchmarkImport from files, without writing them:
 // the importer's own share of an import's CPU time.
 func BenchmarkParse(b *testing.B) {
-	for _, tc := range []struct {
-		format, file, id string
-		turns            int
-	}{
-		{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
-		{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
-	} {
+	for _, tc := range benchFiles {
 		b.Run(tc.format, func(b *testing.B) {
 			files := benchCopies(b, b.TempDir(), tc.file, tc.id, 10, tc.turns)
 			lines := 0
