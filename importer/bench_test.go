@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -12,16 +13,19 @@ import (
 	"github.com/sessiond/sessiond/importer"
 )
 
-// benchCopies makes copies transcripts from a real fixture, each its turns repeated turns
-// times (ids made unique per repetition) and with a session id of its own, as on a disk full
-// of sessions.
-func benchCopies(b *testing.B, name, id string, copies, turns int) [][]byte {
+// benchCopies writes copies transcripts made from a real fixture into dir, each its turns
+// repeated turns times (ids made unique per repetition) and with a session id of its own, as
+// on a disk full of sessions, and returns their paths.
+func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string {
 	b.Helper()
 	src, err := os.ReadFile(name)
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := make([][]byte, copies)
+	if !bytes.HasSuffix(src, []byte("\n")) {
+		src = append(src, '\n') // a last line without its newline must not run into the next copy's first
+	}
+	out := make([]string, copies)
 	for i := range out {
 		var file bytes.Buffer
 		for k := range turns {
@@ -33,9 +37,23 @@ func benchCopies(b *testing.B, name, id string, copies, turns int) [][]byte {
 			}
 			file.Write(rep)
 		}
-		out[i] = bytes.ReplaceAll(file.Bytes(), []byte(id), []byte(fmt.Sprintf("%s-%d-%d", id, time.Now().UnixNano(), i)))
+		out[i] = filepath.Join(dir, fmt.Sprintf("copy-%d-%d.jsonl", time.Now().UnixNano(), i))
+		data := bytes.ReplaceAll(file.Bytes(), []byte(id), []byte(fmt.Sprintf("%s-%d-%d", id, time.Now().UnixNano(), i)))
+		if err := os.WriteFile(out[i], data, 0o600); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return out
+}
+
+// benchFiles are the fixtures the import benchmarks copy: a real Codex rollout as it is, and
+// a Claude Code session's 12 lines repeated 40 times.
+var benchFiles = []struct {
+	format, file, id string
+	turns            int
+}{
+	{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
+	{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
 }
 
 // cpuTime is the process's user and system time so far.
@@ -45,53 +63,73 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkImport parses and writes real transcripts (the fixtures, each copy a new session)
-// into a server on SQLite (in this process) through the HTTP API, as `sessiond import` does.
-// It reports source lines per second of wall time, and per second of the process's CPU time
-// (what a loaded machine cannot take away).
+// BenchmarkImport reads real transcripts from files (the fixtures, each copy a new session)
+// and writes them into a server on SQLite (in this process) through the HTTP API, as
+// `sessiond import` does (importer.ParseFiles, then importer.Writer). It reports source lines
+// per second of wall time, and per second of the process's CPU time (what a loaded machine
+// cannot take away), and the events written per source line.
 func BenchmarkImport(b *testing.B) {
-	for _, tc := range []struct {
-		format, file, id string
-		turns            int
-	}{
-		{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
-		{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
-	} {
+	for _, tc := range benchFiles {
 		b.Run(tc.format, func(b *testing.B) {
 			cl := startServer(b)
 			w := &importer.Writer{Client: cl}
-			lines := 0
+			dir := b.TempDir()
+			lines, events := 0, 0
 			var elapsed, cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				files := benchCopies(b, tc.file, tc.id, 10, tc.turns)
+				files := benchCopies(b, dir, tc.file, tc.id, 10, tc.turns)
 				b.StartTimer()
 				start, cpu0 := time.Now(), cpuTime()
 				var all []*importer.Transcript
-				for i, data := range files {
-					var ts []*importer.Transcript
-					var rep *importer.Report
-					var err error
-					name := fmt.Sprintf("copy-%d.jsonl", i)
-					if tc.format == "codex" {
-						ts, rep, err = importer.ParseCodex(bytes.NewReader(data), name)
-					} else {
-						ts, rep, err = importer.ParseClaudeCode(bytes.NewReader(data), name)
+				for _, p := range importer.ParseFiles(tc.format, files) {
+					if p.Err != nil {
+						b.Fatal(p.Err)
 					}
-					if err != nil {
-						b.Fatal(err)
+					if !p.Report.Accounted() || p.Report.Skipped["not a JSON object"] > 0 {
+						b.Fatalf("%s: %+v", p.Report.Path, p.Report)
 					}
-					lines += rep.Lines
-					all = append(all, ts...)
+					lines += p.Report.Lines
+					all = append(all, p.Transcripts...)
 				}
-				if _, errs := w.Write(context.Background(), all); len(errs) > 0 {
+				res, errs := w.Write(context.Background(), all)
+				if len(errs) > 0 {
 					b.Fatal(errs[0])
 				}
 				elapsed += time.Since(start)
 				cpu += cpuTime() - cpu0
+				for _, r := range res {
+					if r.Accepted != r.Events {
+						b.Fatalf("%+v: not every event accepted", r)
+					}
+					events += r.Events
+				}
 			}
 			b.ReportMetric(float64(lines)/elapsed.Seconds(), "lines/s")
 			b.ReportMetric(float64(lines)/cpu.Seconds(), "lines/cpu-s")
+			b.ReportMetric(float64(events)/float64(lines), "events/line")
+		})
+	}
+}
+
+// BenchmarkParse reads the same copies as BenchmarkImport from files, without writing them:
+// the importer's own share of an import's CPU time.
+func BenchmarkParse(b *testing.B) {
+	for _, tc := range benchFiles {
+		b.Run(tc.format, func(b *testing.B) {
+			files := benchCopies(b, b.TempDir(), tc.file, tc.id, 10, tc.turns)
+			lines := 0
+			cpu0 := cpuTime()
+			for b.Loop() {
+				for _, name := range files {
+					_, rep, err := importer.ParseFile(tc.format, name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					lines += rep.Lines
+				}
+			}
+			b.ReportMetric(float64(lines)/(cpuTime()-cpu0).Seconds(), "lines/cpu-s")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,20 +13,68 @@ import (
 	"github.com/sessiond/sessiond/contract"
 )
 
+// ccHead is what the importer reads of every line of a Claude Code session file.
+type ccHead struct {
+	Type        string  `json:"type"`
+	UUID        string  `json:"uuid"`
+	SessionID   string  `json:"sessionId"`
+	Timestamp   string  `json:"timestamp"`
+	IsSidechain bool    `json:"isSidechain"`
+	IsMeta      *bool   `json:"isMeta"`
+	AgentID     *string `json:"agentId"`
+	Cwd         string  `json:"cwd"`
+	Summary     string  `json:"summary"`
+	LeafUUID    string  `json:"leafUuid"`
+}
+
 // ccLine is one line of a Claude Code session file (the fields the importer reads).
 type ccLine struct {
-	Type          string          `json:"type"`
-	UUID          string          `json:"uuid"`
-	SessionID     string          `json:"sessionId"`
-	Timestamp     string          `json:"timestamp"`
-	IsSidechain   bool            `json:"isSidechain"`
-	IsMeta        *bool           `json:"isMeta"`
-	AgentID       *string         `json:"agentId"`
-	Cwd           string          `json:"cwd"`
-	Message       json.RawMessage `json:"message"`
-	Summary       string          `json:"summary"`
-	LeafUUID      string          `json:"leafUuid"`
-	ToolUseResult json.RawMessage `json:"toolUseResult"`
+	ccHead
+	// Message is the line's message; nil when it has none, or none that is an object.
+	Message *ccMessage
+	// ToolAgent is the sub-agent a tool result names (toolUseResult.agentId).
+	ToolAgent string
+}
+
+// ccToolUseResult is what the importer reads of a line's toolUseResult.
+type ccToolUseResult struct {
+	AgentID string `json:"agentId"`
+}
+
+// decodeCCLine decodes a line in one pass when every field the importer reads has the type
+// it expects; else field by field, so that a message or toolUseResult of another shape only
+// loses that field. ok is false when the line is not a JSON object.
+func decodeCCLine(raw []byte) (l ccLine, ok bool) {
+	var fast struct {
+		ccHead
+		Message       *ccMessage       `json:"message"`
+		ToolUseResult *ccToolUseResult `json:"toolUseResult"`
+	}
+	if json.Unmarshal(raw, &fast) == nil {
+		l = ccLine{ccHead: fast.ccHead, Message: fast.Message}
+		if fast.ToolUseResult != nil {
+			l.ToolAgent = fast.ToolUseResult.AgentID
+		}
+		return l, true
+	}
+	var slow struct {
+		ccHead
+		Message       json.RawMessage `json:"message"`
+		ToolUseResult json.RawMessage `json:"toolUseResult"`
+	}
+	if json.Unmarshal(raw, &slow) != nil {
+		return ccLine{}, false
+	}
+	l.ccHead = slow.ccHead
+	var m ccMessage
+	if len(slow.Message) > 0 && string(slow.Message) != "null" && json.Unmarshal(slow.Message, &m) == nil {
+		l.Message = &m
+	}
+	var tur ccToolUseResult
+	if json.Unmarshal(slow.ToolUseResult, &tur) == nil {
+		l.ToolAgent = tur.AgentID
+	}
+	return l, true
 }
 
 // ccMessage is a line's message.
@@ -159,14 +208,14 @@ func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
 	for sc.Scan() {
 		n++
 		raw := sc.Bytes()
-		if len(strings.TrimSpace(string(raw))) == 0 {
+		if len(bytes.TrimSpace(raw)) == 0 {
 			rep.Lines++
 			rep.skip("empty line")
 			continue
 		}
 		rep.Lines++
-		var l ccLine
-		if err := json.Unmarshal(raw, &l); err != nil {
+		l, ok := decodeCCLine(raw)
+		if !ok {
 			rep.skip("not a JSON object")
 			continue
 		}
@@ -191,8 +240,8 @@ func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
 			rep.skip("unknown line type " + strconv.Quote(l.Type))
 			continue
 		}
-		var m ccMessage
-		if len(l.Message) == 0 || json.Unmarshal(l.Message, &m) != nil {
+		m := l.Message
+		if m == nil {
 			rep.skip(l.Type + " line without a message object")
 			continue
 		}
@@ -205,10 +254,10 @@ func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
 			if m.Model != "" && m.Model != "<synthetic>" {
 				model, s.model = m.Model, m.Model
 			}
-			s.assistant(rep, n, &l, &m)
+			s.assistant(rep, n, &l, m)
 			continue
 		}
-		s.user(rep, n, &l, &m)
+		s.user(rep, n, &l, m)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, rep, fmt.Errorf("read %s: %w", name, err)
@@ -266,24 +315,26 @@ func projectName(cwd string) string {
 	return cwd
 }
 
-func (s *ccStream) lastRunID() string {
-	for i := len(s.b.t.Events) - 1; i >= 0; i-- {
-		if s.b.t.Events[i].RunID != "" {
-			return s.b.t.Events[i].RunID
-		}
-	}
-	return ""
-}
+// lastRunID is the run of the stream's last event in a run ("" before the first).
+func (s *ccStream) lastRunID() string { return s.b.lastRun }
 
 // blocks decodes a message's content: a string is one text block.
 func blocks(content json.RawMessage) ([]ccBlock, bool) {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		return []ccBlock{{Type: "text", Text: s}}, true
+	c := bytes.TrimLeft(content, " \t\r\n")
+	if len(c) == 0 {
+		return nil, false
 	}
-	var bs []ccBlock
-	if json.Unmarshal(content, &bs) == nil {
-		return bs, true
+	switch c[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(content, &s) == nil {
+			return []ccBlock{{Type: "text", Text: s}}, true
+		}
+	case '[':
+		var bs []ccBlock
+		if json.Unmarshal(content, &bs) == nil {
+			return bs, true
+		}
 	}
 	return nil, false
 }
@@ -405,11 +456,8 @@ func (s *ccStream) result(l *ccLine, r ccBlock) {
 	if l.AgentID != nil && *l.AgentID != "" {
 		agent = *l.AgentID
 	}
-	var tur struct {
-		AgentID string `json:"agentId"`
-	}
-	if json.Unmarshal(l.ToolUseResult, &tur) == nil && tur.AgentID != "" {
-		agent = tur.AgentID
+	if l.ToolAgent != "" {
+		agent = l.ToolAgent
 	}
 	if agent != "" {
 		if fp, ok := s.toolRun[r.ToolUseID]; ok {

@@ -119,6 +119,7 @@ type builder struct {
 	k        int
 	run      *openRun
 	lastTime string
+	lastRun  string // the run of the last event that has one (kept, not searched for)
 	runs     int
 	sources  map[string]string // run id → its source message
 }
@@ -146,12 +147,18 @@ func (b *builder) add(ts, eventType string, p contract.Payload, inRun bool) {
 	if sp, ok := p.(*contract.SummaryPayload); ok {
 		e.RunID, e.SourceMessageID = sp.RunID, b.sources[sp.RunID] // a summary names its run
 	}
+	if e.RunID != "" {
+		b.lastRun = e.RunID
+	}
 	b.t.Events = append(b.t.Events, fit(clean(e)))
 }
 
 // stamp returns a valid timestamp for an event: ts when the contract takes it, else the last
 // one seen, else the Unix epoch (a file without times).
 func (b *builder) stamp(ts string) string {
+	if ts != "" && ts == b.lastTime {
+		return ts // the line's other events: checked already
+	}
 	if _, err := time.Parse(time.RFC3339Nano, ts); err == nil && contract.IsTimestamp(ts) {
 		b.lastTime = ts
 		return ts
@@ -200,9 +207,13 @@ func (b *builder) endRun(ts, status string) {
 	b.run = nil
 }
 
-// textPart is the contract's text part.
+// textPart is the contract's text part: {"text":…,"type":"text"}, the bytes json.Marshal
+// gives the map of those two keys (earlier imports wrote those; a re-import must find them
+// duplicates), without encoding a map.
 func textPart(s string) contract.RawJSON {
-	b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+	q, _ := json.Marshal(s)
+	b := make([]byte, 0, len(q)+len(`{"text":,"type":"text"}`))
+	b = append(append(append(b, `{"text":`...), q...), `,"type":"text"}`...)
 	return b
 }
 

@@ -61,18 +61,18 @@ func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	sum := importSummary{Skipped: map[string]int{}, Errors: []string{}}
 	var all []*importer.Transcript
 	owner := map[string]*importer.Report{} // transcript session id → its file's report
-	for _, name := range files {
-		ts, rep, err := parseFile(*format, name)
+	for _, p := range importer.ParseFiles(*format, files) {
+		rep := p.Report
 		sum.Files = append(sum.Files, rep)
-		if err != nil {
-			rep.Error = err.Error()
-			sum.Errors = append(sum.Errors, err.Error())
+		if p.Err != nil {
+			rep.Error = p.Err.Error()
+			sum.Errors = append(sum.Errors, p.Err.Error())
 			continue
 		}
-		for _, t := range ts {
+		for _, t := range p.Transcripts {
 			owner[t.SessionID] = rep
 		}
-		all = append(all, ts...)
+		all = append(all, p.Transcripts...)
 	}
 	d := progressFor(stderr, *f.json, fmt.Sprintf("importing %d files", len(files)))
 	w := &importer.Writer{Client: f.client()}
@@ -188,18 +188,6 @@ func transcriptFiles(format string, paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func parseFile(format, name string) ([]*importer.Transcript, *importer.Report, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, &importer.Report{Path: name, Format: format}, err
-	}
-	defer f.Close()
-	if format == "codex" {
-		return importer.ParseCodex(f, name)
-	}
-	return importer.ParseClaudeCode(f, name)
 }
 
 func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
