@@ -26,7 +26,12 @@ const (
 
 // Statements of an append. The first one locks the session's row: see Append.
 const (
-	qLockSession = `SELECT sk, last_seq, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	qLockSession = `SELECT sk, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	// qLastSeq reads the session's last sequence from its head, in a statement of its own
+	// after qLockSession: its snapshot, taken once the lock is held, sees the head as the
+	// lock's previous holder committed it. (Read in qLockSession's own snapshot it could be
+	// older: the lock waits for the previous holder, but only the locked row is read again.)
+	qLastSeq = `SELECT last_seq FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
 	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
 	// a scan of the whole session).
@@ -57,13 +62,20 @@ const (
 	// the append ends: a claim (SKIP LOCKED) cannot hand one of them out meanwhile.
 	qLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND run_id = ANY($2) FOR NO KEY UPDATE`
-	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
+	// qSetLast moves the session's head (migration 0009): the last sequence, commit_xid and,
+	// when $3 is not NULL, the append's heartbeat (headHeartbeatSet).
+	qSetLast = `UPDATE session_heads SET last_seq = $2, commit_xid = pg_current_xact_id(),
+		` + headHeartbeatSet + ` WHERE sk = $1`
+	// headHeartbeatSet records the heartbeat $3 (RFC 3339 text, or NULL for none) on a
+	// session's head: reads show it as the record's last_heartbeat_at.
+	headHeartbeatSet = `heartbeat = COALESCE($3::text, session_heads.heartbeat),
+		heartbeat_at = COALESCE($3::text::timestamptz, session_heads.heartbeat_at)`
 )
 
-// qSetLastHeartbeat is qSetLast that also records the append's heartbeat ($3): one update of
-// the session's row.
-var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id(),
-		` + strings.ReplaceAll(heartbeatSet, "$HB", "$3::text") + ` WHERE sk = $1`
+// qRevive records the heartbeat ($2) of an append to a stale session on the session's row:
+// the session runs again (heartbeatSet; a change for the feed). Its trigger then takes the
+// heartbeat into the head (migration 0009).
+var qRevive = `UPDATE sessions SET ` + strings.ReplaceAll(heartbeatSet, "$HB", "$2::text") + ` WHERE sk = $1`
 
 // Append adds events to the session's log as documented on store.Store: atomically, durably
 // (the commit is flushed, as synchronous_commit=on does, before Append returns), each new event
@@ -283,6 +295,7 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(qLockSession, sid)
+	b.Queue(qLastSeq, sid)
 	if len(events) > 0 {
 		b.Queue(qExisting, sid, keys, ids)
 	}
@@ -299,11 +312,14 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 		return nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	lk = &appendLookup{byKey: map[string]existingEvent{}, byID: map[string]int64{}, runs: map[string]store.StoredRun{}, maxOrd: -1}
-	if err := br.QueryRow().Scan(&lk.sk, &lk.last, &lk.stale); err != nil {
+	if err := br.QueryRow().Scan(&lk.sk, &lk.stale); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.ErrSessionNotFound, nil
 		}
 		return nil, nil, fmt.Errorf("lock session: %w", err)
+	}
+	if err := br.QueryRow().Scan(&lk.last); err != nil {
+		return nil, nil, fmt.Errorf("read the last sequence: %w", err)
 	}
 	if len(events) > 0 {
 		if err := lk.readEvents(br); err != nil {
@@ -427,10 +443,14 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 		}
 		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 	}
-	if opts.Heartbeat.IsZero() {
-		b.Queue(qSetLast, lk.sk, plan.Last)
-	} else { // the append counts as a heartbeat (lifecycle.go)
-		b.Queue(qSetLastHeartbeat, lk.sk, plan.Last, store.FormatTime(opts.Heartbeat))
+	var hb *string // the append counts as a heartbeat (lifecycle.go)
+	if !opts.Heartbeat.IsZero() {
+		t := store.FormatTime(opts.Heartbeat)
+		hb = &t
+	}
+	b.Queue(qSetLast, lk.sk, plan.Last, hb)
+	if hb != nil && lk.stale {
+		b.Queue(qRevive, lk.sk, *hb)
 	}
 	if cr := opts.CommandResult; cr != nil {
 		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, lk.sk, cr.Key, cr.Result)

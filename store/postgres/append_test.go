@@ -42,7 +42,7 @@ func largeSession(t testing.TB, st *Store, id, emptyID string, n int) int64 {
 		FROM generate_series(0, $2::bigint - 1) AS g`, sk, n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.pool.Exec(ctx, `UPDATE sessions SET last_seq = $2 - 1 WHERE sk = $1`, sk, n); err != nil {
+	if _, err := st.pool.Exec(ctx, `UPDATE session_heads SET last_seq = $2 - 1 WHERE sk = $1`, sk, n); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.pool.Exec(ctx, `ANALYZE events; ANALYZE sessions`); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -19,16 +18,20 @@ import (
 //     indexes (sk, idem_key) and (sk, event_id), each bounded by the session, so its cost
 //     does not depend on the size of the log (an OR of the two would be planned as a scan of
 //     the session's events);
-//   - lk locks the session's row when nothing is stored and the log ends where
-//     ExpectedSequence ($4) says, SKIP LOCKED: when another transaction holds the lock the
-//     statement writes nothing (without an error in the server's log) and the append takes
-//     the locking path, which waits for the lock while it listens to the caller's context.
-//     Locked, the row is read as last committed;
-//   - upd moves last_seq and commit_xid and records the heartbeat (%[1]s) in one update of
-//     the row;
+//   - lk locks the session's row when nothing is stored (and, for an append with a heartbeat
+//     (%[1]s), the session is not stale: reviving it is the locking path's), SKIP LOCKED:
+//     when another transaction holds the lock the statement writes nothing (without an error
+//     in the server's log) and the append takes the locking path, which waits for the lock
+//     while it listens to the caller's context. The row is only locked, never written: the
+//     lock is what every writer of the session takes (migration 0009);
+//   - upd moves the session's head (session_heads) when the log ends where ExpectedSequence
+//     ($4) says: last_seq, commit_xid and the heartbeat (%[2]s), in one update of a narrow
+//     row. It computes from the head's latest committed version (an UPDATE re-reads a row
+//     that changed after the statement's snapshot), not the snapshot's: the appender that
+//     held the lock before may have committed after the snapshot was taken;
 //   - ins writes the events at last_seq+1.., each one's bytes being its canonical bytes
 //     around the sequence (contract.EncodedEvent.Around) with the sequence between them, as
-//     EncodedEvent.JSON writes it; and cmd (%[2]s) the command result.
+//     EncodedEvent.JSON writes it; and cmd (%[3]s) the command result.
 //
 // The parameters the plan's costs would depend on (the session's key, the arrays, the
 // expected sequence) are given as (SELECT $n), values the planner does not look at, so that a
@@ -38,8 +41,7 @@ import (
 // looked cheaper planned for their own values, and the statement was planned again at every
 // append: about 0.5 ms of the server's CPU each time.
 //
-// It returns one row 'a' with the log's previous last sequence when it wrote the batch ('r'
-// when the session was stale: the heartbeat made it running, a change to number), or
+// It returns one row 'a' with the log's previous last sequence when it wrote the batch, or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
 // snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
 // locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
@@ -50,37 +52,38 @@ const qDirect = `WITH dup AS (
 	UNION ALL
 	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND event_id = ANY((SELECT $3::text[])::text[])
 ), lk AS (
-	SELECT last_seq, status = 'stale' AS stale FROM sessions
-	WHERE sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR last_seq = (SELECT $4::bigint)) AND NOT EXISTS (SELECT FROM dup)
+	SELECT FROM sessions
+	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s
 	FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
-	UPDATE sessions SET last_seq = lk.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[1]s
-	FROM lk WHERE sessions.sk = (SELECT $1::bigint)
-	RETURNING lk.last_seq AS prev, lk.stale
+	UPDATE session_heads SET last_seq = session_heads.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[2]s
+	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR session_heads.last_seq = (SELECT $4::bigint))
+	RETURNING session_heads.last_seq - cardinality($2::text[]) AS prev
 ), ins AS (
 	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
 	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.head || convert_to((upd.prev + u.n)::text, 'UTF8') || u.tail
 	FROM upd, unnest((SELECT $3::text[]), (SELECT $2::text[]), (SELECT $5::text[]), (SELECT $6::text[]), (SELECT $7::bytea[]), (SELECT $8::bytea[]))
 		WITH ORDINALITY AS u (id, key, typ, run, head, tail, n)
-)%[2]s
-SELECT CASE WHEN stale THEN 'r' ELSE 'a' END, prev, NULL::text, NULL::text, NULL::bytea FROM upd
+)%[3]s
+SELECT 'a', prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
-UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM sessions WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
+UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM session_heads WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
 
 // The variants of qDirect, by heartbeat ($9) and command result (the parameters after).
 var qDirects = func() (q [2][2]string) {
 	for hb := range 2 {
 		for c := range 2 {
-			set, with := "", ""
+			live, set, with := "", "", ""
 			if hb == 1 {
-				set = ",\n\t\t" + strings.ReplaceAll(heartbeatSet, "$HB", "$9::text")
+				live = " AND status <> 'stale'"
+				set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
 			}
 			if c == 1 {
 				with = fmt.Sprintf(`, cmd AS (
 	INSERT INTO command_results (sk, idem_key, result) SELECT $1, $%d, $%d FROM upd ON CONFLICT DO NOTHING
 )`, 9+hb, 10+hb)
 			}
-			q[hb][c] = fmt.Sprintf(qDirect, set, with)
+			q[hb][c] = fmt.Sprintf(qDirect, live, set, with)
 		}
 	}
 	return q
@@ -124,7 +127,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 	defer cancel()
 	rows, _ := s.pool.Query(wctx, qDirects[hb][cmd], args...)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
-	wrote, stale := false, false
+	wrote := false
 	var prev int64
 	for rows.Next() {
 		var kind string
@@ -136,8 +139,8 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 			return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 		}
 		switch kind {
-		case "a", "r":
-			wrote, prev, stale = true, v, kind == "r"
+		case "a":
+			wrote, prev = true, v
 		case "s":
 			lk.last = v
 		case "d":
@@ -153,7 +156,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 	}
 	if wrote {
-		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk, changed: stale && hb == 1}, nil, true, nil
+		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk}, nil, true, nil
 	}
 	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
 	// (store.PlanAppend); one that would write needs the lock.
