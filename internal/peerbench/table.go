@@ -10,8 +10,10 @@ import (
 	"sync"
 )
 
-// Systems are the table's columns, in order: sessiond's two drivers, then the peers.
-var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "redis", "pg-table", "nats"}
+// Systems are the table's columns, in order: sessiond's two drivers, the optional baseline
+// (BaselineEnv; a peer in the ratios, so that sessiond-postgres ÷ baseline-postgres is after ÷
+// before), then the peers.
+var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "baseline-postgres", "redis", "pg-table", "nats"}
 
 // Rows are the table's rows, in order (a row nothing was measured for is left out).
 var Rows = []string{
