@@ -32,14 +32,6 @@ const (
 	// lock's previous holder committed it. (Read in qLockSession's own snapshot it could be
 	// older: the lock waits for the previous holder, but only the locked row is read again.)
 	qLastSeq = `SELECT last_seq FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
-	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
-	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
-	// a scan of the whole session).
-	qExisting = `SELECT seq, event_id, idem_key, data FROM events
-			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND idem_key = ANY($2::text[])
-		UNION ALL
-		SELECT seq, event_id, idem_key, data FROM events
-			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND event_id = ANY($3::text[])`
 	qRuns = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
@@ -76,6 +68,26 @@ const (
 // the session runs again (heartbeatSet; a change for the feed). Its trigger then takes the
 // heartbeat into the head (migration 0009).
 var qRevive = `UPDATE sessions SET ` + strings.ReplaceAll(heartbeatSet, "$HB", "$2::text") + ` WHERE sk = $1`
+
+// qExisting finds the stored events with the batch's keys or eventIds (dupLookup).
+var qExisting = dupLookup(`(SELECT sk FROM sessions WHERE id = $1)`, `$2::text[]`, `$3::text[]`)
+
+// dupLookup is the statement that finds the stored events of session sk (an SQL expression)
+// with one of the keys or eventIds of the arrays keys and ids: for each key, then each eventId,
+// one probe of the unique index (session, key) or (session, eventId), an equality on both of
+// its columns that matches at most one row. Its cost is a few pages per key, whatever the size
+// of the session and whether the table has statistics. (An OR of the two conditions was
+// planned as a scan of the whole session; so was "idem_key = ANY(...)" bounded by the session,
+// planned generically on a table without statistics, as a new database's is for its first
+// minute: a read of every event of the session at every append.) The OFFSET 0 keeps each probe
+// a subquery run per key, which only an index can answer.
+func dupLookup(sk, keys, ids string) string {
+	return `SELECT e.* FROM unnest(` + keys + `) AS k (v), LATERAL (
+			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND idem_key = k.v OFFSET 0) AS e
+		UNION ALL
+		SELECT e.* FROM unnest(` + ids + `) AS k (v), LATERAL (
+			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND event_id = k.v OFFSET 0) AS e`
+}
 
 // Append adds events to the session's log as documented on store.Store: atomically, durably
 // (the commit is flushed, as synchronous_commit=on does, before Append returns), each new event

@@ -14,10 +14,9 @@ import (
 // qDirect appends an unconditional batch (store.Unconditional) in one statement, its own
 // transaction, in one round trip:
 //
-//   - dup finds the stored events with the batch's keys or eventIds: two lookups of the unique
-//     indexes (sk, idem_key) and (sk, event_id), each bounded by the session, so its cost
-//     does not depend on the size of the log (an OR of the two would be planned as a scan of
-//     the session's events);
+//   - dup finds the stored events with the batch's keys or eventIds: a probe of the unique
+//     index (sk, idem_key) or (sk, event_id) per key and eventId (dupLookup), so its cost
+//     does not depend on the size of the log;
 //   - lk locks the session's row when nothing is stored (and, for an append with a heartbeat
 //     (%[1]s), the session is not stale: reviving it is the locking path's), SKIP LOCKED:
 //     when another transaction holds the lock the statement writes nothing (without an error
@@ -47,10 +46,8 @@ import (
 // locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
 // snapshot, before the lock, makes the insert fail on the unique index (the append then takes
 // the locking path).
-const qDirect = `WITH dup AS (
-	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND idem_key = ANY((SELECT $2::text[])::text[])
-	UNION ALL
-	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND event_id = ANY((SELECT $3::text[])::text[])
+var qDirect = `WITH dup AS (
+	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
 ), lk AS (
 	SELECT FROM sessions
 	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s
