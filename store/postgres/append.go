@@ -32,7 +32,7 @@ const (
 	// lock's previous holder committed it. (Read in qLockSession's own snapshot it could be
 	// older: the lock waits for the previous holder, but only the locked row is read again.)
 	qLastSeq = `SELECT last_seq FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
-	qRuns = `SELECT run_id, ord, data FROM runs
+	qRuns    = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
