@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sessiond/sessiond/contract"
@@ -91,12 +92,26 @@ var qDirects = func() (q [2][2]string) {
 // locking path (the session's row is locked by another transaction, or the batch needs a
 // write that the statement's snapshot could not decide). err is a database failure.
 func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
-	sk, err := s.sessionKey(ctx, sid)
+	c, err := s.directCall(ctx, sid, events, opts)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return out, err, true, nil
 	}
 	if err != nil {
 		return out, nil, false, err
+	}
+	// The statement takes the lock at once or fails: from its start it runs to its end
+	// whatever ctx does, so that the answer never hides a write.
+	if err := ctx.Err(); err != nil {
+		return out, err, true, nil
+	}
+	return s.group.do(c)
+}
+
+// directCall makes the call of qDirect that appends events to session sid.
+func (s *Store) directCall(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (*directCall, error) {
+	sk, err := s.sessionKey(ctx, sid)
+	if err != nil {
+		return nil, err
 	}
 	n := len(events)
 	keys, ids, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -115,14 +130,38 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 		cmd = 1
 		args = append(args, cr.Key, cr.Result)
 	}
-	// The statement takes the lock at once or fails: from its start it runs to its end
-	// whatever ctx does, so that the answer never hides a write.
-	if err := ctx.Err(); err != nil {
-		return out, err, true, nil
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	rows, _ := s.pool.Query(wctx, qDirects[hb][cmd], args...)
+	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd], args: args}, nil
+}
+
+// directCall is one append by qDirect: its statement and, once run, its answer.
+type directCall struct {
+	sid    string
+	sk     int64
+	events []*contract.EncodedEvent
+	opts   store.AppendOptions
+	q      string
+	args   []any
+
+	// The answer, as appendDirect returns it; set before done is closed.
+	out   appendOutcome
+	final error
+	ok    bool
+	err   error
+	done  chan struct{}
+
+	failed bool // the statement failed on the server (its transaction is aborted)
+}
+
+// answer reads the rows of c's statement into c's answer.
+func (c *directCall) answer(rows pgx.Rows) {
+	c.out, c.final, c.ok, c.err = readDirect(rows, c.sid, c.sk, c.events, c.opts)
+	var pgErr *pgconn.PgError
+	c.failed = errors.As(rows.Err(), &pgErr)
+}
+
+// readDirect reads the rows of a qDirect statement: the answer of appendDirect.
+func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
+	n := len(events)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
 	wrote := false
 	var prev int64
