@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
 	"github.com/sessiond/sessiond/store/storetest"
@@ -321,5 +322,58 @@ func BenchmarkAppendLargeSession(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// TestAppendLargeSessionCost: appending to a session of 100,000 events costs no more than
+// appending to an empty one, within 20%, counted in the blocks the appends read and write of
+// the events table and its indexes (pg_statio_user_tables): a figure that the machine's load
+// cannot sway, where the timings of BenchmarkAppendLargeSession on a shared machine cannot
+// resolve 20%. A lookup that scanned the session, or a plan that depended on its size, would
+// cost thousands of blocks more.
+func TestAppendLargeSessionCost(t *testing.T) {
+	// One connection: the appends and the statistics' flush share it.
+	st := openURL(t, pgtest.Schema(t)+"&pool_max_conns=1")
+	ctx := context.Background()
+	largeSession(t, st, "S-large", "S-empty", largeSessionEvents)
+	blocks := func() int64 {
+		t.Helper()
+		if _, err := st.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := st.pool.QueryRow(ctx, `SELECT COALESCE(heap_blks_read, 0) + COALESCE(heap_blks_hit, 0) + COALESCE(idx_blks_read, 0) + COALESCE(idx_blks_hit, 0)
+			FROM pg_statio_user_tables WHERE schemaname = current_schema() AND relname = 'events'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const batches = 10
+	per := map[string]float64{}
+	for _, id := range []string{"S-empty", "S-large"} {
+		for i := range 3 { // warm up: the statement's plan, the session's pages
+			batch := make([]*contract.EncodedEvent, 64)
+			for j := range batch {
+				batch[j] = storetest.EventWithID(t, id, uuid.NewString(), uuid.NewString(), fmt.Sprintf("warm %d %d", i, j))
+			}
+			if _, err := st.Append(ctx, id, batch, serviceOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b0 := blocks()
+		for i := range batches {
+			batch := make([]*contract.EncodedEvent, 64)
+			for j := range batch {
+				batch[j] = storetest.EventWithID(t, id, uuid.NewString(), uuid.NewString(), fmt.Sprintf("event %d %d", i, j))
+			}
+			if _, err := st.Append(ctx, id, batch, serviceOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		per[id] = float64(blocks()-b0) / batches
+	}
+	t.Logf("blocks of events and its indexes per append of 64 events: empty session %.0f, 100,000-event session %.0f", per["S-empty"], per["S-large"])
+	if per["S-empty"] <= 0 || per["S-large"] > 1.2*per["S-empty"] {
+		t.Errorf("an append to the 100,000-event session reads %.0f blocks, to an empty one %.0f: more than 20%% apart", per["S-large"], per["S-empty"])
 	}
 }
