@@ -177,7 +177,7 @@ type appendOutcome struct {
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	if store.Unconditional(events, opts) {
+	if store.Unconditional(events, opts) || unleasedFence(events, opts) {
 		// One statement, one round trip, when the session's row is not locked (direct.go).
 		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
 		if done || err != nil {

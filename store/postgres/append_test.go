@@ -124,7 +124,7 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 		q    string
 		args []any
 	}{
-		{"one-statement append", qDirects[1][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}},
+		{"one-statement append", qDirects[1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}},
 		{"locking path lookup", qExisting, []any{"S-large", keys, ids}},
 	}
 	for _, s := range statements {
@@ -202,7 +202,7 @@ func TestDirectAppendPlannedOnce(t *testing.T) {
 		}
 		var custom, generic int64
 		if err := st.pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements
-			WHERE statement = $1`, qDirects[1][0]).Scan(&custom, &generic); err != nil {
+			WHERE statement = $1`, qDirects[1][0][0]).Scan(&custom, &generic); err != nil {
 			t.Fatal(err)
 		}
 		if custom > 5 {

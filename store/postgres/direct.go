@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -49,13 +50,13 @@ import (
 // the locking path).
 var qDirect = `WITH dup AS (
 	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
-), lk AS (
+)%[4]s, lk AS (
 	SELECT FROM sessions
-	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s
+	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s%[5]s
 	FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
 	UPDATE session_heads SET last_seq = session_heads.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[2]s
-	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR session_heads.last_seq = (SELECT $4::bigint))
+	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR session_heads.last_seq = (SELECT $4::bigint))%[6]s
 	RETURNING session_heads.last_seq - cardinality($2::text[]) AS prev
 ), ins AS (
 	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
@@ -67,25 +68,54 @@ SELECT 'a', prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
 UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM session_heads WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
 
-// The variants of qDirect, by heartbeat ($9) and command result (the parameters after).
-var qDirects = func() (q [2][2]string) {
+// The variants of qDirect, by heartbeat ($9), command result (the two parameters after) and
+// fence (the batch's run ids, the last parameter; see unleasedFence): for a fenced batch, rl
+// locks the rows of the batch's runs (SKIP LOCKED: a claim under way makes the statement
+// write nothing, as a locked session does) and the statement writes only when it locked every
+// one of them that its snapshot has and none holds a lease, and when no append committed
+// between its snapshot and its lock of the session (upd compares the head's latest last
+// sequence with the snapshot's): a run created or claimed meanwhile is then in its snapshot.
+var qDirects = func() (q [2][2][2]string) {
 	for hb := range 2 {
 		for c := range 2 {
-			live, set, with := "", "", ""
-			if hb == 1 {
-				live = " AND status <> 'stale'"
-				set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
-			}
-			if c == 1 {
-				with = fmt.Sprintf(`, cmd AS (
+			for f := range 2 {
+				live, set, with, rl, lkCond, updCond := "", "", "", "", "", ""
+				if hb == 1 {
+					live = " AND status <> 'stale'"
+					set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
+				}
+				if c == 1 {
+					with = fmt.Sprintf(`, cmd AS (
 	INSERT INTO command_results (sk, idem_key, result) SELECT $1, $%d, $%d FROM upd ON CONFLICT DO NOTHING
 )`, 9+hb, 10+hb)
+				}
+				if f == 1 {
+					runs := fmt.Sprintf(`FROM runs WHERE sk = (SELECT $1::bigint) AND run_id = ANY((SELECT $%d::text[])::text[])`, 9+hb+2*c)
+					rl = `, rl AS (
+	SELECT lease_id IS NOT NULL AND lease_expires_ms IS NOT NULL AS leased ` + runs + ` FOR NO KEY UPDATE SKIP LOCKED
+)`
+					lkCond = ` AND NOT EXISTS (SELECT FROM rl WHERE leased) AND (SELECT count(*) FROM rl) = (SELECT count(*) ` + runs + `)`
+					updCond = ` AND session_heads.last_seq = (SELECT h.last_seq FROM session_heads AS h WHERE h.sk = (SELECT $1::bigint))`
+				}
+				q[hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond)
 			}
-			q[hb][c] = fmt.Sprintf(qDirect, live, set, with)
 		}
 	}
 	return q
 }()
+
+// unleasedFence says whether a fenced append (opts.Fence) may still take the one-statement
+// path: it names no lease and no expiry (an append from a client that holds no lease, as the
+// HTTP API's without a lease header), and the batch is unconditional but for its events'
+// run ids (store.Unconditional without the fence). By rule 3d of store.PlanAppend such a batch
+// is refused only when one of its runs holds a lease, which qDirect's fenced variant checks.
+func unleasedFence(events []*contract.EncodedEvent, opts store.AppendOptions) bool {
+	if opts.Fence == nil || opts.Fence.Lease != nil || !opts.Fence.ExpiredBy.IsZero() {
+		return false
+	}
+	opts.Fence = nil
+	return store.Unconditional(events, opts)
+}
 
 // appendDirect appends an unconditional batch (store.Unconditional) with qDirect. done says
 // that out and final are the append's answer; when it is false the append must take the
@@ -130,7 +160,20 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		cmd = 1
 		args = append(args, cr.Key, cr.Result)
 	}
-	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd], args: args}, nil
+	var runs []string // the batch's runs, which a fence checks
+	if opts.Fence != nil {
+		for _, ev := range events {
+			if ev.RunID != "" && !slices.Contains(runs, ev.RunID) {
+				runs = append(runs, ev.RunID)
+			}
+		}
+	}
+	fenced := 0
+	if len(runs) > 0 {
+		fenced = 1
+		args = append(args, runs)
+	}
+	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd][fenced], args: args}, nil
 }
 
 // directCall is one append by qDirect: its statement and, once run, its answer.

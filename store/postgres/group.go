@@ -44,6 +44,7 @@ type grouper struct {
 	leaders int
 
 	grouped atomic.Int64 // appends committed in a group of more than one, for tests
+	calls   atomic.Int64 // one-statement appends run, for tests
 }
 
 // do runs c, in a group when others are queued, and returns its answer.
@@ -98,6 +99,7 @@ func (g *grouper) lead(own *directCall) {
 
 // run runs calls, one statement or a group, and sets their answers.
 func (g *grouper) run(calls []*directCall) {
+	g.calls.Add(int64(len(calls)))
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if len(calls) == 1 {

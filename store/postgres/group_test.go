@@ -2,10 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
 	"github.com/sessiond/sessiond/store/storetest"
 )
@@ -121,5 +125,68 @@ func TestGroupCommitAcrossSessions(t *testing.T) {
 				t.Errorf("%s: key %s answered with sequence %d, stored at %d (%v)", id, a.key, a.seq, seq, ok)
 			}
 		}
+	}
+}
+
+// TestFencedAppendInOneStatement: an append fenced without a lease (the HTTP API's without a
+// lease header) whose events name a run takes the one-statement path when none of its runs
+// holds a lease, and is refused with LeaseRequired (by the locking path) when one does; a
+// run row locked by another transaction (a claim under way) sends it to the locking path,
+// which waits for it.
+func TestFencedAppendInOneStatement(t *testing.T) {
+	st := openURL(t, pgtest.Schema(t))
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, storetest.NewSession("S-1", storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	fenced := store.AppendOptions{Heartbeat: time.Now(), Fence: &store.Fence{}}
+	if _, err := st.Append(ctx, "S-1", []*contract.EncodedEvent{storetest.RunStatusEvent(t, "S-1", "q", "R-1", "M-1", "queued")}, store.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n := st.group.calls.Load()
+	res, err := st.Append(ctx, "S-1", []*contract.EncodedEvent{storetest.RunEvent(t, "S-1", "e1", "R-1", "out")}, fenced)
+	if err != nil || len(res) != 1 || res[0].Sequence != 1 {
+		t.Fatalf("fenced append to an unleased run = %+v, %v; want sequence 1", res, err)
+	}
+	if st.group.calls.Load() != n+1 {
+		t.Errorf("the fenced append to an unleased run did not take the one-statement path")
+	}
+
+	// A claim under way: the run's row is locked; the append waits for the locking path.
+	tx, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = 'R-1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Append(ctx, "S-1", []*contract.EncodedEvent{storetest.RunEvent(t, "S-1", "e2", "R-1", "out")}, fenced)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the append did not wait for the locked run: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("append after the lock: %v", err)
+	}
+
+	// Leased: refused, nothing written.
+	if _, err := st.ClaimRun(ctx, store.ClaimFilter{}, "L-1", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Append(ctx, "S-1", []*contract.EncodedEvent{storetest.RunEvent(t, "S-1", "e3", "R-1", "out")}, fenced)
+	var le *store.LeaseError
+	if !errors.As(err, &le) || le.Reason != store.LeaseRequired {
+		t.Fatalf("fenced append without the lease to a leased run = %v; want LeaseRequired", err)
+	}
+	if last, err := st.LastSequence(ctx, "S-1"); err != nil || last != 2 {
+		t.Errorf("last sequence %d (%v); want 2", last, err)
 	}
 }
