@@ -37,8 +37,10 @@
 //
 // Most appends are unconditional (store.Unconditional: no run status event, no lease to check,
 // no key or eventId repeated within the batch): their outcome depends only on whether the
-// session already stores one of their keys or eventIds. Such an append is one statement in one
-// round trip (direct.go): it looks the keys and eventIds up in the two unique indexes, and when
+// session already stores one of their keys or eventIds. So is, nearly, an append fenced
+// without a lease (the HTTP API's, without a lease header) whose events name runs: it is
+// refused only when one of those runs holds a lease. Such an append is one statement in one
+// round trip (direct.go; the fenced one also locks its runs' rows and checks their leases): it looks the keys and eventIds up in the two unique indexes, and when
 // none is stored it locks the session's row (SKIP LOCKED: it does not wait), writes the events
 // with their sequences (their stored bytes are built in SQL around the sequence digits),
 // updates the row, and commits. When the row is locked by another transaction, or a key turns out to be stored, it
