@@ -268,25 +268,13 @@ func TestAppendWaitsForALockedSession(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append to a locked session: %v, want the context's deadline", err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	appendWaitsForLock(t, ctx, tx, func() error {
 		res, err := st.Append(ctx, "S-1", evs, serviceOpts())
 		if err == nil && (len(res) != 2 || res[1].Sequence != 1 || res[1].Duplicate) {
 			err = fmt.Errorf("results %+v, want sequences 0 and 1", res)
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		t.Fatalf("Append went through while the session was locked: %v", err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		return err
+	})
 	if last, err := st.LastSequence(ctx, "S-1"); err != nil || last != 1 {
 		t.Errorf("LastSequence = %d, %v; want 1", last, err)
 	}
@@ -375,5 +363,24 @@ func TestAppendLargeSessionCost(t *testing.T) {
 	t.Logf("blocks of events and its indexes per append of 64 events: empty session %.0f, 100,000-event session %.0f", per["S-empty"], per["S-large"])
 	if per["S-empty"] <= 0 || per["S-large"] > 1.2*per["S-empty"] {
 		t.Errorf("an append to the 100,000-event session reads %.0f blocks, to an empty one %.0f: more than 20%% apart", per["S-large"], per["S-empty"])
+	}
+}
+
+// appendWaitsForLock checks that app, an append, does not return while tx holds a lock it
+// needs, and succeeds once tx rolls back.
+func appendWaitsForLock(t *testing.T, ctx context.Context, tx pgx.Tx, app func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- app() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the append went through while the lock was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("append after the lock: %v", err)
 	}
 }

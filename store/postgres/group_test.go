@@ -160,22 +160,10 @@ func TestFencedAppendInOneStatement(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = 'R-1' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	appendWaitsForLock(t, ctx, tx, func() error {
 		_, err := st.Append(ctx, "S-1", []*contract.EncodedEvent{storetest.RunEvent(t, "S-1", "e2", "R-1", "out")}, fenced)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		t.Fatalf("the append did not wait for the locked run: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("append after the lock: %v", err)
-	}
+		return err
+	})
 
 	// Leased: refused, nothing written.
 	if _, err := st.ClaimRun(ctx, store.ClaimFilter{}, "L-1", time.Now().Add(time.Minute)); err != nil {
