@@ -19,7 +19,7 @@ var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "baseline-postgre
 var Rows = []string{
 	"W1 events/s", "W1 bytes written/event", "W1 server CPU µs/event",
 	"W1 uuidv7 events/s", "W1 uuidv7 bytes written/event", "W1 uuidv7 server CPU µs/event",
-	"W2 events/s", "W2 ack p99 ms",
+	"W2 events/s", "W2 ack p99 ms", "W2 server CPU µs/event",
 	"W3 duplicates/s",
 	"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms",
 	"W5 events/s",
