@@ -172,7 +172,7 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 		{"W2 ack p99 ms", ms(percentile(slices.Concat(lat...), 0.99))},
 	}
 	if u0.OK && u1.OK {
-		out = append(out, Metric{"W2 server CPU µs/event", float64((u1.CPU-u0.CPU).Microseconds()) / float64(writers*per)})
+		out = append(out, Metric{"W2 server CPU µs/event", float64((u1.CPU - u0.CPU).Microseconds()) / float64(writers*per)})
 	}
 	return out, evs, nil
 }
