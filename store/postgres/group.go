@@ -32,8 +32,9 @@ const (
 // session's row (SKIP LOCKED) and reads in a snapshot of its own, so it decides as it would
 // alone; its rows answer it once COMMIT has succeeded: nothing is acknowledged before it is
 // durable. When a statement fails (a key committed after its snapshot: the unique index), the
-// transaction rolls back whole and every append of the group takes the locking path, which
-// decides again under the lock; when the connection fails, every append gets the error and is
+// transaction rolls back whole and every append of the group whose statement wrote (or
+// failed) takes the locking path, which decides again under the lock (an answer that wrote
+// nothing, a duplicate say, holds: it is its snapshot's); when the connection fails, every append gets the error and is
 // retried with its idempotency keys (Append).
 type grouper struct {
 	s          *Store
@@ -91,6 +92,13 @@ func (g *grouper) lead(own *directCall) {
 			close(c.done)
 		}
 		if mine {
+			g.mu.Lock()
+			if len(g.queue) == 0 {
+				g.leaders--
+				g.mu.Unlock()
+				return
+			}
+			g.mu.Unlock()
 			go g.lead(nil)
 			return
 		}
