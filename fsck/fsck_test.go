@@ -33,6 +33,9 @@ type driver struct {
 	// replace: SQLite's replace works on BLOBs, PostgreSQL's needs a conversion.
 	replaceData func(col, from, to string) string
 	replaceJSON func(col, from, to string) string
+	// setLast is the SQL that moves a session's recorded last sequence (on PostgreSQL it
+	// lives in session_heads, migration 0009).
+	setLast func(id string, last int64) string
 }
 
 func sqliteDriver(t *testing.T) *driver {
@@ -68,6 +71,9 @@ func sqliteDriver(t *testing.T) *driver {
 			return fmt.Sprintf("CAST(replace(CAST(%s AS TEXT), '%s', '%s') AS BLOB)", col, from, to)
 		},
 		replaceJSON: func(col, from, to string) string { return fmt.Sprintf("replace(%s, '%s', '%s')", col, from, to) },
+		setLast: func(id string, last int64) string {
+			return fmt.Sprintf("UPDATE sessions SET last_seq = %d WHERE id = '%s'", last, id)
+		},
 	}
 }
 
@@ -105,6 +111,9 @@ func postgresDriver(t *testing.T) *driver {
 		},
 		replaceJSON: func(col, from, to string) string {
 			return fmt.Sprintf("replace(%s::text, '%s', '%s')::json", col, from, to)
+		},
+		setLast: func(id string, last int64) string {
+			return fmt.Sprintf("UPDATE session_heads SET last_seq = %d WHERE sk = (SELECT sk FROM sessions WHERE id = '%s')", last, id)
 		},
 	}
 }
@@ -195,7 +204,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"role":"assistant"`, `"role":"robot"`)+" WHERE sk = "+sk("S-edit")+" AND seq = 3")
 		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"parts":["hello"]`, `"parts":["HELLO"],"extra":1`)+" WHERE sk = "+sk("S-edit")+" AND seq = 2")
 		d.exec(t, "UPDATE runs SET data = "+d.replaceJSON("data", "2026-03-01T12:00:01Z", "2026-03-01T11:00:00Z")+" WHERE sk = "+sk("S-run"))
-		d.exec(t, "UPDATE sessions SET last_seq = 6 WHERE id = 'S-last'")
+		d.exec(t, d.setLast("S-last", 6))
 		names, _ := filepath.Glob(filepath.Join(archiveDir, "*", "RC-*.json"))
 		if len(names) != 1 {
 			t.Fatalf("archives %v; want one", names)

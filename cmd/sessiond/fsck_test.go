@@ -125,7 +125,7 @@ func TestFsckCommandPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), `UPDATE sessions SET last_seq = 2 WHERE id = 'S-pg'`); err != nil {
+	if _, err := conn.Exec(context.Background(), `UPDATE session_heads SET last_seq = 2 WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-pg')`); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

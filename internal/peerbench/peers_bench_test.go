@@ -7,7 +7,8 @@ package peerbench
 // prints, after the benchmarks' own lines, one table of medians with the ratios of sessiond to
 // each peer. -bench 'Peers/redis' (or sessiond-sqlite, sessiond-postgres, pg-table, nats)
 // runs one system; -bench 'Peers/.*/W1' one workload. PEERBENCH_SCALE=0.05 makes every
-// workload small for a smoke run.
+// workload small for a smoke run. PEERBENCH_BASELINE_SESSIOND=<a sessiond binary> adds the
+// system baseline-postgres: that binary on PostgreSQL, for a before/after comparison in one run.
 
 import (
 	"context"
@@ -39,6 +40,7 @@ var starters = []struct {
 }{
 	{"sessiond-sqlite", func() (System, error) { return StartSessiond("sessiond-sqlite", "") }},
 	{"sessiond-postgres", func() (System, error) { return StartSessiondPostgres("sessiond-postgres") }},
+	{"baseline-postgres", func() (System, error) { return StartBaselinePostgres("baseline-postgres") }},
 	{"redis", func() (System, error) { return StartRedis() }},
 	{"pg-table", func() (System, error) { return StartPGTable() }},
 	{"nats", func() (System, error) { return StartNATS() }},

@@ -82,6 +82,11 @@ func StartSessiond(name, storeURL string) (*Sessiond, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startSessiondBinary(name, bin, storeURL)
+}
+
+// startSessiondBinary is StartSessiond with the sessiond binary at bin.
+func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 	dir, err := os.MkdirTemp("", "peerbench-sessiond-")
 	if err != nil {
 		return nil, err
@@ -114,11 +119,35 @@ func StartSessiond(name, storeURL string) (*Sessiond, error) {
 // StartSessiondPostgres starts a PostgreSQL cluster of its own (StartCluster) and sessiond on
 // it; both count as the server.
 func StartSessiondPostgres(name string) (*Sessiond, error) {
+	bin, err := buildSessiond()
+	if err != nil {
+		return nil, err
+	}
+	return startSessiondPostgresBinary(name, bin)
+}
+
+// BaselineEnv names the environment variable that holds the path of a second sessiond binary
+// (an earlier build, say) for the baseline-postgres system: the same workloads against it on
+// PostgreSQL, in the same run, for a before/after comparison that shares the machine's load.
+const BaselineEnv = "PEERBENCH_BASELINE_SESSIOND"
+
+// StartBaselinePostgres is StartSessiondPostgres with the binary BaselineEnv names; ErrMissing
+// when it names none.
+func StartBaselinePostgres(name string) (*Sessiond, error) {
+	bin := os.Getenv(BaselineEnv)
+	if bin == "" {
+		return nil, fmt.Errorf("%w: set %s to a sessiond binary to compare against", ErrMissing, BaselineEnv)
+	}
+	return startSessiondPostgresBinary(name, bin)
+}
+
+// startSessiondPostgresBinary is StartSessiondPostgres with the sessiond binary at bin.
+func startSessiondPostgresBinary(name, bin string) (*Sessiond, error) {
 	c, err := StartCluster()
 	if err != nil {
 		return nil, err
 	}
-	s, err := StartSessiond(name, c.URL("bench"))
+	s, err := startSessiondBinary(name, bin, c.URL("bench"))
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -10,14 +10,16 @@ import (
 	"sync"
 )
 
-// Systems are the table's columns, in order: sessiond's two drivers, then the peers.
-var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "redis", "pg-table", "nats"}
+// Systems are the table's columns, in order: sessiond's two drivers, the optional baseline
+// (BaselineEnv; a peer in the ratios, so that sessiond-postgres ÷ baseline-postgres is after ÷
+// before), then the peers.
+var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "baseline-postgres", "redis", "pg-table", "nats"}
 
 // Rows are the table's rows, in order (a row nothing was measured for is left out).
 var Rows = []string{
 	"W1 events/s", "W1 bytes written/event", "W1 server CPU µs/event",
 	"W1 uuidv7 events/s", "W1 uuidv7 bytes written/event", "W1 uuidv7 server CPU µs/event",
-	"W2 events/s", "W2 ack p99 ms",
+	"W2 events/s", "W2 ack p99 ms", "W2 server CPU µs/event",
 	"W3 duplicates/s",
 	"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms",
 	"W5 events/s",

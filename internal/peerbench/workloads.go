@@ -125,8 +125,9 @@ func W1(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 }
 
 // W2 is 64 writers, each appending single events to its own session, one after the other.
-// Figures: events/s, p99 of the time from sending an append to its acknowledgement. It
-// returns the events it appended, for W3.
+// Figures: events/s, p99 of the time from sending an append to its acknowledgement, the
+// server's CPU per event (its processes' user and system time, as W1's). It returns the
+// events it appended, for W3.
 func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event, error) {
 	const writers = 64
 	run := runID.Add(1)
@@ -144,6 +145,7 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 		return nil, nil, err
 	}
 	lat := make([][]time.Duration, writers)
+	u0 := usageOf(sys.Servers())
 	start := time.Now()
 	err := parallel(writers, func(w int) error {
 		lat[w] = make([]time.Duration, 0, per)
@@ -161,13 +163,18 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 		return nil
 	})
 	elapsed := time.Since(start)
+	u1 := usageOf(sys.Servers())
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Metric{
+	out := []Metric{
 		{"W2 events/s", float64(writers*per) / elapsed.Seconds()},
 		{"W2 ack p99 ms", ms(percentile(slices.Concat(lat...), 0.99))},
-	}, evs, nil
+	}
+	if u0.OK && u1.OK {
+		out = append(out, Metric{"W2 server CPU µs/event", float64((u1.CPU - u0.CPU).Microseconds()) / float64(writers*per)})
+	}
+	return out, evs, nil
 }
 
 // W3 has W2's 64 writers resend every fifth event they appended (20%), same key and content,

@@ -26,16 +26,13 @@ const (
 
 // Statements of an append. The first one locks the session's row: see Append.
 const (
-	qLockSession = `SELECT sk, last_seq, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
-	// qExisting finds the stored events with the batch's keys or eventIds: two lookups of the
-	// unique indexes, each bounded by the session (an OR of the two conditions was planned as
-	// a scan of the whole session).
-	qExisting = `SELECT seq, event_id, idem_key, data FROM events
-			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND idem_key = ANY($2::text[])
-		UNION ALL
-		SELECT seq, event_id, idem_key, data FROM events
-			WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND event_id = ANY($3::text[])`
-	qRuns = `SELECT run_id, ord, data FROM runs
+	qLockSession = `SELECT sk, status = 'stale' FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	// qLastSeq reads the session's last sequence from its head, in a statement of its own
+	// after qLockSession: its snapshot, taken once the lock is held, sees the head as the
+	// lock's previous holder committed it. (Read in qLockSession's own snapshot it could be
+	// older: the lock waits for the previous holder, but only the locked row is read again.)
+	qLastSeq = `SELECT last_seq FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
+	qRuns    = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
 	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
@@ -57,13 +54,40 @@ const (
 	// the append ends: a claim (SKIP LOCKED) cannot hand one of them out meanwhile.
 	qLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND run_id = ANY($2) FOR NO KEY UPDATE`
-	qSetLast = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id() WHERE sk = $1`
+	// qSetLast moves the session's head (migration 0009): the last sequence, commit_xid and,
+	// when $3 is not NULL, the append's heartbeat (headHeartbeatSet).
+	qSetLast = `UPDATE session_heads SET last_seq = $2, commit_xid = pg_current_xact_id(),
+		` + headHeartbeatSet + ` WHERE sk = $1`
+	// headHeartbeatSet records the heartbeat $3 (RFC 3339 text, or NULL for none) on a
+	// session's head: reads show it as the record's last_heartbeat_at.
+	headHeartbeatSet = `heartbeat = COALESCE($3::text, session_heads.heartbeat),
+		heartbeat_at = COALESCE($3::text::timestamptz, session_heads.heartbeat_at)`
 )
 
-// qSetLastHeartbeat is qSetLast that also records the append's heartbeat ($3): one update of
-// the session's row.
-var qSetLastHeartbeat = `UPDATE sessions SET last_seq = $2, commit_xid = pg_current_xact_id(),
-		` + strings.ReplaceAll(heartbeatSet, "$HB", "$3::text") + ` WHERE sk = $1`
+// qRevive records the heartbeat ($2) of an append to a stale session on the session's row:
+// the session runs again (heartbeatSet; a change for the feed). Its trigger then takes the
+// heartbeat into the head (migration 0009).
+var qRevive = `UPDATE sessions SET ` + strings.ReplaceAll(heartbeatSet, "$HB", "$2::text") + ` WHERE sk = $1`
+
+// qExisting finds the stored events with the batch's keys or eventIds (dupLookup).
+var qExisting = dupLookup(`(SELECT sk FROM sessions WHERE id = $1)`, `$2::text[]`, `$3::text[]`)
+
+// dupLookup is the statement that finds the stored events of session sk (an SQL expression)
+// with one of the keys or eventIds of the arrays keys and ids: for each key, then each eventId,
+// one probe of the unique index (session, key) or (session, eventId), an equality on both of
+// its columns that matches at most one row. Its cost is a few pages per key, whatever the size
+// of the session and whether the table has statistics. (An OR of the two conditions was
+// planned as a scan of the whole session; so was "idem_key = ANY(...)" bounded by the session,
+// planned generically on a table without statistics, as a new database's is for its first
+// minute: a read of every event of the session at every append.) The OFFSET 0 keeps each probe
+// a subquery run per key, which only an index can answer.
+func dupLookup(sk, keys, ids string) string {
+	return `SELECT e.* FROM unnest(` + keys + `) AS k (v), LATERAL (
+			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND idem_key = k.v OFFSET 0) AS e
+		UNION ALL
+		SELECT e.* FROM unnest(` + ids + `) AS k (v), LATERAL (
+			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND event_id = k.v OFFSET 0) AS e`
+}
 
 // Append adds events to the session's log as documented on store.Store: atomically, durably
 // (the commit is flushed, as synchronous_commit=on does, before Append returns), each new event
@@ -153,7 +177,7 @@ type appendOutcome struct {
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	if store.Unconditional(events, opts) {
+	if store.Unconditional(events, opts) || unleasedFence(events, opts) {
 		// One statement, one round trip, when the session's row is not locked (direct.go).
 		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
 		if done || err != nil {
@@ -283,6 +307,7 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(qLockSession, sid)
+	b.Queue(qLastSeq, sid)
 	if len(events) > 0 {
 		b.Queue(qExisting, sid, keys, ids)
 	}
@@ -299,11 +324,14 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 		return nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	lk = &appendLookup{byKey: map[string]existingEvent{}, byID: map[string]int64{}, runs: map[string]store.StoredRun{}, maxOrd: -1}
-	if err := br.QueryRow().Scan(&lk.sk, &lk.last, &lk.stale); err != nil {
+	if err := br.QueryRow().Scan(&lk.sk, &lk.stale); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.ErrSessionNotFound, nil
 		}
 		return nil, nil, fmt.Errorf("lock session: %w", err)
+	}
+	if err := br.QueryRow().Scan(&lk.last); err != nil {
+		return nil, nil, fmt.Errorf("read the last sequence: %w", err)
 	}
 	if len(events) > 0 {
 		if err := lk.readEvents(br); err != nil {
@@ -427,10 +455,14 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 		}
 		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
 	}
-	if opts.Heartbeat.IsZero() {
-		b.Queue(qSetLast, lk.sk, plan.Last)
-	} else { // the append counts as a heartbeat (lifecycle.go)
-		b.Queue(qSetLastHeartbeat, lk.sk, plan.Last, store.FormatTime(opts.Heartbeat))
+	var hb *string // the append counts as a heartbeat (lifecycle.go)
+	if !opts.Heartbeat.IsZero() {
+		t := store.FormatTime(opts.Heartbeat)
+		hb = &t
+	}
+	b.Queue(qSetLast, lk.sk, plan.Last, hb)
+	if hb != nil && lk.stale {
+		b.Queue(qRevive, lk.sk, *hb)
 	}
 	if cr := opts.CommandResult; cr != nil {
 		b.Queue(`INSERT INTO command_results (sk, idem_key, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, lk.sk, cr.Key, cr.Result)

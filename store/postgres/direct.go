@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sessiond/sessiond/contract"
@@ -15,20 +16,23 @@ import (
 // qDirect appends an unconditional batch (store.Unconditional) in one statement, its own
 // transaction, in one round trip:
 //
-//   - dup finds the stored events with the batch's keys or eventIds: two lookups of the unique
-//     indexes (sk, idem_key) and (sk, event_id), each bounded by the session, so its cost
-//     does not depend on the size of the log (an OR of the two would be planned as a scan of
-//     the session's events);
-//   - lk locks the session's row when nothing is stored and the log ends where
-//     ExpectedSequence ($4) says, SKIP LOCKED: when another transaction holds the lock the
-//     statement writes nothing (without an error in the server's log) and the append takes
-//     the locking path, which waits for the lock while it listens to the caller's context.
-//     Locked, the row is read as last committed;
-//   - upd moves last_seq and commit_xid and records the heartbeat (%[1]s) in one update of
-//     the row;
+//   - dup finds the stored events with the batch's keys or eventIds: a probe of the unique
+//     index (sk, idem_key) or (sk, event_id) per key and eventId (dupLookup), so its cost
+//     does not depend on the size of the log;
+//   - lk locks the session's row when nothing is stored (and, for an append with a heartbeat
+//     (%[1]s), the session is not stale: reviving it is the locking path's), SKIP LOCKED:
+//     when another transaction holds the lock the statement writes nothing (without an error
+//     in the server's log) and the append takes the locking path, which waits for the lock
+//     while it listens to the caller's context. The row is only locked, never written: the
+//     lock is what every writer of the session takes (migration 0009);
+//   - upd moves the session's head (session_heads) when the log ends where ExpectedSequence
+//     ($4) says: last_seq, commit_xid and the heartbeat (%[2]s), in one update of a narrow
+//     row. It computes from the head's latest committed version (an UPDATE re-reads a row
+//     that changed after the statement's snapshot), not the snapshot's: the appender that
+//     held the lock before may have committed after the snapshot was taken;
 //   - ins writes the events at last_seq+1.., each one's bytes being its canonical bytes
 //     around the sequence (contract.EncodedEvent.Around) with the sequence between them, as
-//     EncodedEvent.JSON writes it; and cmd (%[2]s) the command result.
+//     EncodedEvent.JSON writes it; and cmd (%[3]s) the command result.
 //
 // The parameters the plan's costs would depend on (the session's key, the arrays, the
 // expected sequence) are given as (SELECT $n), values the planner does not look at, so that a
@@ -38,65 +42,106 @@ import (
 // looked cheaper planned for their own values, and the statement was planned again at every
 // append: about 0.5 ms of the server's CPU each time.
 //
-// It returns one row 'a' with the log's previous last sequence when it wrote the batch ('r'
-// when the session was stale: the heartbeat made it running, a change to number), or
+// It returns one row 'a' with the log's previous last sequence when it wrote the batch, or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
 // snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
 // locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
 // snapshot, before the lock, makes the insert fail on the unique index (the append then takes
 // the locking path).
-const qDirect = `WITH dup AS (
-	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND idem_key = ANY((SELECT $2::text[])::text[])
-	UNION ALL
-	SELECT seq, event_id, idem_key, data FROM events WHERE sk = (SELECT $1::bigint) AND event_id = ANY((SELECT $3::text[])::text[])
-), lk AS (
-	SELECT last_seq, status = 'stale' AS stale FROM sessions
-	WHERE sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR last_seq = (SELECT $4::bigint)) AND NOT EXISTS (SELECT FROM dup)
+var qDirect = `WITH dup AS (
+	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
+)%[4]s, lk AS (
+	SELECT FROM sessions
+	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s%[5]s
 	FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
-	UPDATE sessions SET last_seq = lk.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[1]s
-	FROM lk WHERE sessions.sk = (SELECT $1::bigint)
-	RETURNING lk.last_seq AS prev, lk.stale
+	UPDATE session_heads SET last_seq = session_heads.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[2]s
+	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR session_heads.last_seq = (SELECT $4::bigint))%[6]s
+	RETURNING session_heads.last_seq - cardinality($2::text[]) AS prev
 ), ins AS (
 	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
 	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.head || convert_to((upd.prev + u.n)::text, 'UTF8') || u.tail
 	FROM upd, unnest((SELECT $3::text[]), (SELECT $2::text[]), (SELECT $5::text[]), (SELECT $6::text[]), (SELECT $7::bytea[]), (SELECT $8::bytea[]))
 		WITH ORDINALITY AS u (id, key, typ, run, head, tail, n)
-)%[2]s
-SELECT CASE WHEN stale THEN 'r' ELSE 'a' END, prev, NULL::text, NULL::text, NULL::bytea FROM upd
+)%[3]s
+SELECT 'a', prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
-UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM sessions WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
+UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM session_heads WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
 
-// The variants of qDirect, by heartbeat ($9) and command result (the parameters after).
-var qDirects = func() (q [2][2]string) {
+// The variants of qDirect, by heartbeat ($9), command result (the two parameters after) and
+// fence (the batch's run ids, the last parameter; see unleasedFence): for a fenced batch, rl
+// locks the rows of the batch's runs (SKIP LOCKED: a claim under way makes the statement
+// write nothing, as a locked session does) and the statement writes only when it locked every
+// one of them that its snapshot has and none holds a lease, and when no append committed
+// between its snapshot and its lock of the session (upd compares the head's latest last
+// sequence with the snapshot's): a run created or claimed meanwhile is then in its snapshot.
+var qDirects = func() (q [2][2][2]string) {
 	for hb := range 2 {
 		for c := range 2 {
-			set, with := "", ""
-			if hb == 1 {
-				set = ",\n\t\t" + strings.ReplaceAll(heartbeatSet, "$HB", "$9::text")
-			}
-			if c == 1 {
-				with = fmt.Sprintf(`, cmd AS (
+			for f := range 2 {
+				live, set, with, rl, lkCond, updCond := "", "", "", "", "", ""
+				if hb == 1 {
+					live = " AND status <> 'stale'"
+					set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
+				}
+				if c == 1 {
+					with = fmt.Sprintf(`, cmd AS (
 	INSERT INTO command_results (sk, idem_key, result) SELECT $1, $%d, $%d FROM upd ON CONFLICT DO NOTHING
 )`, 9+hb, 10+hb)
+				}
+				if f == 1 {
+					runs := fmt.Sprintf(`FROM runs WHERE sk = (SELECT $1::bigint) AND run_id = ANY((SELECT $%d::text[])::text[])`, 9+hb+2*c)
+					rl = `, rl AS (
+	SELECT lease_id IS NOT NULL AND lease_expires_ms IS NOT NULL AS leased ` + runs + ` FOR NO KEY UPDATE SKIP LOCKED
+)`
+					lkCond = ` AND NOT EXISTS (SELECT FROM rl WHERE leased) AND (SELECT count(*) FROM rl) = (SELECT count(*) ` + runs + `)`
+					updCond = ` AND session_heads.last_seq = (SELECT h.last_seq FROM session_heads AS h WHERE h.sk = (SELECT $1::bigint))`
+				}
+				q[hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond)
 			}
-			q[hb][c] = fmt.Sprintf(qDirect, set, with)
 		}
 	}
 	return q
 }()
+
+// unleasedFence says whether a fenced append (opts.Fence) may still take the one-statement
+// path: it names no lease and no expiry (an append from a client that holds no lease, as the
+// HTTP API's without a lease header), and the batch is unconditional but for its events'
+// run ids (store.Unconditional without the fence). By rule 3d of store.PlanAppend such a batch
+// is refused only when one of its runs holds a lease, which qDirect's fenced variant checks.
+func unleasedFence(events []*contract.EncodedEvent, opts store.AppendOptions) bool {
+	if opts.Fence == nil || opts.Fence.Lease != nil || !opts.Fence.ExpiredBy.IsZero() {
+		return false
+	}
+	opts.Fence = nil
+	return store.Unconditional(events, opts)
+}
 
 // appendDirect appends an unconditional batch (store.Unconditional) with qDirect. done says
 // that out and final are the append's answer; when it is false the append must take the
 // locking path (the session's row is locked by another transaction, or the batch needs a
 // write that the statement's snapshot could not decide). err is a database failure.
 func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
-	sk, err := s.sessionKey(ctx, sid)
+	c, err := s.directCall(ctx, sid, events, opts)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return out, err, true, nil
 	}
 	if err != nil {
 		return out, nil, false, err
+	}
+	// The statement takes the lock at once or fails: from its start it runs to its end
+	// whatever ctx does, so that the answer never hides a write.
+	if err := ctx.Err(); err != nil {
+		return out, err, true, nil
+	}
+	return s.group.do(c)
+}
+
+// directCall makes the call of qDirect that appends events to session sid.
+func (s *Store) directCall(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (*directCall, error) {
+	sk, err := s.sessionKey(ctx, sid)
+	if err != nil {
+		return nil, err
 	}
 	n := len(events)
 	keys, ids, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -115,16 +160,53 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 		cmd = 1
 		args = append(args, cr.Key, cr.Result)
 	}
-	// The statement takes the lock at once or fails: from its start it runs to its end
-	// whatever ctx does, so that the answer never hides a write.
-	if err := ctx.Err(); err != nil {
-		return out, err, true, nil
+	var runs []string // the batch's runs, which a fence checks
+	if opts.Fence != nil {
+		for _, ev := range events {
+			if ev.RunID != "" && !slices.Contains(runs, ev.RunID) {
+				runs = append(runs, ev.RunID)
+			}
+		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	rows, _ := s.pool.Query(wctx, qDirects[hb][cmd], args...)
+	fenced := 0
+	if len(runs) > 0 {
+		fenced = 1
+		args = append(args, runs)
+	}
+	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd][fenced], args: args}, nil
+}
+
+// directCall is one append by qDirect: its statement and, once run, its answer.
+type directCall struct {
+	sid    string
+	sk     int64
+	events []*contract.EncodedEvent
+	opts   store.AppendOptions
+	q      string
+	args   []any
+
+	// The answer, as appendDirect returns it; set before done is closed.
+	out   appendOutcome
+	final error
+	ok    bool
+	err   error
+	done  chan struct{}
+
+	failed bool // the statement failed on the server (its transaction is aborted)
+}
+
+// answer reads the rows of c's statement into c's answer.
+func (c *directCall) answer(rows pgx.Rows) {
+	c.out, c.final, c.ok, c.err = readDirect(rows, c.sid, c.sk, c.events, c.opts)
+	var pgErr *pgconn.PgError
+	c.failed = errors.As(rows.Err(), &pgErr)
+}
+
+// readDirect reads the rows of a qDirect statement: the answer of appendDirect.
+func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
+	n := len(events)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
-	wrote, stale := false, false
+	wrote := false
 	var prev int64
 	for rows.Next() {
 		var kind string
@@ -136,8 +218,8 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 			return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 		}
 		switch kind {
-		case "a", "r":
-			wrote, prev, stale = true, v, kind == "r"
+		case "a":
+			wrote, prev = true, v
 		case "s":
 			lk.last = v
 		case "d":
@@ -153,7 +235,7 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 	}
 	if wrote {
-		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk, changed: stale && hb == 1}, nil, true, nil
+		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk}, nil, true, nil
 	}
 	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
 	// (store.PlanAppend); one that would write needs the lock.

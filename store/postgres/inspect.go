@@ -102,7 +102,9 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	raw := &store.RawSession{ID: id}
 	var lineage, branch *string
 	var record, snapshot string
-	err = tx.QueryRow(ctx, `SELECT sk, status, record::text, snapshot::text, lineage::text, active_branch::text, last_seq FROM sessions WHERE id = $1`, id).
+	err = tx.QueryRow(ctx, `SELECT sk, status,
+			CASE WHEN heartbeat IS NULL THEN record::text ELSE (record::jsonb || jsonb_build_object('last_heartbeat_at', heartbeat))::text END,
+			snapshot::text, lineage::text, active_branch::text, last_seq FROM `+sessionFrom+` WHERE id = $1`, id).
 		Scan(&sk, &raw.Status, &record, &snapshot, &lineage, &branch, &raw.LastSequence)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ErrSessionNotFound

@@ -34,7 +34,8 @@ var qHeartbeat = `UPDATE sessions SET ` + strings.ReplaceAll(heartbeatSet, "$HB"
 
 // ExpiredSessions returns the running and paused sessions whose heartbeat is before cutoff,
 // oldest first, at most limit (default 100, capped at 10000). It reads the partial index
-// sessions_live_heartbeat: the cost is that of the sessions returned.
+// session_heads_live_heartbeat (the heartbeat of the last append or of the record, whichever
+// was written last: migration 0009): the cost is that of the sessions returned.
 func (s *Store) ExpiredSessions(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredSession, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("expired sessions: %w", err)
@@ -47,8 +48,8 @@ func (s *Store) ExpiredSessions(ctx context.Context, cutoff time.Time, limit int
 	var out []store.ExpiredSession
 	err := retry(ctx, readAttempts, func() error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT id, heartbeat_at FROM sessions
-			WHERE status IN ('running', 'paused') AND heartbeat_at < $1 ORDER BY heartbeat_at LIMIT $2`, cutoff, limit)
+		rows, err := s.pool.Query(ctx, `SELECT s.id, h.heartbeat_at FROM session_heads AS h JOIN sessions AS s USING (sk)
+			WHERE h.live AND h.heartbeat_at < $1 ORDER BY h.heartbeat_at LIMIT $2`, cutoff, limit)
 		if err != nil {
 			return err
 		}
@@ -165,7 +166,7 @@ func (s *Store) UpdateLifecycle(ctx context.Context, id string, fn func(*store.S
 	var out *store.Session
 	var outLC store.Lifecycle
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		sk, cur, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id))
+		sk, cur, err := lockSession(ctx, tx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &txFinal{store.ErrSessionNotFound}
 		}
@@ -206,8 +207,8 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 	defer s.inflight.Done()
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var sk, last int64
-		if err := tx.QueryRow(ctx, qLockSession, id).Scan(&sk, &last, new(bool)); err != nil {
+		sk, _, last, err := lockHead(ctx, tx, id)
+		if err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &txFinal{store.ErrSessionNotFound}
 			}
@@ -284,20 +285,22 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	rec := &imp.Session.Record
 	last := imp.Session.LastSequence
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		var sk, curLast int64
-		var status string
-		err := tx.QueryRow(ctx, `SELECT sk, status, last_seq FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&sk, &status, &curLast)
+		sk, status, curLast, err := lockHead(ctx, tx, id)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			err := tx.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch, last_seq)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING sk`,
+			err := tx.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING sk`,
 				id, rec.Status, rec.AgentID, rec.Project.Get(), string(row.Record), string(row.Snapshot),
-				nullJSON(row.Lineage), nullJSON(row.ActiveBranch), last).Scan(&sk)
+				nullJSON(row.Lineage), nullJSON(row.ActiveBranch)).Scan(&sk)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &txFinal{fmt.Errorf("%w: another import or create took the id first", store.ErrSessionExists)}
 			}
 			if err != nil {
 				return fmt.Errorf("insert session: %w", err)
+			}
+			// The insert made the session's head (migration 0009's trigger), at -1.
+			if _, err := tx.Exec(ctx, `UPDATE session_heads SET last_seq = $2 WHERE sk = $1`, sk, last); err != nil {
+				return fmt.Errorf("set the last sequence: %w", err)
 			}
 		case err != nil:
 			return fmt.Errorf("lock session: %w", err)

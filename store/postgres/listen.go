@@ -35,11 +35,11 @@ var testHookReconnect atomic.Pointer[func()]
 // the two polls is among them (a session appears once, with its latest sequence). Transactions
 // below a snapshot's xmin are all visible in it, so the index on commit_xid limits the scan to
 // recent appends. The LEFT JOIN returns the snapshot even when no session moved.
-const qPoll = `SELECT pg_current_snapshot()::text, s.id, s.last_seq
+const qPoll = `SELECT pg_current_snapshot()::text, s.id, h.last_seq
 	FROM (SELECT 1) AS one
-	LEFT JOIN sessions AS s ON s.commit_xid >= pg_snapshot_xmin($1::pg_snapshot)
-		AND NOT pg_visible_in_snapshot(s.commit_xid, $1::pg_snapshot)
-	ORDER BY s.commit_xid`
+	LEFT JOIN (session_heads AS h JOIN sessions AS s USING (sk)) ON h.commit_xid >= pg_snapshot_xmin($1::pg_snapshot)
+		AND NOT pg_visible_in_snapshot(h.commit_xid, $1::pg_snapshot)
+	ORDER BY h.commit_xid`
 
 // listener owns one dedicated connection that LISTENs on the store's channel and reports the
 // commits it hears of to the store's subscribers; see the package documentation for how it

@@ -39,6 +39,7 @@ type Store struct {
 	channel  string
 	lis      *listener
 	notifier *notifier
+	group    *grouper // commits concurrent one-statement appends together (group.go)
 
 	mu       sync.RWMutex // guards closed
 	closed   bool
@@ -140,6 +141,7 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
 	}
 	s.notifier = newNotifier(s)
+	s.group = &grouper{s: s, maxLeaders: max(1, int(cfg.MaxConns)/4)}
 	s.startNumberer()
 	s.kickChanges() // changes an instance left unnumbered
 	return s, nil

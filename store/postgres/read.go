@@ -84,7 +84,7 @@ func (s *Store) LastSequence(ctx context.Context, sessionID string) (int64, erro
 	defer s.inflight.Done()
 	var last int64
 	err := retry(ctx, readAttempts, func() error {
-		return s.pool.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, sessionID).Scan(&last)
+		return s.pool.QueryRow(ctx, `SELECT last_seq FROM `+sessionFrom+` WHERE id = $1`, sessionID).Scan(&last)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("last sequence of session %q: %w", sessionID, store.ErrSessionNotFound)

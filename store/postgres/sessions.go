@@ -9,10 +9,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
-const sessionCols = `sk, record, snapshot, lineage, active_branch, last_seq`
+// sessionCols are the columns scanSession reads, from sessionFrom: the session's row and its
+// head (migration 0009), which holds the last sequence and the heartbeat of the last append.
+const (
+	sessionCols = `sk, record, snapshot, lineage, active_branch, last_seq, heartbeat`
+	sessionFrom = `sessions JOIN session_heads USING (sk)`
+)
 
 // readAttempts is how many times a read is tried when the connection fails under it.
 const readAttempts = 3
@@ -25,21 +31,54 @@ func nullJSON(b []byte) any {
 	return string(b)
 }
 
-// scanSession decodes a row of sessionCols.
+// scanSession decodes a row of sessionCols. The heartbeat of the last append, when the record
+// was not written since, is the record's last_heartbeat_at (migration 0009).
 func scanSession(row pgx.Row) (int64, *store.Session, error) {
 	var (
 		sk   int64
 		c    store.SessionColumns
 		last int64
+		hb   *string
 	)
-	if err := row.Scan(&sk, &c.Record, &c.Snapshot, &c.Lineage, &c.ActiveBranch, &last); err != nil {
+	if err := row.Scan(&sk, &c.Record, &c.Snapshot, &c.Lineage, &c.ActiveBranch, &last, &hb); err != nil {
 		return 0, nil, err
 	}
 	s, err := store.DecodeSession(c, last)
 	if err != nil {
 		return 0, nil, err
 	}
+	if hb != nil {
+		s.Record.LastHeartbeatAt = contract.Some(*hb)
+	}
 	return sk, s, nil
+}
+
+// lockSession locks session id's row in tx (FOR NO KEY UPDATE: the lock every writer of the
+// session takes, appends included) and then reads the session, in a statement of its own: its
+// snapshot, taken once the lock is held, sees the session's head (last sequence, heartbeat) as
+// the lock's previous holder committed it. The error is pgx.ErrNoRows for an unknown id.
+func lockSession(ctx context.Context, tx pgx.Tx, id string) (int64, *store.Session, error) {
+	sk, _, err := lockRow(ctx, tx, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+` FROM `+sessionFrom+` WHERE sk = $1`, sk))
+}
+
+// lockHead is lockSession for the session's key, status and last sequence alone.
+func lockHead(ctx context.Context, tx pgx.Tx, id string) (sk int64, status string, last int64, err error) {
+	sk, status, err = lockRow(ctx, tx, id)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	err = tx.QueryRow(ctx, `SELECT last_seq FROM session_heads WHERE sk = $1`, sk).Scan(&last)
+	return sk, status, last, err
+}
+
+// lockRow locks session id's row (see lockSession) and returns its key and status.
+func lockRow(ctx context.Context, tx pgx.Tx, id string) (sk int64, status string, err error) {
+	err = tx.QueryRow(ctx, `SELECT sk, status FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&sk, &status)
+	return sk, status, err
 }
 
 // CreateSession stores a new session, keyed by s.Record.SessionID, with an empty log. It
@@ -88,7 +127,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 	defer s.inflight.Done()
 	var sess *store.Session
 	err := retry(ctx, readAttempts, func() (err error) {
-		_, sess, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
+		_, sess, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM `+sessionFrom+` WHERE id = $1`, id))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -123,7 +162,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.
 			where = append(where, col+op+"$"+strconv.Itoa(len(args)))
 		}
 	}
-	q := `SELECT ` + sessionCols + ` FROM sessions`
+	q := `SELECT ` + sessionCols + ` FROM ` + sessionFrom
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -170,7 +209,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 	err := retry(ctx, readAttempts, func() error {
 		fnErr = nil
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			sk, cur, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, id))
+			sk, cur, err := lockSession(ctx, tx, id)
 			if errors.Is(err, pgx.ErrNoRows) {
 				fnErr = store.ErrSessionNotFound
 				return fnErr
