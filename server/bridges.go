@@ -138,8 +138,8 @@ func (s *Server) handleChatHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err, sid))
 		return
 	}
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		h.Apply(e, se.Data)
+	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+		h.Apply(e)
 		return true
 	}); err != nil {
 		writeError(w, storeError(err, sid))
@@ -171,8 +171,8 @@ func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := bridge.NewAGUIHistory()
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		h.Apply(e, se.Data)
+	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+		h.Apply(e)
 		return true
 	}); err != nil {
 		writeError(w, storeError(err, sid))
@@ -193,10 +193,8 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	bs := s.bridges()
 	known := map[string]bool{}
-	if err := bs.Scan(ctx, sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		if p, ok := e.Payload.(*contract.MessagePayload); ok {
-			known[p.MessageID] = true
-		}
+	if err := bs.Scan(ctx, sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+		known[e.ID] = true
 		return true
 	}, "message"); err != nil {
 		writeError(w, storeError(err, sid))
@@ -251,7 +249,7 @@ type protocol struct {
 	// header is an extra response header (name, value), or empty.
 	header [2]string
 	// observe sees every event up to the cut (history for a snapshot); may be nil.
-	observe func(e *contract.Event, data []byte)
+	observe func(e *bridge.Event)
 	// opening is sent once the events up to the cut are folded.
 	opening func(b []byte) []byte
 	// op writes one op.
@@ -316,7 +314,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			}
 			for _, se := range evs {
 				if e, derr := bridge.Decode(se.Data); derr == nil && p.observe != nil {
-					p.observe(e, se.Data)
+					p.observe(e)
 				}
 				after = se.Sequence
 			}
@@ -350,20 +348,26 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			if !ok && se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
 				continue // another run's, or a user's message: not in this run's stream
 			}
-			e, err := bridge.Decode(se.Data)
+			var e *bridge.Event
+			var err error
+			if ok {
+				e, err = v.bridgeEvent(se)
+			} else {
+				e, err = bridge.Decode(se.Data)
+			}
 			if err != nil {
 				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))
 				return
 			}
 			if se.Sequence <= cut {
 				if p.observe != nil {
-					p.observe(e, se.Data)
+					p.observe(e)
 				}
-				fold.Apply(e, se.Data)
+				fold.Apply(e)
 				continue
 			}
 			open()
-			for _, op := range fold.Apply(e, se.Data) {
+			for _, op := range fold.Apply(e) {
 				buf = p.op(buf, &op)
 				if !op.Ends() {
 					continue
