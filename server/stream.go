@@ -58,7 +58,7 @@ type ringView struct {
 	// decoded[i] is the event of sequence first+i as the protocol bridges read it, decoded
 	// by the first bridge stream that needs it and shared by the others.
 	decoded []*decodedEvent
-	head  int64  // last sequence known committed (-1 unknown/empty)
+	head    int64 // last sequence known committed (-1 unknown/empty)
 	// changed is closed when a newer view replaces this one.
 	changed chan struct{}
 }
