@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sessiond/sessiond/contract"
 )
@@ -13,7 +14,8 @@ import (
 // Event is what the projection reads of a stored event: its type, its run and the few payload
 // fields the [Fold] needs, read in one pass over the stored JSON by [Decode]. An Event never
 // changes once decoded, so one decoding serves every stream that projects the event (the
-// server keeps it with the event in its live ring). Byte slices point into Data.
+// server keeps it with the event in its live ring). Its byte slices, and its strings that
+// needed no unescaping, share Data's bytes: Data must not change after Decode.
 type Event struct {
 	// Data is the event as stored (canonical JSON) and Payload its payload member.
 	Data, Payload []byte
@@ -39,6 +41,8 @@ type Event struct {
 	Input, Output []byte
 	// Steps are a plan's steps.
 	Steps []Step
+
+	parts [2]contract.RawJSON // room for the parts of most messages
 }
 
 // Step is a plan step as the fold reads it.
@@ -48,7 +52,8 @@ var errSyntax = errors.New("malformed JSON")
 
 // Decode reads a stored event for [Fold.Apply]. The store keeps events as validated
 // canonical JSON, so Decode reads it in one pass without building a tree: the envelope's
-// eventType and runId, then the payload's members the fold uses.
+// eventType and runId, then the payload's members the fold uses. data must not change
+// afterwards (the Event shares its bytes).
 func Decode(data []byte) (*Event, error) {
 	e := &Event{Data: data}
 	s := scanner{b: data}
@@ -126,7 +131,7 @@ func (e *Event) payload() bool {
 		case "output":
 			e.Output = val
 		case "parts":
-			return e.parts(val, &text)
+			return e.readParts(val, &text)
 		case "steps":
 			return e.steps(val)
 		}
@@ -147,9 +152,10 @@ func (e *Event) payload() bool {
 
 // parts reads a message's parts: every part, those that are not text, and the text parts'
 // contents concatenated (as stored).
-func (e *Event) parts(val []byte, text *[]byte) bool {
+func (e *Event) readParts(val []byte, text *[]byte) bool {
 	s := scanner{b: val}
 	n := 0
+	e.Parts = e.parts[:0]
 	ok := s.array(func(part []byte) bool {
 		e.Parts = append(e.Parts, contract.RawJSON(part))
 		t, ok := partText(part)
@@ -223,6 +229,7 @@ func partText(part []byte) ([]byte, bool) {
 
 // PartText is the text of a message part: a text part's text, or a part that is a plain
 // string (the contract allows any JSON value as a part).
+// The text may share part's bytes, which must not change afterwards.
 func PartText(part contract.RawJSON) (string, bool) {
 	t, ok := partText(part)
 	if !ok {
@@ -401,7 +408,11 @@ func unquote(val []byte) (string, bool) {
 func unescape(s []byte) (string, bool) {
 	i := bytes.IndexByte(s, '\\')
 	if i < 0 {
-		return string(s), true
+		if len(s) == 0 {
+			return "", true
+		}
+		// A view of the bytes, not a copy: the callers' bytes never change (see Decode).
+		return unsafe.String(&s[0], len(s)), true
 	}
 	b := make([]byte, 0, len(s))
 	for i >= 0 {

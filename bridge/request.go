@@ -371,20 +371,14 @@ func (s *Service) decide(ctx context.Context, sid string, d Decision) (string, i
 }
 
 // findApproval finds the approval's request in the log: its run, and the sequence of its
-// decision (-1 when undecided).
+// decision (-1 when undecided). The session's live projection knows where each approval
+// stands, so this reads no more of the log than the projection has not seen yet.
 func (s *Service) findApproval(ctx context.Context, sid, approvalID string) (runID string, decided int64, found bool, err error) {
-	decided = -1
-	err = s.Scan(ctx, sid, -1, func(se store.StoredEvent, e *Event) bool {
-		if e.Type == "approval" && e.ID == approvalID {
-			if e.Status == "requested" {
-				runID, found = e.RunID, true
-			} else {
-				decided = se.Sequence
-			}
-		}
-		return true
-	}, "approval")
-	return runID, decided, found, err
+	ref, ok, err := s.Svc.Approval(ctx, sid, approvalID)
+	if err != nil || !ok || !ref.Requested {
+		return "", -1, false, err
+	}
+	return ref.RunID, ref.Decided, true, nil
 }
 
 // Stop stops the session's active run (a stop command, idempotent by the run's id) and

@@ -192,14 +192,6 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	bs := s.bridges()
-	known := map[string]bool{}
-	if err := bs.Scan(ctx, sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
-		known[e.ID] = true
-		return true
-	}, "message"); err != nil {
-		writeError(w, storeError(err, sid))
-		return
-	}
 	var (
 		runID string
 		cut   int64
@@ -209,10 +201,19 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	case len(in.Resume) > 0:
 		runID, cut, err = bs.Decide(ctx, sid, in.Decisions())
 	default:
+		ids := make([]string, len(in.Messages))
+		for i, m := range in.Messages {
+			ids[i] = m.ID
+		}
+		known, kerr := s.svc.HasMessages(ctx, sid, ids)
+		if kerr != nil {
+			writeError(w, storeError(kerr, sid))
+			return
+		}
 		var last *bridge.AGUIInMessage
 		at := 0
 		for i := range in.Messages {
-			if m := &in.Messages[i]; m.Role == "user" && !known[m.ID] {
+			if m := &in.Messages[i]; m.Role == "user" && !known[i] {
 				last, at = m, i
 			}
 		}
