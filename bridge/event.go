@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"unicode/utf16"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/sessiond/sessiond/contract"
@@ -80,10 +78,15 @@ func Decode(data []byte) (*Event, error) {
 	return e, nil
 }
 
+// named are the payload members read as they are into the Event's string fields of the
+// same names (see payload).
+var named = [...]string{"role", "operation", "status", "toolName", "title", "code", "message"}
+
 // payload reads the payload members the fold uses for the event's type.
 func (e *Event) payload() bool {
 	s := scanner{b: e.Payload}
 	var text []byte
+	dst := [len(named)]*string{&e.Role, &e.Operation, &e.Status, &e.ToolName, &e.Title, &e.Code, &e.Message}
 	ok := s.object(func(key, val []byte) bool {
 		switch string(key) {
 		case "messageId", "reasoningId", "approvalId", "planId", "taskId", "artifactId", "testId", "summaryId":
@@ -102,20 +105,12 @@ func (e *Event) payload() bool {
 			if e.Type == "steer" {
 				e.ID, _ = unquote(val)
 			}
-		case "role":
-			e.Role, _ = unquote(val)
-		case "operation":
-			e.Operation, _ = unquote(val)
-		case "status":
-			e.Status, _ = unquote(val)
-		case "toolName":
-			e.ToolName, _ = unquote(val)
-		case "title":
-			e.Title, _ = unquote(val)
-		case "code":
-			e.Code, _ = unquote(val)
-		case "message":
-			e.Message, _ = unquote(val)
+		case "role", "operation", "status", "toolName", "title", "code", "message":
+			for i := range named {
+				if named[i] == string(key) {
+					*dst[i], _ = unquote(val)
+				}
+			}
 		case "detail", "error":
 			if (key[0] == 'd') == (e.Type != "tool") && len(val) > 0 && val[0] == '"' {
 				if d, ok := unquote(val); ok {
@@ -404,80 +399,21 @@ func unquote(val []byte) (string, bool) {
 	return unescape(val[1 : len(val)-1])
 }
 
-// unescape decodes the contents of a JSON string.
+// unescape decodes the contents of a JSON string. Without escapes the string is a view of
+// the bytes (the callers' bytes never change, see Decode); with escapes the contract's strict
+// parser decodes it, so JSON's escapes are read in one place.
 func unescape(s []byte) (string, bool) {
-	i := bytes.IndexByte(s, '\\')
-	if i < 0 {
+	if bytes.IndexByte(s, '\\') < 0 {
 		if len(s) == 0 {
 			return "", true
 		}
-		// A view of the bytes, not a copy: the callers' bytes never change (see Decode).
 		return unsafe.String(&s[0], len(s)), true
 	}
-	b := make([]byte, 0, len(s))
-	for i >= 0 {
-		b = append(b, s[:i]...)
-		if i+1 >= len(s) {
-			return "", false
-		}
-		switch c := s[i+1]; c {
-		case '"', '\\', '/':
-			b = append(b, c)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, ok := hex4(s[i+2:])
-			if !ok {
-				return "", false
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(0), false
-				if len(s) >= i+8 && s[i+2] == '\\' && s[i+3] == 'u' {
-					r2, ok = hex4(s[i+4:])
-				}
-				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
-					r = d
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			b = utf8.AppendRune(b, r)
-		default:
-			return "", false
-		}
-		s = s[i+2:]
-		i = bytes.IndexByte(s, '\\')
+	q := make([]byte, 0, len(s)+2)
+	q = append(append(append(q, '"'), s...), '"')
+	v, err := contract.Parse(q, contract.Limits{MaxBytes: len(q)})
+	if err != nil || v.Kind != contract.KindString {
+		return "", false
 	}
-	return string(append(b, s...)), true
-}
-
-func hex4(s []byte) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	return v.Str, true
 }

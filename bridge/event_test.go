@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/contract"
 )
 
 func TestDecode(t *testing.T) {
@@ -48,7 +50,8 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-// FuzzUnescape: the contents of any JSON string decode as encoding/json decodes them.
+// FuzzUnescape: the contents of any JSON string the contract accepts decode as encoding/json
+// decodes them.
 func FuzzUnescape(f *testing.F) {
 	for _, s := range []string{"", "a\"b\\c", "\x00\x1f\n\t", "\u2028\u2029", "é✓😀"} {
 		b, _ := json.Marshal(s)
@@ -58,7 +61,10 @@ func FuzzUnescape(f *testing.F) {
 	f.Fuzz(func(t *testing.T, q string) {
 		var want string
 		if !utf8.ValidString(q) || json.Unmarshal([]byte(q), &want) != nil || len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-			return // the store keeps valid UTF-8 only
+			return
+		}
+		if _, err := contract.Parse([]byte(q), contract.Limits{}); err != nil {
+			return // the store keeps only what the contract accepts (valid UTF-8, no lone surrogates)
 		}
 		got, ok := unquote([]byte(q))
 		if !ok || got != want {
