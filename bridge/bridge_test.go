@@ -7,8 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-func event(t *testing.T, run, typ, payload string) []byte {
-	t.Helper()
+func event(t testing.TB, run, typ, payload string) []byte {
+	if t != nil {
+		t.Helper()
+	}
 	data := []byte(`{"contract":"AgentSessionEvent","eventId":"e","sessionId":"S","runId":"` + run + `","sequence":0,"idempotencyKey":"e","occurredAt":"2026-03-01T12:00:00Z","eventType":"` + typ + `","payload":` + payload + `}`)
 	return data
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -88,6 +89,35 @@ func FuzzDecode(f *testing.F) {
 		}
 		if v.EventType != e.Type || v.RunID != e.RunID {
 			t.Fatalf("got %q %q, want %q %q", e.Type, e.RunID, v.EventType, v.RunID)
+		}
+	})
+}
+
+// BenchmarkDecode: reading one stored event for the projection, the one-pass decoder against
+// encoding/json into the contract's structs (what the bridges used before), on the events of
+// server's BenchmarkBridgeProjection (a text delta, a reasoning delta, a tool call).
+func BenchmarkDecode(b *testing.B) {
+	text := strings.Repeat("lorem ipsum ", 8)
+	evs := [][]byte{
+		event(nil, "r", "message", `{"messageId":"a0","role":"assistant","operation":"append","parts":[{"type":"text","text":"`+text+`"}],"status":"streaming"}`),
+		event(nil, "r", "reasoning", `{"reasoningId":"r0","text":"`+text+`","status":"streaming"}`),
+		event(nil, "r", "tool", `{"toolCallId":"t1","toolName":"shell","status":"completed","input":{"cmd":"ls"},"output":"`+text+`"}`),
+	}
+	b.Run("bridge", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := Decode(evs[i%len(evs)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var e contract.Event
+			if err := json.Unmarshal(evs[i%len(evs)], &e); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
