@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/sessiond/sessiond/contract"
 )
@@ -91,17 +93,18 @@ type Approval struct {
 // only (a run's stream); without, every run and every message (history). A fold keeps what
 // the protocols need to stay well-formed: which texts, reasonings and steps are open, which
 // tool calls were announced and which have their input; it closes what is open when a run
-// waits or ends. The zero value is not ready: use [NewFold].
+// waits or ends. What it keeps across events it copies (an [Event]'s strings share the stored
+// bytes, which a long stream must not keep alive). The zero value is not ready: use [NewFold].
 type Fold struct {
 	run       string
 	texts     []string // open texts, in the order they opened
 	reasoning []string // open reasonings
 	tools     map[string]*toolState
-	toolOrder []string          // tool call ids in the order they were first seen
-	steps     map[string]string // open steps: id -> title
-	order     []string          // open steps in the order they started
-	pending   []Approval        // approvals requested and not decided
-	lastError *Event            // the run's last error event
+	toolOrder []string               // tool call ids in the order they were first seen
+	steps     map[string]string      // open steps: id -> title
+	order     []string               // open steps in the order they started
+	pending   []Approval             // approvals requested and not decided
+	lastError *contract.ErrorPayload // the run's last error (code, message)
 	plan      json.RawMessage
 	tasks     []json.RawMessage
 	taskIndex map[string]int
@@ -151,7 +154,7 @@ func (f *Fold) Apply(e *Event) []Op {
 		f.message(e)
 	case "reasoning":
 		if !has(f.reasoning, e.ID) {
-			f.reasoning = append(f.reasoning, e.ID)
+			f.reasoning = append(f.reasoning, strings.Clone(e.ID))
 			f.emit(Op{Kind: OpReasoningStart, ID: e.ID})
 		}
 		if e.Text != "" {
@@ -176,7 +179,7 @@ func (f *Fold) Apply(e *Event) []Op {
 			f.data(e, "")
 		}
 	case "error":
-		f.lastError = e
+		f.lastError = &contract.ErrorPayload{Code: strings.Clone(e.Code), Message: strings.Clone(e.Message)}
 		f.data(e, "")
 	default:
 		f.data(e, e.ID)
@@ -217,7 +220,7 @@ func (f *Fold) message(e *Event) {
 		f.emit(Op{Kind: OpData, Name: "message-part", Raw: part, Event: e.Data})
 	}
 	if !has(f.texts, e.ID) && (e.Text != "" || e.Status != "completed") {
-		f.texts = append(f.texts, e.ID)
+		f.texts = append(f.texts, strings.Clone(e.ID))
 		f.emit(Op{Kind: OpTextStart, ID: e.ID})
 	}
 	if e.Text != "" {
@@ -238,9 +241,10 @@ func (f *Fold) closeText(id string) {
 func (f *Fold) tool(p *Event) {
 	t := f.tools[p.ID]
 	if t == nil {
-		t = &toolState{name: p.ToolName}
-		f.tools[p.ID] = t
-		f.toolOrder = append(f.toolOrder, p.ID)
+		id := strings.Clone(p.ID)
+		t = &toolState{name: strings.Clone(p.ToolName)}
+		f.tools[id] = t
+		f.toolOrder = append(f.toolOrder, id)
 	}
 	if !t.started {
 		t.started = true
@@ -279,7 +283,7 @@ func (f *Fold) tool(p *Event) {
 
 func (f *Fold) approval(p *Event) {
 	if p.Status == "requested" {
-		f.pending = append(f.pending, Approval{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Title: p.Title})
+		f.pending = append(f.pending, Approval{ApprovalID: strings.Clone(p.ID), ToolCallID: strings.Clone(p.ToolCallID), Title: strings.Clone(p.Title)})
 		if t := f.tools[p.ToolCallID]; p.ToolCallID != "" && t != nil && t.started {
 			f.emit(Op{Kind: OpApprovalRequest, ID: p.ID, ToolCallID: p.ToolCallID, Text: p.Title, Raw: p.payloadOrData(), Event: p.Data})
 			return
@@ -305,24 +309,25 @@ func (f *Fold) planEvent(p *Event) {
 		_, open := f.steps[s.ID]
 		switch {
 		case s.Status == "running" && !open:
-			f.steps[s.ID] = s.Title
-			f.order = append(f.order, s.ID)
+			id := strings.Clone(s.ID)
+			f.steps[id] = strings.Clone(s.Title)
+			f.order = append(f.order, id)
 			f.emit(Op{Kind: OpStepStart, ID: s.ID, Name: s.Title})
 		case open && s.Status != "running" && s.Status != "pending":
 			f.endStep(s.ID)
 		}
 	}
-	f.plan = p.payloadOrData()
+	f.plan = bytes.Clone(p.payloadOrData())
 	f.data(p, p.ID)
 	f.emit(Op{Kind: OpState, Raw: f.state()})
 }
 
 func (f *Fold) taskEvent(p *Event) {
 	if i, ok := f.taskIndex[p.ID]; ok {
-		f.tasks[i] = p.payloadOrData()
+		f.tasks[i] = bytes.Clone(p.payloadOrData())
 	} else {
-		f.taskIndex[p.ID] = len(f.tasks)
-		f.tasks = append(f.tasks, p.payloadOrData())
+		f.taskIndex[strings.Clone(p.ID)] = len(f.tasks)
+		f.tasks = append(f.tasks, bytes.Clone(p.payloadOrData()))
 	}
 	f.data(p, p.ID)
 	f.emit(Op{Kind: OpState, Raw: f.state()})

@@ -271,10 +271,16 @@ func uiProtocol(runID string) *protocol {
 func aguiProtocol(run bridge.AGUIRun) *protocol {
 	h := bridge.NewAGUIHistory()
 	return &protocol{
-		observe: h.Apply,
+		observe: func(e *bridge.Event) {
+			if h != nil {
+				h.Apply(e)
+			}
+		},
 		opening: func(b []byte) []byte {
 			b = bridge.AGUIRunStarted(b, run)
-			return bridge.AGUISnapshot(b, h.Messages())
+			b = bridge.AGUISnapshot(b, h.Messages())
+			h = nil // the history is in the snapshot: the rest of the stream does not keep it
+			return b
 		},
 		op: func(b []byte, op *bridge.Op) []byte { return bridge.AppendAGUI(b, op, run) },
 	}
