@@ -53,7 +53,18 @@ var errSyntax = errors.New("malformed JSON")
 // eventType and runId, then the payload's members the fold uses. data must not change
 // afterwards (the Event shares its bytes).
 func Decode(data []byte) (*Event, error) {
-	e := &Event{Data: data}
+	e := new(Event)
+	if err := e.Decode(data); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Decode is [Decode] into e, which it resets first: a stream that does not share its events
+// reads them all into one Event. What an earlier decoding left in e is then gone, but not
+// what it pointed into (the stored bytes).
+func (e *Event) Decode(data []byte) error {
+	*e = Event{Data: data}
 	s := scanner{b: data}
 	ok := s.object(func(key, val []byte) bool {
 		switch string(key) {
@@ -67,15 +78,15 @@ func Decode(data []byte) (*Event, error) {
 		return true
 	})
 	if !ok || s.trailing() {
-		return nil, fmt.Errorf("bridge: decode event: %w", errSyntax)
+		return fmt.Errorf("bridge: decode event: %w", errSyntax)
 	}
 	if e.Type == "" {
-		return nil, fmt.Errorf("bridge: decode event: no eventType")
+		return fmt.Errorf("bridge: decode event: no eventType")
 	}
 	if e.Payload != nil && !e.payload() {
-		return nil, fmt.Errorf("bridge: decode %s event: payload: %w", e.Type, errSyntax)
+		return fmt.Errorf("bridge: decode %s event: payload: %w", e.Type, errSyntax)
 	}
-	return e, nil
+	return nil
 }
 
 // named are the payload members read as they are into the Event's string fields of the

@@ -335,6 +335,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 	defer keepAlive.Stop()
 	cursor := after
 	var ring []store.StoredEvent
+	var scratch bridge.Event
 	for {
 		v := t.view.Load()
 		// Recent events come from the ring of the live stream (encoded once for every
@@ -360,7 +361,8 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			if ok {
 				e, err = v.bridgeEvent(se)
 			} else {
-				e, err = bridge.Decode(se.Data)
+				// Read from the store for this stream alone: one Event for all of them.
+				e, err = &scratch, scratch.Decode(se.Data)
 			}
 			if err != nil {
 				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))
@@ -374,8 +376,10 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 				continue
 			}
 			open()
-			for _, op := range fold.Apply(e) {
-				buf = p.op(buf, &op)
+			ops := fold.Apply(e)
+			for j := range ops {
+				op := &ops[j]
+				buf = p.op(buf, op)
 				if !op.Ends() {
 					continue
 				}
