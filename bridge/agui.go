@@ -60,7 +60,7 @@ func AppendAGUI(b []byte, op *Op, r AGUIRun) []byte {
 		}
 		b = aguiStart(b, typ)
 		b = appendField(b, "messageId", op.ID)
-		b = appendField(b, "delta", op.Text)
+		b = appendText(b, "delta", op)
 		return aguiEnd(b)
 	case OpTextEnd:
 		b = aguiStart(b, "TEXT_MESSAGE_END")
@@ -199,11 +199,8 @@ func toolContent(op *Op) string {
 	case OpToolDenied:
 		return "denied"
 	}
-	if len(op.Raw) > 0 && op.Raw[0] == '"' {
-		var s string
-		if json.Unmarshal(op.Raw, &s) == nil {
-			return s
-		}
+	if s, ok := unquote(op.Raw); ok {
+		return s
 	}
 	return string(op.Raw)
 }
@@ -243,8 +240,8 @@ func NewAGUIHistory() *AGUIHistory {
 }
 
 // Apply folds the next event of the log.
-func (h *AGUIHistory) Apply(e *contract.Event, data []byte) {
-	for _, op := range h.fold.Apply(e, data) {
+func (h *AGUIHistory) Apply(e *Event) {
+	for _, op := range h.fold.Apply(e) {
 		h.op(&op)
 	}
 }

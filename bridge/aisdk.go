@@ -1,10 +1,6 @@
 package bridge
 
-import (
-	"encoding/json"
-
-	"github.com/sessiond/sessiond/contract"
-)
+import "encoding/json"
 
 // UIStreamHeader and UIStreamVersion are the header the AI SDK's UI message stream protocol
 // sends with every stream, and its value (the protocol's version).
@@ -40,7 +36,7 @@ func AppendUI(b []byte, op *Op) []byte {
 	case OpTextDelta, OpReasoningDelta:
 		b = start(uiTypes[op.Kind])
 		b = appendField(b, "id", op.ID)
-		b = appendField(b, "delta", op.Text)
+		b = appendText(b, "delta", op)
 		return end()
 	case OpToolStart:
 		b = start("tool-input-start")
@@ -114,7 +110,7 @@ func AppendUI(b []byte, op *Op) []byte {
 	return b
 }
 
-var uiTypes = map[OpKind]string{
+var uiTypes = [...]string{
 	OpTextStart: "text-start", OpTextDelta: "text-delta", OpTextEnd: "text-end",
 	OpReasoningStart: "reasoning-start", OpReasoningDelta: "reasoning-delta", OpReasoningEnd: "reasoning-end",
 }
@@ -177,8 +173,8 @@ func NewUIHistory() *UIHistory {
 }
 
 // Apply folds the next event of the log.
-func (h *UIHistory) Apply(e *contract.Event, data []byte) {
-	for _, op := range h.fold.Apply(e, data) {
+func (h *UIHistory) Apply(e *Event) {
+	for _, op := range h.fold.Apply(e) {
 		h.op(e.RunID, &op)
 	}
 }

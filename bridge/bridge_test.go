@@ -7,8 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-func event(t *testing.T, run, typ, payload string) []byte {
-	t.Helper()
+func event(t testing.TB, run, typ, payload string) []byte {
+	if t != nil {
+		t.Helper()
+	}
 	data := []byte(`{"contract":"AgentSessionEvent","eventId":"e","sessionId":"S","runId":"` + run + `","sequence":0,"idempotencyKey":"e","occurredAt":"2026-03-01T12:00:00Z","eventType":"` + typ + `","payload":` + payload + `}`)
 	return data
 }
@@ -23,7 +25,7 @@ func ops(t *testing.T, f *Fold, events ...[2]string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, op := range f.Apply(e, data) {
+		for _, op := range f.Apply(e) {
 			out = append(out, opNames[op.Kind]+":"+op.ID)
 		}
 	}
@@ -77,14 +79,14 @@ func TestFold(t *testing.T) {
 	ops(t, f, [2]string{"error", `{"code":"X","message":"boom","retryable":false}`})
 	data := event(t, "r", "status", `{"status":"failed","failedAt":"2026-03-01T12:00:00Z","durationMs":1}`)
 	e, _ := Decode(data)
-	got := f.Apply(e, data)
+	got := f.Apply(e)
 	if last := got[len(got)-1]; last.Kind != OpRunFailed || last.Text != "boom" || last.Code != "X" {
 		t.Fatalf("failed: %+v", last)
 	}
 	// Another run's events give nothing.
 	data = event(t, "other", "message", `{"messageId":"a","role":"assistant","operation":"append","parts":["x"]}`)
 	e, _ = Decode(data)
-	if got := NewFold("r").Apply(e, data); len(got) != 0 {
+	if got := NewFold("r").Apply(e); len(got) != 0 {
 		t.Fatalf("another run's event: %+v", got)
 	}
 }

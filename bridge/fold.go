@@ -1,8 +1,8 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/sessiond/sessiond/contract"
@@ -18,13 +18,14 @@ const (
 	OpUserMessage OpKind = iota + 1
 	// OpTextStart opens the text of an assistant message (ID = its messageId).
 	OpTextStart
-	// OpTextDelta adds Text to the open text ID.
+	// OpTextDelta adds Text to the open text ID (TextJSON: the same text as a JSON string's
+	// contents).
 	OpTextDelta
 	// OpTextEnd closes the text ID.
 	OpTextEnd
 	// OpReasoningStart opens the reasoning ID (its reasoningId).
 	OpReasoningStart
-	// OpReasoningDelta adds Text to the open reasoning ID.
+	// OpReasoningDelta adds Text to the open reasoning ID (TextJSON as for OpTextDelta).
 	OpReasoningDelta
 	// OpReasoningEnd closes the reasoning ID.
 	OpReasoningEnd
@@ -66,10 +67,13 @@ const (
 
 // Op is one step of the projection: what an event means, independent of any protocol.
 type Op struct {
-	Kind       OpKind
-	ID         string
-	Name       string
-	Text       string
+	Kind OpKind
+	ID   string
+	Name string
+	Text string
+	// TextJSON, when not nil, is Text as the contents of a JSON string (escaped, without the
+	// quotes), as the event stores it: the encoders copy it instead of escaping Text again.
+	TextJSON   []byte
 	Code       string
 	ToolCallID string
 	Raw        []byte
@@ -89,17 +93,18 @@ type Approval struct {
 // only (a run's stream); without, every run and every message (history). A fold keeps what
 // the protocols need to stay well-formed: which texts, reasonings and steps are open, which
 // tool calls were announced and which have their input; it closes what is open when a run
-// waits or ends. The zero value is not ready: use [NewFold].
+// waits or ends. What it keeps across events it copies (an [Event]'s strings share the stored
+// bytes, which a long stream must not keep alive). The zero value is not ready: use [NewFold].
 type Fold struct {
 	run       string
 	texts     []string // open texts, in the order they opened
 	reasoning []string // open reasonings
 	tools     map[string]*toolState
-	toolOrder []string          // tool call ids in the order they were first seen
-	steps     map[string]string // open steps: id -> title
-	order     []string          // open steps in the order they started
-	pending   []Approval        // approvals requested and not decided
-	lastError *contract.ErrorPayload
+	toolOrder []string               // tool call ids in the order they were first seen
+	steps     map[string]string      // open steps: id -> title
+	order     []string               // open steps in the order they started
+	pending   []Approval             // approvals requested and not decided
+	lastError *contract.ErrorPayload // the run's last error (code, message)
 	plan      json.RawMessage
 	tasks     []json.RawMessage
 	taskIndex map[string]int
@@ -137,47 +142,47 @@ func (f *Fold) Cut() {
 // Pending returns the approvals the run waits for (requested, not yet decided).
 func (f *Fold) Pending() []Approval { return f.pending }
 
-// Apply folds one event (its decoded form e and the bytes stored, data) and returns its ops.
-// The slice is reused by the next call.
-func (f *Fold) Apply(e *contract.Event, data []byte) []Op {
+// Apply folds one event (see [Decode]) and returns its ops. The slice is reused by the next
+// call.
+func (f *Fold) Apply(e *Event) []Op {
 	f.ops = f.ops[:0]
 	if f.run != "" && e.RunID != f.run {
 		return nil
 	}
-	switch p := e.Payload.(type) {
-	case *contract.MessagePayload:
-		f.message(e, p, data)
-	case *contract.ReasoningPayload:
-		if !has(f.reasoning, p.ReasoningID) {
-			f.reasoning = append(f.reasoning, p.ReasoningID)
-			f.emit(Op{Kind: OpReasoningStart, ID: p.ReasoningID})
+	switch e.Type {
+	case "message":
+		f.message(e)
+	case "reasoning":
+		if !has(f.reasoning, e.ID) {
+			f.reasoning = append(f.reasoning, strings.Clone(e.ID))
+			f.emit(Op{Kind: OpReasoningStart, ID: e.ID})
 		}
-		if p.Text != "" {
-			f.emit(Op{Kind: OpReasoningDelta, ID: p.ReasoningID, Text: p.Text})
+		if e.Text != "" {
+			f.emit(Op{Kind: OpReasoningDelta, ID: e.ID, Text: e.Text, TextJSON: e.TextJSON})
 		}
-		if p.Status == "completed" {
-			f.reasoning = remove(f.reasoning, p.ReasoningID)
-			f.emit(Op{Kind: OpReasoningEnd, ID: p.ReasoningID})
+		if e.Status == "completed" {
+			f.reasoning = remove(f.reasoning, e.ID)
+			f.emit(Op{Kind: OpReasoningEnd, ID: e.ID})
 		}
-	case *contract.ToolPayload:
-		f.tool(p)
-	case *contract.ApprovalPayload:
-		f.approval(e, p, data)
-	case *contract.PlanPayload:
-		f.planEvent(e, p, data)
-	case *contract.TaskPayload:
-		f.taskEvent(e, p, data)
-	case *contract.StatusPayload:
+	case "tool":
+		f.tool(e)
+	case "approval":
+		f.approval(e)
+	case "plan":
+		f.planEvent(e)
+	case "task":
+		f.taskEvent(e)
+	case "status":
 		if e.RunID != "" {
-			f.status(e, p, data)
+			f.status(e)
 		} else {
-			f.data(e, data, "")
+			f.data(e, "")
 		}
-	case *contract.ErrorPayload:
-		f.lastError = p
-		f.data(e, data, "")
+	case "error":
+		f.lastError = &contract.ErrorPayload{Code: strings.Clone(e.Code), Message: strings.Clone(e.Message)}
+		f.data(e, "")
 	default:
-		f.data(e, data, subject(e))
+		f.data(e, e.ID)
 	}
 	return f.ops
 }
@@ -185,59 +190,44 @@ func (f *Fold) Apply(e *contract.Event, data []byte) []Op {
 func (f *Fold) emit(op Op) { f.ops = append(f.ops, op) }
 
 // data carries an event whole (OpData), with its subject's id ("" when the event has no
-// subject: each such event is a part of its own).
-func (f *Fold) data(e *contract.Event, data []byte, id string) {
-	f.emit(Op{Kind: OpData, Name: e.EventType, ID: id, Raw: payloadOf(data), Event: data})
+// subject: each such event is a part of its own). The subject (Event.ID) is the id an
+// event's kind is keyed by, so that a later event of the same subject replaces the earlier
+// one in a client that keeps one part per subject.
+func (f *Fold) data(e *Event, id string) {
+	f.emit(Op{Kind: OpData, Name: e.Type, ID: id, Raw: e.payloadOrData(), Event: e.Data})
 }
 
-// subject is the id an event's kind is keyed by, so that a later event of the same subject
-// replaces the earlier one in a client that keeps one part per subject ("" for none).
-func subject(e *contract.Event) string {
-	switch p := e.Payload.(type) {
-	case *contract.ArtifactPayload:
-		return p.ArtifactID
-	case *contract.DiffPayload:
-		return p.Path
-	case *contract.WorkspaceFilePayload:
-		return p.Path
-	case *contract.TestResultPayload:
-		return p.TestID
-	case *contract.SteerPayload:
-		return p.CommandID
-	case *contract.SummaryPayload:
-		return p.SummaryID
+// payloadOrData is the event's payload member; the whole event if it has none.
+func (e *Event) payloadOrData() []byte {
+	if len(e.Payload) == 0 {
+		return e.Data
 	}
-	return ""
+	return e.Payload
 }
 
-func (f *Fold) message(e *contract.Event, p *contract.MessagePayload, data []byte) {
-	if p.Role != "assistant" {
-		f.emit(Op{Kind: OpUserMessage, ID: p.MessageID, Name: p.Role, Parts: p.Parts, Event: data})
+func (f *Fold) message(e *Event) {
+	if e.Role != "assistant" {
+		f.emit(Op{Kind: OpUserMessage, ID: e.ID, Name: e.Role, Parts: e.Parts, Event: e.Data})
 		return
 	}
-	if p.Operation == "replace" {
+	if e.Operation == "replace" {
 		// A replaced text cannot be taken back from a stream: the new parts go out whole.
-		f.closeText(p.MessageID)
-		f.data(e, data, p.MessageID)
+		f.closeText(e.ID)
+		f.data(e, e.ID)
 		return
 	}
-	var text strings.Builder
-	for _, part := range p.Parts {
-		if t, ok := PartText(part); ok {
-			text.WriteString(t)
-		} else {
-			f.emit(Op{Kind: OpData, Name: "message-part", Raw: part, Event: data})
-		}
+	for _, part := range e.Other {
+		f.emit(Op{Kind: OpData, Name: "message-part", Raw: part, Event: e.Data})
 	}
-	if !has(f.texts, p.MessageID) && (text.Len() > 0 || p.Status != "completed") {
-		f.texts = append(f.texts, p.MessageID)
-		f.emit(Op{Kind: OpTextStart, ID: p.MessageID})
+	if !has(f.texts, e.ID) && (e.Text != "" || e.Status != "completed") {
+		f.texts = append(f.texts, strings.Clone(e.ID))
+		f.emit(Op{Kind: OpTextStart, ID: e.ID})
 	}
-	if text.Len() > 0 {
-		f.emit(Op{Kind: OpTextDelta, ID: p.MessageID, Text: text.String()})
+	if e.Text != "" {
+		f.emit(Op{Kind: OpTextDelta, ID: e.ID, Text: e.Text, TextJSON: e.TextJSON})
 	}
-	if p.Status == "completed" || p.Status == "failed" {
-		f.closeText(p.MessageID)
+	if e.Status == "completed" || e.Status == "failed" {
+		f.closeText(e.ID)
 	}
 }
 
@@ -248,25 +238,26 @@ func (f *Fold) closeText(id string) {
 	}
 }
 
-func (f *Fold) tool(p *contract.ToolPayload) {
-	t := f.tools[p.ToolCallID]
+func (f *Fold) tool(p *Event) {
+	t := f.tools[p.ID]
 	if t == nil {
-		t = &toolState{name: p.ToolName}
-		f.tools[p.ToolCallID] = t
-		f.toolOrder = append(f.toolOrder, p.ToolCallID)
+		id := strings.Clone(p.ID)
+		t = &toolState{name: strings.Clone(p.ToolName)}
+		f.tools[id] = t
+		f.toolOrder = append(f.toolOrder, id)
 	}
 	if !t.started {
 		t.started = true
-		f.emit(Op{Kind: OpToolStart, ID: p.ToolCallID, Name: t.name})
+		f.emit(Op{Kind: OpToolStart, ID: p.ID, Name: t.name})
 	}
 	final := p.Status == "completed" || p.Status == "failed" || p.Status == "denied"
 	if !t.hasInput && (len(p.Input) > 0 || final || p.Status == "running") {
 		t.hasInput = true
-		in := []byte(p.Input)
+		in := p.Input
 		if len(in) == 0 {
 			in = []byte("{}")
 		}
-		f.emit(Op{Kind: OpToolInput, ID: p.ToolCallID, Name: t.name, Raw: in})
+		f.emit(Op{Kind: OpToolInput, ID: p.ID, Name: t.name, Raw: in})
 	}
 	if !final || t.ended {
 		return
@@ -274,70 +265,71 @@ func (f *Fold) tool(p *contract.ToolPayload) {
 	t.ended = true
 	switch p.Status {
 	case "completed":
-		out := []byte(p.Output)
+		out := p.Output
 		if len(out) == 0 {
 			out = []byte("null")
 		}
-		f.emit(Op{Kind: OpToolOutput, ID: p.ToolCallID, Name: t.name, Raw: out})
+		f.emit(Op{Kind: OpToolOutput, ID: p.ID, Name: t.name, Raw: out})
 	case "failed":
 		msg := "the tool call failed"
-		if p.Error != nil {
-			msg = *p.Error
+		if p.Detail != nil {
+			msg = *p.Detail
 		}
-		f.emit(Op{Kind: OpToolError, ID: p.ToolCallID, Name: t.name, Text: msg})
+		f.emit(Op{Kind: OpToolError, ID: p.ID, Name: t.name, Text: msg})
 	case "denied":
-		f.emit(Op{Kind: OpToolDenied, ID: p.ToolCallID, Name: t.name})
+		f.emit(Op{Kind: OpToolDenied, ID: p.ID, Name: t.name})
 	}
 }
 
-func (f *Fold) approval(e *contract.Event, p *contract.ApprovalPayload, data []byte) {
+func (f *Fold) approval(p *Event) {
 	if p.Status == "requested" {
-		f.pending = append(f.pending, Approval{ApprovalID: p.ApprovalID, ToolCallID: p.ToolCallID, Title: p.Title})
+		f.pending = append(f.pending, Approval{ApprovalID: strings.Clone(p.ID), ToolCallID: strings.Clone(p.ToolCallID), Title: strings.Clone(p.Title)})
 		if t := f.tools[p.ToolCallID]; p.ToolCallID != "" && t != nil && t.started {
-			f.emit(Op{Kind: OpApprovalRequest, ID: p.ApprovalID, ToolCallID: p.ToolCallID, Text: p.Title, Raw: payloadOf(data), Event: data})
+			f.emit(Op{Kind: OpApprovalRequest, ID: p.ID, ToolCallID: p.ToolCallID, Text: p.Title, Raw: p.payloadOrData(), Event: p.Data})
 			return
 		}
-		f.data(e, data, p.ApprovalID)
+		f.data(p, p.ID)
 		return
 	}
 	for i, a := range f.pending {
-		if a.ApprovalID == p.ApprovalID {
+		if a.ApprovalID == p.ID {
 			f.pending = append(f.pending[:i], f.pending[i+1:]...)
 			break
 		}
 	}
 	if t := f.tools[p.ToolCallID]; p.ToolCallID != "" && t != nil && (p.Status == "approved" || p.Status == "rejected") {
-		f.emit(Op{Kind: OpApprovalDecision, ID: p.ApprovalID, ToolCallID: p.ToolCallID, Text: p.Status, Raw: payloadOf(data), Event: data})
+		f.emit(Op{Kind: OpApprovalDecision, ID: p.ID, ToolCallID: p.ToolCallID, Text: p.Status, Raw: p.payloadOrData(), Event: p.Data})
 		return
 	}
-	f.data(e, data, p.ApprovalID)
+	f.data(p, p.ID)
 }
 
-func (f *Fold) planEvent(e *contract.Event, p *contract.PlanPayload, data []byte) {
+func (f *Fold) planEvent(p *Event) {
 	for _, s := range p.Steps {
 		_, open := f.steps[s.ID]
 		switch {
 		case s.Status == "running" && !open:
-			f.steps[s.ID] = s.Title
-			f.order = append(f.order, s.ID)
+			id := strings.Clone(s.ID)
+			f.steps[id] = strings.Clone(s.Title)
+			f.order = append(f.order, id)
 			f.emit(Op{Kind: OpStepStart, ID: s.ID, Name: s.Title})
 		case open && s.Status != "running" && s.Status != "pending":
 			f.endStep(s.ID)
 		}
 	}
-	f.plan = payloadOf(data)
-	f.data(e, data, p.PlanID)
+	f.plan = bytes.Clone(p.payloadOrData())
+	f.data(p, p.ID)
 	f.emit(Op{Kind: OpState, Raw: f.state()})
 }
 
-func (f *Fold) taskEvent(e *contract.Event, p *contract.TaskPayload, data []byte) {
-	if i, ok := f.taskIndex[p.TaskID]; ok {
-		f.tasks[i] = payloadOf(data)
+func (f *Fold) taskEvent(p *Event) {
+	if i, ok := f.taskIndex[p.ID]; ok {
+		f.tasks[i] = bytes.Clone(p.payloadOrData())
 	} else {
-		f.taskIndex[p.TaskID] = len(f.tasks)
-		f.tasks = append(f.tasks, payloadOf(data))
+		f.taskIndex[strings.Clone(p.ID)] = len(f.tasks)
+		f.tasks = append(f.tasks, bytes.Clone(p.payloadOrData()))
 	}
-	f.data(e, data, p.TaskID)
+	f.data(p, p.ID)
 	f.emit(Op{Kind: OpState, Raw: f.state()})
 }
 
@@ -396,7 +388,7 @@ func (f *Fold) closeAll() {
 	}
 }
 
-func (f *Fold) status(e *contract.Event, p *contract.StatusPayload, data []byte) {
+func (f *Fold) status(p *Event) {
 	switch p.Status {
 	case "waiting_approval":
 		f.closeAll()
@@ -448,45 +440,4 @@ func remove(list []string, id string) []string {
 // Ends reports whether op ends a run's stream: the run finished, or waits for a person.
 func (op *Op) Ends() bool {
 	return op.Kind >= OpRunWaiting
-}
-
-// PartText is the text of a message part: a text part's text, or a part that is a plain
-// string (the contract allows any JSON value as a part).
-func PartText(part contract.RawJSON) (string, bool) {
-	if len(part) > 0 && part[0] == '"' {
-		var s string
-		if json.Unmarshal(part, &s) == nil {
-			return s, true
-		}
-		return "", false
-	}
-	var obj struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-	if len(part) == 0 || part[0] != '{' || json.Unmarshal(part, &obj) != nil || obj.Type != "text" || obj.Text == nil {
-		return "", false
-	}
-	return *obj.Text, true
-}
-
-// payloadOf returns the payload member of a stored event (canonical JSON, so "payload" is a
-// top-level key); the whole event if it has none.
-func payloadOf(data []byte) []byte {
-	var v struct {
-		Payload json.RawMessage `json:"payload"`
-	}
-	if json.Unmarshal(data, &v) != nil || len(v.Payload) == 0 {
-		return data
-	}
-	return v.Payload
-}
-
-// Decode decodes a stored event for [Fold.Apply].
-func Decode(data []byte) (*contract.Event, error) {
-	var e contract.Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("bridge: decode event: %w", err)
-	}
-	return &e, nil
 }

@@ -62,3 +62,15 @@ func appendField(b []byte, name, value string) []byte {
 	b = append(b, '"', ':')
 	return appendString(b, value)
 }
+
+// appendText appends ,"name":"op's Text", copying TextJSON when the op has it.
+func appendText(b []byte, name string, op *Op) []byte {
+	if op.TextJSON == nil {
+		return appendField(b, name, op.Text)
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':', '"')
+	b = append(b, op.TextJSON...)
+	return append(b, '"')
+}

@@ -298,10 +298,9 @@ func (s *Service) submitted(ctx context.Context, sid, messageID string, parts []
 		if err != nil {
 			return "", 0, err
 		}
-		p, ok := e.Payload.(*contract.MessagePayload)
-		same = ok && p.MessageID == messageID && p.Role == "user" && len(p.Parts) == len(parts)
+		same = e.Type == "message" && e.ID == messageID && e.Role == "user" && len(e.Parts) == len(parts)
 		for i := 0; same && i < len(parts); i++ {
-			same = compact(p.Parts[i]) == compact(parts[i])
+			same = compact(e.Parts[i]) == compact(parts[i])
 		}
 	}
 	if !same {
@@ -372,20 +371,14 @@ func (s *Service) decide(ctx context.Context, sid string, d Decision) (string, i
 }
 
 // findApproval finds the approval's request in the log: its run, and the sequence of its
-// decision (-1 when undecided).
+// decision (-1 when undecided). The session's live projection knows where each approval
+// stands, so this reads no more of the log than the projection has not seen yet.
 func (s *Service) findApproval(ctx context.Context, sid, approvalID string) (runID string, decided int64, found bool, err error) {
-	decided = -1
-	err = s.Scan(ctx, sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		if p, ok := e.Payload.(*contract.ApprovalPayload); ok && p.ApprovalID == approvalID {
-			if p.Status == "requested" {
-				runID, found = e.RunID, true
-			} else {
-				decided = se.Sequence
-			}
-		}
-		return true
-	}, "approval")
-	return runID, decided, found, err
+	ref, ok, err := s.Svc.Approval(ctx, sid, approvalID)
+	if err != nil || !ok || !ref.Requested {
+		return "", -1, false, err
+	}
+	return ref.RunID, ref.Decided, true, nil
 }
 
 // Stop stops the session's active run (a stop command, idempotent by the run's id) and
@@ -430,7 +423,7 @@ func (s *Service) ActiveRun(ctx context.Context, sid string) (*contract.Run, err
 // Scan reads the log after the sequence after, decoding each event of the given types (all
 // when none is given; the others are skipped undecoded), until fn returns false or the log
 // ends.
-func (s *Service) Scan(ctx context.Context, sid string, after int64, fn func(store.StoredEvent, *contract.Event) bool, types ...string) error {
+func (s *Service) Scan(ctx context.Context, sid string, after int64, fn func(store.StoredEvent, *Event) bool, types ...string) error {
 	for {
 		evs, err := s.Svc.Events(ctx, sid, after, 512)
 		if err != nil {

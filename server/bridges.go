@@ -138,8 +138,8 @@ func (s *Server) handleChatHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err, sid))
 		return
 	}
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		h.Apply(e, se.Data)
+	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+		h.Apply(e)
 		return true
 	}); err != nil {
 		writeError(w, storeError(err, sid))
@@ -171,8 +171,8 @@ func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := bridge.NewAGUIHistory()
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		h.Apply(e, se.Data)
+	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+		h.Apply(e)
 		return true
 	}); err != nil {
 		writeError(w, storeError(err, sid))
@@ -192,16 +192,6 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	bs := s.bridges()
-	known := map[string]bool{}
-	if err := bs.Scan(ctx, sid, -1, func(se store.StoredEvent, e *contract.Event) bool {
-		if p, ok := e.Payload.(*contract.MessagePayload); ok {
-			known[p.MessageID] = true
-		}
-		return true
-	}, "message"); err != nil {
-		writeError(w, storeError(err, sid))
-		return
-	}
 	var (
 		runID string
 		cut   int64
@@ -211,10 +201,19 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	case len(in.Resume) > 0:
 		runID, cut, err = bs.Decide(ctx, sid, in.Decisions())
 	default:
+		ids := make([]string, len(in.Messages))
+		for i, m := range in.Messages {
+			ids[i] = m.ID
+		}
+		known, kerr := s.svc.HasMessages(ctx, sid, ids)
+		if kerr != nil {
+			writeError(w, storeError(kerr, sid))
+			return
+		}
 		var last *bridge.AGUIInMessage
 		at := 0
 		for i := range in.Messages {
-			if m := &in.Messages[i]; m.Role == "user" && !known[m.ID] {
+			if m := &in.Messages[i]; m.Role == "user" && !known[i] {
 				last, at = m, i
 			}
 		}
@@ -251,7 +250,7 @@ type protocol struct {
 	// header is an extra response header (name, value), or empty.
 	header [2]string
 	// observe sees every event up to the cut (history for a snapshot); may be nil.
-	observe func(e *contract.Event, data []byte)
+	observe func(e *bridge.Event)
 	// opening is sent once the events up to the cut are folded.
 	opening func(b []byte) []byte
 	// op writes one op.
@@ -272,10 +271,16 @@ func uiProtocol(runID string) *protocol {
 func aguiProtocol(run bridge.AGUIRun) *protocol {
 	h := bridge.NewAGUIHistory()
 	return &protocol{
-		observe: h.Apply,
+		observe: func(e *bridge.Event) {
+			if h != nil {
+				h.Apply(e)
+			}
+		},
 		opening: func(b []byte) []byte {
 			b = bridge.AGUIRunStarted(b, run)
-			return bridge.AGUISnapshot(b, h.Messages())
+			b = bridge.AGUISnapshot(b, h.Messages())
+			h = nil // the history is in the snapshot: the rest of the stream does not keep it
+			return b
 		},
 		op: func(b []byte, op *bridge.Op) []byte { return bridge.AppendAGUI(b, op, run) },
 	}
@@ -316,7 +321,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			}
 			for _, se := range evs {
 				if e, derr := bridge.Decode(se.Data); derr == nil && p.observe != nil {
-					p.observe(e, se.Data)
+					p.observe(e)
 				}
 				after = se.Sequence
 			}
@@ -330,6 +335,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 	defer keepAlive.Stop()
 	cursor := after
 	var ring []store.StoredEvent
+	var scratch bridge.Event
 	for {
 		v := t.view.Load()
 		// Recent events come from the ring of the live stream (encoded once for every
@@ -350,21 +356,30 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			if !ok && se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
 				continue // another run's, or a user's message: not in this run's stream
 			}
-			e, err := bridge.Decode(se.Data)
+			var e *bridge.Event
+			var err error
+			if ok {
+				e, err = v.bridgeEvent(se)
+			} else {
+				// Read from the store for this stream alone: one Event for all of them.
+				e, err = &scratch, scratch.Decode(se.Data)
+			}
 			if err != nil {
 				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))
 				return
 			}
 			if se.Sequence <= cut {
 				if p.observe != nil {
-					p.observe(e, se.Data)
+					p.observe(e)
 				}
-				fold.Apply(e, se.Data)
+				fold.Apply(e)
 				continue
 			}
 			open()
-			for _, op := range fold.Apply(e, se.Data) {
-				buf = p.op(buf, &op)
+			ops := fold.Apply(e)
+			for j := range ops {
+				op := &ops[j]
+				buf = p.op(buf, op)
 				if !op.Ends() {
 					continue
 				}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/bridge"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
@@ -54,7 +55,10 @@ type ringView struct {
 	first int64  // sequence of the first block in slab (when ends is not empty)
 	ends  []int  // ends[i] is the end offset in slab of the block of sequence first+i
 	slab  []byte // SSE blocks, back to back
-	head  int64  // last sequence known committed (-1 unknown/empty)
+	// decoded[i] is the event of sequence first+i as the protocol bridges read it, decoded
+	// by the first bridge stream that needs it and shared by the others.
+	decoded []*decodedEvent
+	head    int64 // last sequence known committed (-1 unknown/empty)
 	// changed is closed when a newer view replaces this one.
 	changed chan struct{}
 }
@@ -74,20 +78,22 @@ func (h *hub) publish(c store.Commit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.view.Load()
-	nv := &ringView{first: old.first, ends: old.ends, slab: old.slab, head: old.head, changed: make(chan struct{})}
+	nv := &ringView{first: old.first, ends: old.ends, slab: old.slab, decoded: old.decoded, head: old.head, changed: make(chan struct{})}
 	if c.LastSequence > nv.head {
 		nv.head = c.LastSequence
 	}
-	for _, e := range c.Events {
+	cells := make([]decodedEvent, len(c.Events))
+	for i, e := range c.Events {
 		if n := len(nv.ends); n > 0 && e.Sequence != nv.first+int64(n) {
 			// Not contiguous (a commit seen out of order): start afresh, in new arrays.
-			nv.ends, nv.slab = nil, nil
+			nv.ends, nv.slab, nv.decoded = nil, nil, nil
 		}
 		if len(nv.ends) == 0 {
 			nv.first = e.Sequence
 		}
 		nv.slab = appendSSE(nv.slab, e)
 		nv.ends = append(nv.ends, len(nv.slab))
+		nv.decoded = append(nv.decoded, &cells[i])
 	}
 	if over := len(nv.ends) - h.ringSize; over > 0 {
 		// Drop the oldest quarter at once so trimming is amortised; copy into new arrays,
@@ -100,6 +106,7 @@ func (h *hub) publish(c store.Commit) {
 		}
 		nv.slab = append(make([]byte, 0, 2*(len(nv.slab)-cut)), nv.slab[cut:]...)
 		nv.ends = ends
+		nv.decoded = append(make([]*decodedEvent, 0, h.ringSize), nv.decoded[drop:]...)
 		nv.first += int64(drop)
 	}
 	t.view.Store(nv)
@@ -181,6 +188,29 @@ func (v *ringView) events(cursor int64, max int, out []store.StoredEvent) (evs [
 		out = append(out, e)
 	}
 	return out, true
+}
+
+// decodedEvent holds a ring event as the protocol bridges read it (nil until a bridge stream
+// decodes it). Two streams may decode the same event at once; both results are equal and
+// either is kept.
+type decodedEvent struct{ e atomic.Pointer[bridge.Event] }
+
+// bridgeEvent returns the event se, read from this view (events), decoded for the protocol
+// bridges: the first bridge stream to need it decodes it, the others share that decoding.
+func (v *ringView) bridgeEvent(se store.StoredEvent) (*bridge.Event, error) {
+	i := se.Sequence - v.first
+	if i < 0 || i >= int64(len(v.decoded)) {
+		return bridge.Decode(se.Data)
+	}
+	cell := v.decoded[i]
+	if e := cell.e.Load(); e != nil {
+		return e, nil
+	}
+	e, err := bridge.Decode(se.Data)
+	if err == nil {
+		cell.e.Store(e)
+	}
+	return e, err
 }
 
 const streamBatch = 512

@@ -150,16 +150,45 @@ func applyAll(f *Fold, evs []store.StoredEvent) error {
 
 // Transcript returns the folded state of a session's log (the live projection, caught up).
 func (s *Service) Transcript(ctx context.Context, id string) (*Transcript, error) {
-	if _, err := s.st.GetSession(ctx, id); err != nil {
+	var t Transcript
+	if err := s.caughtUp(ctx, id, "transcript", func(f *Fold) { t = f.Transcript() }); err != nil {
 		return nil, err
+	}
+	return &t, nil
+}
+
+// caughtUp runs fn on the session's live projection, caught up with its log; a failure to
+// catch up is reported as what's.
+func (s *Service) caughtUp(ctx context.Context, id, what string, fn func(f *Fold)) error {
+	if _, err := s.st.GetSession(ctx, id); err != nil {
+		return err
 	}
 	l := s.lock(id)
 	defer s.unlock(id, l)
 	if err := s.catchUp(ctx, id, l.fold); err != nil {
-		return nil, fmt.Errorf("transcript: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	t := l.fold.Transcript()
-	return &t, nil
+	fn(l.fold)
+	return nil
+}
+
+// Approval says where approval approvalID stands in the session's log, from the live
+// projection (no scan of the log); ok is false when the log has no event of it.
+func (s *Service) Approval(ctx context.Context, id, approvalID string) (ref ApprovalRef, ok bool, err error) {
+	err = s.caughtUp(ctx, id, "approval", func(f *Fold) { ref, ok = f.approvalAt[approvalID] })
+	return ref, ok, err
+}
+
+// HasMessages reports, for each of the message ids, whether the session's log has a message
+// with that id, from the live projection (no scan of the log).
+func (s *Service) HasMessages(ctx context.Context, id string, messageIDs []string) (has []bool, err error) {
+	err = s.caughtUp(ctx, id, "messages", func(f *Fold) {
+		has = make([]bool, len(messageIDs))
+		for i, m := range messageIDs {
+			_, has[i] = f.index[slotKey{"message", m}]
+		}
+	})
+	return has, err
 }
 
 // Rebuild folds a session's whole log from scratch, ignoring the live projection.

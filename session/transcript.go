@@ -38,6 +38,18 @@ type Fold struct {
 	// only, when set, lists the event types this fold applies; the others only advance
 	// LastSequence, without being decoded (see newSummaryFold).
 	only map[string]bool
+	// approvalAt says where each approval stands in the log (see ApprovalRef).
+	approvalAt map[string]ApprovalRef
+}
+
+// ApprovalRef is where an approval stands in a session's log.
+type ApprovalRef struct {
+	// Requested says the log has its request, RunID the run of that request.
+	Requested bool
+	RunID     string
+	// Decided is the sequence of its latest event other than a request (its decision); -1
+	// while it has none.
+	Decided int64
 }
 
 // slotKey identifies an item of the transcript: its kind ("message", "tool", ...) and id.
@@ -105,6 +117,7 @@ func (f *Fold) Apply(se store.StoredEvent) error {
 		f.applyTool(p)
 	case *contract.ApprovalPayload:
 		f.applyApproval(p)
+		f.placeApproval(p.ApprovalID, p.Status, e.RunID, se.Sequence)
 	case *contract.ArtifactPayload:
 		t.Artifacts = upsert(f, "artifact", p.ArtifactID, t.Artifacts, *p)
 	case *contract.UsagePayload:
@@ -209,6 +222,23 @@ func (f *Fold) applyApproval(p *contract.ApprovalPayload) {
 		merged.Description = t.Approvals[i].Description
 	}
 	t.Approvals[i] = merged
+}
+
+// placeApproval records where an approval's event (of run runID, at sequence seq) leaves it.
+func (f *Fold) placeApproval(id, status, runID string, seq int64) {
+	if f.approvalAt == nil {
+		f.approvalAt = map[string]ApprovalRef{}
+	}
+	ref, ok := f.approvalAt[id]
+	if !ok {
+		ref.Decided = -1
+	}
+	if status == "requested" {
+		ref.Requested, ref.RunID = true, runID
+	} else {
+		ref.Decided = seq
+	}
+	f.approvalAt[id] = ref
 }
 
 // applyUsage folds a usage event (of run runID): it is the latest, and adds to the total and
