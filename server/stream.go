@@ -306,9 +306,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			if !sw.flush(blocks) {
 				return
 			}
-			if caughtUp || ok {
-				// A live delivery: the subscriber is (or was) at the head, or is served from
-				// the ring of recent events.
+			if caughtUp || ok || next > last {
+				// A live delivery: the subscriber is (or was) at the head, is served from the
+				// ring of recent events, or gets events appended after it connected.
 				s.opt.Metrics.delivered(max(head-cursor, 0))
 			}
 			if caughtUp && head-cursor > s.opt.MaxLag {
