@@ -285,6 +285,8 @@ type rawSubscriber struct {
 	state int   // 0: reading a size line, 1: chunk data, 2: the CRLF after it
 	left  int64 // bytes left in the current state 1 or 2
 	hdr   []byte
+	// chunks counts the chunks received: one per write (flush) of the server's.
+	chunks int
 
 	// SSE decoding
 	part                []byte // a line split by a read or chunk boundary
@@ -370,6 +372,7 @@ func (s *rawSubscriber) pump(buf []byte, fn func(now, id int64, data, isErr bool
 				return io.EOF
 			}
 			s.state, s.left = 1, size
+			s.chunks++
 		case 1:
 			m := min(int64(len(b)), s.left)
 			s.scan(b[:m], now, fn)
