@@ -29,19 +29,6 @@ import (
 //
 // The feed reads the store directly rather than through the session service, as the stream hub
 // does: it is transport for changes already committed.
-//
-// Publishing and ringing. Each change is its own commit, and a delivery costs about the same
-// CPU whether its write carries one change or ten (the write's syscall and the loopback or
-// network stack are most of it), so waking every subscriber for every change makes the
-// fan-out's CPU grow with the change rate: at 200 changes/s, 1,000 subscribers were 200,000
-// writes/s, more than two cores, and latency grew until the machine caught up. So publishing
-// a view and waking the subscribers are two steps. The pump publishes each view as soon as it
-// has read it: a subscriber that runs later takes everything up to the newest view. It wakes
-// the subscribers that wait (rings the bell) once those it woke last have all taken a view and
-// wait again (the sweep is over), or feedSweepWait after the first view not rung for: a
-// subscriber is woken once per sweep, however many changes came during it, and writes them
-// all at once. When changes come further apart than a sweep lasts, every one is rung for at
-// once, as before.
 
 // changeEventPrefix goes before a change's kind to name its SSE block ("change.session.created").
 // Per-session streams name theirs api.SSEEventPrefix + eventType ("ev.…"): the two never clash.
@@ -49,11 +36,6 @@ const changeEventPrefix = "change."
 
 // feedRing is how many recent changes the pump keeps encoded (default).
 const feedRing = 4096
-
-// feedSweepWait bounds how long a published view waits to be rung for while the subscribers
-// woken last are still taking theirs (a subscriber stuck on a slow client, or gone, does not
-// hold the others back longer than this).
-const feedSweepWait = 20 * time.Millisecond
 
 // feedEntry is one change of the ring, encoded.
 type feedEntry struct {
@@ -67,23 +49,9 @@ type feedView struct {
 	ready   bool        // the pump knows the store's position; until then readers use the store
 	base    int64       // the sequence before entries[0]
 	entries []feedEntry // base+1, base+2, ...
+	// changed is closed when a newer view replaces this one.
+	changed chan struct{}
 }
-
-// feedBell is what the subscribers at the feed's head wait on. The pump rings it (closes rung)
-// and puts a new one in its place.
-type feedBell struct {
-	rung chan struct{}
-	// sweep is how many subscribers waited on the previous bell when it rang: this ring woke
-	// them. parked counts the subscribers that wait on this bell (one woken by a keep-alive
-	// counts again). The sweep is over when parked reaches swept().
-	sweep  int64
-	parked atomic.Int64
-}
-
-// swept is the count of waiting subscribers at which the sweep of the ring before this bell
-// is over: all those it woke, but for one in 64 (a straggler takes what it missed when it
-// runs, as every subscriber takes all up to the newest view).
-func (b *feedBell) swept() int64 { return b.sweep - b.sweep/64 }
 
 // head is the last change sequence the view knows.
 func (v *feedView) head() int64 { return v.base + int64(len(v.entries)) }
@@ -94,21 +62,17 @@ type feed struct {
 	ring int
 	log  interface{ Warn(string, ...any) }
 	view atomic.Pointer[feedView]
-	bell atomic.Pointer[feedBell]
 	kick chan struct{}
-	// sweptC is signalled when a sweep is over (feedBell.parked).
-	sweptC chan struct{}
-	stop   func() // unsubscribes
-	done   chan struct{}
-	ctx    context.Context
-	end    context.CancelFunc
-	once   sync.Once
+	stop func() // unsubscribes
+	done chan struct{}
+	ctx  context.Context
+	end  context.CancelFunc
+	once sync.Once
 }
 
 func newFeed(st store.ChangeFeed, ring int, log interface{ Warn(string, ...any) }) *feed {
-	f := &feed{st: st, ring: ring, log: log, kick: make(chan struct{}, 1), sweptC: make(chan struct{}, 1), done: make(chan struct{})}
-	f.view.Store(&feedView{})
-	f.bell.Store(&feedBell{rung: make(chan struct{})})
+	f := &feed{st: st, ring: ring, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f.view.Store(&feedView{changed: make(chan struct{})})
 	f.ctx, f.end = context.WithCancel(context.Background())
 	f.stop = st.SubscribeChanges(func(int64) { f.wake() })
 	f.wake()
@@ -124,23 +88,6 @@ func (f *feed) wake() {
 	}
 }
 
-// park records that a subscriber waits on bell b; the one that ends the sweep tells the pump.
-func (f *feed) park(b *feedBell) {
-	if b.parked.Add(1) == b.swept() {
-		select {
-		case f.sweptC <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// ringBell wakes the subscribers waiting on the bell. Only the pump rings.
-func (f *feed) ringBell() {
-	old := f.bell.Load()
-	f.bell.Store(&feedBell{rung: make(chan struct{}), sweep: old.parked.Load()})
-	close(old.rung)
-}
-
 // close stops the pump and waits for it.
 func (f *feed) close() {
 	f.once.Do(func() {
@@ -150,85 +97,53 @@ func (f *feed) close() {
 	})
 }
 
-// pump reads and publishes the changes after the ring's head whenever the store reports some,
-// and rings for them once the sweep under way is over (see "Publishing and ringing"). A
-// failed read is retried on the next report, or after a second.
+// pump reads the changes after the ring's head whenever the store reports some, and publishes
+// them. A failed read is retried on the next report, or after a second.
 func (f *feed) pump() {
 	defer close(f.done)
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
-	due := time.NewTimer(time.Hour) // the latest time to ring for what was published
-	due.Stop()
-	unrung := false // a view was published since the last ring
-	armed := false  // due is set
 	for {
-		force := false
 		select {
 		case <-f.ctx.Done():
 			return
 		case <-f.kick:
-			unrung = f.read(retry) || unrung
 		case <-retry.C:
-			unrung = f.read(retry) || unrung
-		case <-f.sweptC:
-		case <-due.C:
-			armed, force = false, true
 		}
-		if !unrung {
-			continue
-		}
-		if b := f.bell.Load(); force || b.parked.Load() >= b.swept() {
-			f.ringBell()
-			unrung = false
-			if armed {
-				due.Stop()
-				armed = false
+		if err := f.catchUp(); err != nil {
+			if f.ctx.Err() != nil {
+				return
 			}
-		} else if !armed {
-			// A sweep is under way: ring when it is over, or when due.
-			due.Reset(feedSweepWait)
-			armed = true
+			f.log.Warn("change feed: reading the store failed; retrying", "err", err)
+			retry.Reset(time.Second)
 		}
 	}
 }
 
-// read publishes the changes after the ring's head, reporting whether it published a view.
-// On failure it logs and arms retry.
-func (f *feed) read(retry *time.Timer) bool {
-	published, err := f.catchUp()
-	if err != nil && f.ctx.Err() == nil {
-		f.log.Warn("change feed: reading the store failed; retrying", "err", err)
-		retry.Reset(time.Second)
-	}
-	return published
-}
-
-// catchUp reads and publishes every change after the ring's head; published reports whether it
-// published a view (also when it then failed).
-func (f *feed) catchUp() (published bool, err error) {
+// catchUp reads and publishes every change after the ring's head.
+func (f *feed) catchUp() error {
 	old := f.view.Load()
 	if !old.ready {
 		last, err := f.st.LastChange(f.ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
-		f.view.Store(&feedView{ready: true, base: last})
-		published = true
+		f.publish(old, &feedView{ready: true, base: last})
 	}
 	for {
 		old = f.view.Load()
 		cs, err := f.st.ReadChanges(f.ctx, old.head(), store.ChangeFilter{}, store.MaxChangesPage)
 		if err != nil {
-			return published, err
+			return err
 		}
 		if len(cs) == 0 {
-			return published, nil
+			return nil
 		}
 		entries := old.entries
 		for i := range cs {
 			c := &cs[i]
 			if c.Seq != old.head()+int64(len(entries)-len(old.entries))+1 {
-				return published, fmt.Errorf("the store returned change %d after %d", c.Seq, old.head()+int64(len(entries)-len(old.entries)))
+				return fmt.Errorf("the store returned change %d after %d", c.Seq, old.head()+int64(len(entries)-len(old.entries)))
 			}
 			entries = append(entries, feedEntry{seq: c.Seq, project: c.Project, agent: c.AgentID, block: appendChangeSSE(nil, c)})
 		}
@@ -240,13 +155,18 @@ func (f *feed) catchUp() (published bool, err error) {
 			nv.entries = append(make([]feedEntry, 0, f.ring), entries[drop:]...)
 			nv.base += int64(drop)
 		}
-		// Only the pump stores views; the bell wakes the subscribers (pump).
-		f.view.Store(nv)
-		published = true
+		f.publish(old, nv)
 		if len(cs) < store.MaxChangesPage {
-			return published, nil
+			return nil
 		}
 	}
+}
+
+// publish replaces old by nv and wakes the subscribers. Only the pump publishes.
+func (f *feed) publish(old, nv *feedView) {
+	nv.changed = make(chan struct{})
+	f.view.Store(nv)
+	close(old.changed)
 }
 
 // appendChangeSSE appends the SSE block of a change.
@@ -322,9 +242,6 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	filtered := f != store.ChangeFilter{}
 	var buf []byte
 	for {
-		// The bell before the view: a view published after this load is rung for on this bell
-		// or a later one (this one is then rung already).
-		bell := s.feed.bell.Load()
 		v := s.feed.view.Load()
 		buf = buf[:0]
 		more := false // a full page was read from the store: read on without waiting
@@ -373,8 +290,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		if more || cursor < s.feed.view.Load().head() {
 			continue
 		}
-		s.feed.park(bell)
-		if !s.await(ctx, sw, bell.rung, keepAlive.C, cursor) {
+		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
 			return
 		}
 	}
