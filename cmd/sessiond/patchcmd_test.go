@@ -14,21 +14,28 @@ import (
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
-// TestPatchCommand runs "sessiond patch" in process against a real server: each case runs the
-// command and checks its exit code, what it prints, and the snapshot the server then holds.
-func TestPatchCommand(t *testing.T) {
+// cliAgainstServer starts a server on a fresh SQLite store for the test and returns a runner of
+// the CLI in process against it: the combined output and the exit code.
+func cliAgainstServer(t *testing.T) func(stdin string, args ...string) (string, int) {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := server.New(st, server.Options{})
 	ts := httptest.NewServer(srv)
-	defer func() { srv.Close(); ts.Close(); st.Close() }()
-	cli := func(stdin string, args ...string) (string, int) {
+	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
+	return func(stdin string, args ...string) (string, int) {
 		var out, errb bytes.Buffer
 		code := run(append([]string{args[0], "--server", ts.URL}, args[1:]...), strings.NewReader(stdin), &out, &errb)
 		return out.String() + errb.String(), code
 	}
+}
+
+// TestPatchCommand runs "sessiond patch" in process against a real server: each case runs the
+// command and checks its exit code, what it prints, and the snapshot the server then holds.
+func TestPatchCommand(t *testing.T) {
+	cli := cliAgainstServer(t)
 	if out, code := cli("", "create", "--id", "S-p", "--agent", "a", "--snapshot-mode", "chat"); code != 0 {
 		t.Fatalf("create: %d %s", code, out)
 	}
@@ -81,18 +88,7 @@ func TestPatchCommand(t *testing.T) {
 // strategy goes with the append, the text output names an interrupted run, and --json prints
 // the server's answer as it is.
 func TestAppendMultitask(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	defer func() { srv.Close(); ts.Close(); st.Close() }()
-	cli := func(stdin string, args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		code := run(append([]string{args[0], "--server", ts.URL}, args[1:]...), strings.NewReader(stdin), &out, &errb)
-		return out.String() + errb.String(), code
-	}
+	cli := cliAgainstServer(t)
 	const sid = "S-m"
 	if out, code := cli("", "create", "--id", sid, "--agent", "a"); code != 0 {
 		t.Fatalf("create: %d %s", code, out)
