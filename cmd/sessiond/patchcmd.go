@@ -50,10 +50,9 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *multitask != "" {
 		req.Multitask = multitask
 	}
-	var snap contract.Snapshot
-	if *file == "" && !edits {
-		// Only the multitask strategy: the snapshot stays as it is.
-	} else if *file != "" {
+	var snap contract.Snapshot // sent when --snapshot or an edit is given
+	switch {
+	case *file != "":
 		data, err := readSnapshotInput(*file, stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "sessiond patch: read --snapshot: %v\n", err)
@@ -64,7 +63,7 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			printSnapshotProblems(stderr, err)
 			return 2
 		}
-	} else {
+	case edits:
 		cur, err := c.GetSession(ctx, id)
 		if err != nil {
 			return fail(stderr, "patch", err)
