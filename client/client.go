@@ -145,19 +145,60 @@ func (c *Client) PatchSession(ctx context.Context, id string, req api.PatchSessi
 	return &out, c.do(ctx, http.MethodPatch, "/v1/sessions/"+url.PathEscape(id), body, "application/json", &out)
 }
 
+// AppendOptions are the optional parameters of an append. The zero value appends
+// unconditionally, with the session's default multitask strategy and no lease.
+type AppendOptions struct {
+	// Expected, when non-nil, is the last sequence the caller saw (?expectedSequence): the
+	// append is refused with SEQUENCE_CONFLICT if the log ends elsewhere.
+	Expected *int64
+	// Multitask, when not empty, is the strategy for a run the batch queues while another run
+	// of the session is active (?multitask=): contract.MultitaskReject, MultitaskEnqueue or
+	// MultitaskInterrupt. Empty takes the session's default (PatchSessionRequest.Multitask),
+	// and a session without one rejects.
+	Multitask string
+	// Lease, when not nil, is carried in the Sessiond-Lease header: the append is refused with
+	// LEASE_LOST unless the lease still holds the run its events name.
+	Lease *wire.Lease
+}
+
 // AppendNDJSON appends the events in ndjson (one event per line) as one all-or-nothing
 // batch. expected, when non-nil, is the last sequence the caller saw.
 func (c *Client) AppendNDJSON(ctx context.Context, id string, ndjson []byte, expected *int64) (*api.AppendResponse, error) {
+	return c.AppendNDJSONWith(ctx, id, ndjson, AppendOptions{Expected: expected})
+}
+
+// AppendNDJSONWith appends the events in ndjson (one event per line) as one all-or-nothing
+// batch, with the options in opt.
+func (c *Client) AppendNDJSONWith(ctx context.Context, id string, ndjson []byte, opt AppendOptions) (*api.AppendResponse, error) {
+	q := url.Values{}
+	if opt.Expected != nil {
+		q.Set("expectedSequence", strconv.FormatInt(*opt.Expected, 10))
+	}
+	if opt.Multitask != "" {
+		q.Set("multitask", opt.Multitask)
+	}
 	path := "/v1/sessions/" + url.PathEscape(id) + "/events"
-	if expected != nil {
-		path += "?expectedSequence=" + strconv.FormatInt(*expected, 10)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var header http.Header
+	if opt.Lease != nil {
+		header = http.Header{wire.LeaseHeader: {opt.Lease.Header}}
 	}
 	var out api.AppendResponse
-	return &out, c.do(ctx, http.MethodPost, path, bytes.NewReader(ndjson), "application/x-ndjson", &out)
+	if _, err := c.send(ctx, http.MethodPost, path, header, bytes.NewReader(ndjson), "application/x-ndjson", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // AppendEvents appends typed events as one all-or-nothing batch.
 func (c *Client) AppendEvents(ctx context.Context, id string, events []contract.Event, expected *int64) (*api.AppendResponse, error) {
+	return c.AppendEventsWith(ctx, id, events, AppendOptions{Expected: expected})
+}
+
+// AppendEventsWith appends typed events as one all-or-nothing batch, with the options in opt.
+func (c *Client) AppendEventsWith(ctx context.Context, id string, events []contract.Event, opt AppendOptions) (*api.AppendResponse, error) {
 	var buf bytes.Buffer
 	for i := range events {
 		b, err := contract.Marshal(&events[i])
@@ -167,7 +208,7 @@ func (c *Client) AppendEvents(ctx context.Context, id string, events []contract.
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	return c.AppendNDJSON(ctx, id, buf.Bytes(), expected)
+	return c.AppendNDJSONWith(ctx, id, buf.Bytes(), opt)
 }
 
 // ReadEvents returns up to limit events after sequence after, as stored.

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,27 +58,9 @@ func (c *Client) ReleaseLease(ctx context.Context, sessionID, runID string, leas
 }
 
 // AppendUnderLease appends typed events as one all-or-nothing batch, carrying lease in the
-// Sessiond-Lease header.
+// Sessiond-Lease header (AppendEventsWith with AppendOptions.Lease).
 func (c *Client) AppendUnderLease(ctx context.Context, id string, lease wire.Lease, events []contract.Event, expected *int64) (*api.AppendResponse, error) {
-	var buf bytes.Buffer
-	for i := range events {
-		b, err := contract.Marshal(&events[i])
-		if err != nil {
-			return nil, fmt.Errorf("encode event %d: %w", i, err)
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-	}
-	path := "/v1/sessions/" + url.PathEscape(id) + "/events"
-	if expected != nil {
-		path += fmt.Sprintf("?expectedSequence=%d", *expected)
-	}
-	var out api.AppendResponse
-	_, err := c.send(ctx, http.MethodPost, path, http.Header{wire.LeaseHeader: {lease.Header}}, &buf, "application/x-ndjson", &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return c.AppendEventsWith(ctx, id, events, AppendOptions{Expected: expected, Lease: &lease})
 }
 
 // Worker claims queued runs and hands each to Handle, with its lease renewed in the background

@@ -285,6 +285,8 @@ type rawSubscriber struct {
 	state int   // 0: reading a size line, 1: chunk data, 2: the CRLF after it
 	left  int64 // bytes left in the current state 1 or 2
 	hdr   []byte
+	// chunks counts the chunks received: one per write (flush) of the server's.
+	chunks int
 
 	// SSE decoding
 	part                []byte // a line split by a read or chunk boundary
@@ -370,6 +372,7 @@ func (s *rawSubscriber) pump(buf []byte, fn func(now, id int64, data, isErr bool
 				return io.EOF
 			}
 			s.state, s.left = 1, size
+			s.chunks++
 		case 1:
 			m := min(int64(len(b)), s.left)
 			s.scan(b[:m], now, fn)
@@ -512,46 +515,13 @@ func runFanoutSplit(b *testing.B, subscribers, rate int, dur time.Duration) fano
 	const sid = "S-fanout"
 	fb.createSession(b, sid)
 	sendNanos := make([]atomic.Int64, total)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFanoutClients$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
-		"SESSIOND_FANOUT_ADDR="+fb.ts.Listener.Addr().String(),
-		"SESSIOND_FANOUT_PATH=/v1/sessions/"+sid+"/events/stream?tail=true",
-		"SESSIOND_FANOUT_N="+strconv.Itoa(subscribers),
-		"SESSIOND_FANOUT_TOTAL="+strconv.FormatInt(total, 10))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	out := bufio.NewReader(stdout)
-	if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-		b.Fatalf("client process: %q %v", line, err)
-	}
+	cl := startFanoutClients(b, fb.ts.Listener.Addr().String(), "/v1/sessions/"+sid+"/events/stream?tail=true", subscribers, total, 0)
+	defer cl.close()
 	cpu0 := processCPU()
 	start := time.Now()
 	appends := fanoutWriter(b, fb, sid, rate, total, sendNanos)
-	times := make([]byte, 0, 16*total)
-	for i := range total {
-		times = binary.LittleEndian.AppendUint64(times, uint64(fb.commitNanos[i].Load()))
-		times = binary.LittleEndian.AppendUint64(times, uint64(sendNanos[i].Load()))
-	}
-	if _, err := stdin.Write(times); err != nil {
-		b.Fatal(err)
-	}
-	line, err := out.ReadString('\n')
+	v := cl.result(b, total, func(i int64) (commit, send int64) { return fb.commitNanos[i].Load(), sendNanos[i].Load() })
 	cpu := processCPU() - cpu0
-	f := strings.Fields(line)
-	if err != nil || len(f) != 7 || f[0] != "result" {
-		b.Fatalf("client process: %q %v", line, err)
-	}
-	var v [6]float64
-	for i := range v {
-		v[i], _ = strconv.ParseFloat(f[i+1], 64)
-	}
-	// v: p50, p99, max, send p99 (ms), client CPU ns, unix nanos when the last delivery ended
 	wall := time.Duration(int64(v[5]) - start.UnixNano())
 	deliveries := float64(total) * float64(subscribers)
 	return fanoutResult{
@@ -563,6 +533,69 @@ func runFanoutSplit(b *testing.B, subscribers, rate int, dur time.Duration) fano
 	}
 }
 
+// fanoutClients is a running client process of TestFanoutClients.
+type fanoutClients struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startFanoutClients starts n subscribers on path in a child process (the test binary re-run
+// as TestFanoutClients) and waits until they are connected. They expect the blocks of
+// sequences first to total-1.
+func startFanoutClients(b *testing.B, addr, path string, n int, total, first int64) *fanoutClients {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFanoutClients$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		"SESSIOND_FANOUT_ADDR="+addr,
+		"SESSIOND_FANOUT_PATH="+path,
+		"SESSIOND_FANOUT_N="+strconv.Itoa(n),
+		"SESSIOND_FANOUT_TOTAL="+strconv.FormatInt(total, 10),
+		"SESSIOND_FANOUT_FIRST="+strconv.FormatInt(first, 10))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	c := &fanoutClients{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	if line, err := c.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		c.close()
+		b.Fatalf("client process: %q %v", line, err)
+	}
+	return c
+}
+
+// result sends the child the commit and send times of sequences 0 to total-1 (times(i)) and
+// returns its answer: p50, p99, max, send p99 (ms), the child's CPU ns, and the unix nanos when
+// its last delivery ended.
+func (c *fanoutClients) result(b *testing.B, total int64, times func(i int64) (commit, send int64)) [6]float64 {
+	buf := make([]byte, 0, 16*total)
+	for i := range total {
+		commit, send := times(i)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(commit))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(send))
+	}
+	if _, err := c.stdin.Write(buf); err != nil {
+		b.Fatal(err)
+	}
+	line, err := c.out.ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 7 || f[0] != "result" {
+		b.Fatalf("client process: %q %v", line, err)
+	}
+	var v [6]float64
+	for i := range v {
+		v[i], _ = strconv.ParseFloat(f[i+1], 64)
+	}
+	return v
+}
+
+// close ends the child's input and waits for it.
+func (c *fanoutClients) close() {
+	c.stdin.Close()
+	c.cmd.Wait()
+}
+
 // TestFanoutClients is the client process of BenchmarkFanout/subscribers=child-process; it
 // does nothing unless started by it.
 func TestFanoutClients(t *testing.T) {
@@ -572,6 +605,7 @@ func TestFanoutClients(t *testing.T) {
 	}
 	n, _ := strconv.Atoi(os.Getenv("SESSIOND_FANOUT_N"))
 	total, _ := strconv.ParseInt(os.Getenv("SESSIOND_FANOUT_TOTAL"), 10, 64)
+	first, _ := strconv.ParseInt(os.Getenv("SESSIOND_FANOUT_FIRST"), 10, 64) // sequences before it are not sent
 	path := os.Getenv("SESSIOND_FANOUT_PATH")
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < uint64(n)+256 {
@@ -640,6 +674,9 @@ func TestFanoutClients(t *testing.T) {
 			t.Fatalf("subscriber %d: %v", i, errs[i])
 		}
 		for seq, at := range recv[i] {
+			if int64(seq) < first {
+				continue
+			}
 			if at == 0 {
 				t.Fatalf("subscriber %d: sequence %d not delivered", i, seq)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/store/storetest"
 )
 
 const createInProject = `{"session_id":%q,"agent_id":%q,"project":%q,"role":"implementer","snapshot":{"mode":"work","modelId":"model-x","capabilities":{"tools":true}}}`
@@ -170,5 +171,60 @@ func TestChangeFeedRejections(t *testing.T) {
 				expectChanges(t, s, "session.created S-1 running")
 			}
 		})
+	}
+}
+
+// TestChangeFeedBurst: changes committed faster than the subscribers take them (four writers
+// at once, no pause) reach every subscriber in order, without a gap or a repeat, whether one
+// wake-up carries one change or many.
+func TestChangeFeedBurst(t *testing.T) {
+	b := setup(t, server.Options{})
+	const subs, sessions = 48, 240
+	streams := make([]*sseReader, subs)
+	for i := range streams {
+		path := "/v1/events/stream"
+		if i%2 == 1 {
+			path += "?project=p1"
+		}
+		streams[i] = openStream(t, b, path, nil)
+	}
+	ctx := context.Background()
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for i := w; i < sessions; i += 4 {
+				spec := storetest.SessionSpec{Project: fmt.Sprintf("p%d", i%2)}
+				if err := b.st.CreateSession(ctx, storetest.NewSession(fmt.Sprintf("S-%d", i), spec)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Read each stream in turn: the others' blocks wait in their connections meanwhile.
+	for i, s := range streams {
+		want := sessions
+		if i%2 == 1 {
+			want = sessions / 2
+		}
+		last := int64(0)
+		for range want {
+			seq, c := nextChange(t, s)
+			switch {
+			case i%2 == 0 && seq != last+1:
+				t.Fatalf("subscriber %d: change %d after %d, want %d", i, seq, last, last+1)
+			case seq <= last:
+				t.Fatalf("subscriber %d: change %d after %d", i, seq, last)
+			case i%2 == 1 && c.Project != "p1":
+				t.Fatalf("subscriber %d (project p1): change %+v", i, c)
+			}
+			last = seq
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -176,4 +180,55 @@ func TestMultitaskSessionDefault(t *testing.T) {
 	if got := b.runStatuses(t, "S-1"); got != "r1:queued r2:queued" {
 		t.Errorf("runs = %s", got)
 	}
+}
+
+// TestClientMultitask: the Go client sends an append's strategy (AppendOptions.Multitask, with
+// the lease and expected sequence beside it) and the session's default (PatchSession); an
+// unknown strategy comes back as the server's error.
+func TestClientMultitask(t *testing.T) {
+	b := setup(t, server.Options{})
+	ctx := context.Background()
+	b.queueRun(t, "S-1")
+	turn := func(mid, runID string) []contract.Event {
+		var evs []contract.Event
+		if err := json.Unmarshal([]byte(userTurn("S-1", mid, runID)), &evs); err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{}); !isCode(err, api.CodeInvalidState) {
+		t.Fatalf("no strategy while r1 is queued: %v, want INVALID_SESSION_STATE", err)
+	}
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: "later"}); !isCode(err, api.CodeMalformed) {
+		t.Fatalf("multitask later: %v, want MALFORMED", err)
+	}
+	stale := int64(-1)
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: contract.MultitaskEnqueue, Expected: &stale}); !isCode(err, api.CodeSequenceConflict) {
+		t.Fatalf("enqueue with a stale expected sequence: %v, want SEQUENCE_CONFLICT", err)
+	}
+	res, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: contract.MultitaskEnqueue})
+	if err != nil || res.Interrupted != nil {
+		t.Fatalf("enqueue: %+v, %v", res, err)
+	}
+	res, err = b.cl.AppendEventsWith(ctx, "S-1", turn("m3", "r3"), client.AppendOptions{Multitask: contract.MultitaskInterrupt})
+	if err != nil || res.Interrupted == nil || res.Interrupted.RunID != "r1" {
+		t.Fatalf("interrupt: %+v, %v; want r1 interrupted", res, err)
+	}
+	enqueue := contract.MultitaskEnqueue
+	s, err := b.cl.PatchSession(ctx, "S-1", api.PatchSessionRequest{Multitask: &enqueue, UpdatedByGate: "user"})
+	if err != nil || s.Lifecycle.Multitask != "enqueue" {
+		t.Fatalf("PatchSession multitask: %+v, %v", s, err)
+	}
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m4", "r4"), client.AppendOptions{}); err != nil {
+		t.Fatalf("append with the session's default enqueue: %v", err)
+	}
+	if got := b.runStatuses(t, "S-1"); got != "r1:stopped r2:queued r3:queued r4:queued" {
+		t.Errorf("runs = %s", got)
+	}
+}
+
+// isCode reports whether err is an *api.Error with code.
+func isCode(err error, code contract.ErrorCode) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == code
 }

@@ -390,6 +390,10 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 		}
 		return nil, restoreConflict(c.SessionID, info.Name, last, lc, err)
 	}
+	if store.ClaimableRun(imp.Runs) != nil {
+		// The restore queued a claimable run: wake the claims waiting in this process.
+		s.queue.kick()
+	}
 	// The in-process projection may hold the old (compacted) log: rebuild it on next use.
 	l.fold = NewFold(c.SessionID)
 	sess, err := s.st.GetSession(ctx, c.SessionID)

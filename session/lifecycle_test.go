@@ -763,3 +763,57 @@ func writeTemp(t *testing.T, data []byte) string {
 	}
 	return p
 }
+
+// TestRestoreWakesWaitingClaims: a claim waiting on the service when a restore brings back a
+// claimable run gets it at once, not at the end of its wait.
+func TestRestoreWakesWaitingClaims(t *testing.T) {
+	b, c := lifecycleSetup(t)
+	ctx := context.Background()
+	b.append(t, b.event(t, "status", `"runId":"rq","sourceMessageId":"u1"`, `{"status":"queued"}`))
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: filepath.Join(t.TempDir(), "archives")})
+	if err != nil {
+		t.Fatalf("Archive: %v", err)
+	}
+	data, err := os.ReadFile(res.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another host: the claim waits there before the archive is restored.
+	st2, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	svc2 := session.New(st2, c.Now)
+	defer svc2.Close()
+	dir2 := t.TempDir()
+	info, err := svc2.SaveArchive(dir2, writeTemp(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		cl, err := svc2.Claim(ctx, store.ClaimFilter{}, 30*time.Second, time.Minute)
+		switch {
+		case err != nil:
+			got <- err.Error()
+		case cl == nil:
+			got <- "nothing"
+		default:
+			got <- cl.Run.RunID
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the claim is waiting
+	start := time.Now()
+	if _, err := svc2.Restore(ctx, dir2, session.RestoreRequest{Name: info.Name}); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	select {
+	case r := <-got:
+		if r != "rq" {
+			t.Fatalf("the waiting claim got %q, want run rq", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the waiting claim was not woken by the restore within 10 s (restored %v ago)", time.Since(start))
+	}
+}

@@ -167,6 +167,17 @@ func (p AppendPlan) Claimable() bool {
 	return false
 }
 
+// ClaimableRun returns the run of runs (a session's runs in creation order) that is claimable
+// by the rule the append applies (RunWrite.Queued): the earliest created run still active
+// (contract.CurrentRun), when it is queued; runs queued behind an active run wait. It returns
+// nil when no run is claimable. A driver importing runs (ImportSession) marks this one alone.
+func ClaimableRun(runs []contract.Run) *contract.Run {
+	if cur := contract.CurrentRun(runs); cur != nil && cur.Status == contract.RunStatusQueued {
+		return cur
+	}
+	return nil
+}
+
 // CheckBatch applies the batch rules every driver checks before any I/O: at most
 // MaxBatchEvents events, none nil, each naming sessionID. The error says which session.
 func CheckBatch(sessionID string, events []*contract.EncodedEvent) error {

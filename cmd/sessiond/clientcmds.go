@@ -202,6 +202,7 @@ func runList(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f := newClientFlags("append", stdout, stderr)
 	expected := f.fs.Int64("expected-sequence", -2, "append only if the log ends at this sequence (-1: empty)")
+	multitask := f.fs.String("multitask", "", "for a run the batch queues while another run is active: reject, enqueue or interrupt (default: the session's, else reject)")
 	pos, code, ok := f.parse(args)
 	if !ok {
 		return code
@@ -223,11 +224,11 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond append: read input: %v\n", err)
 		return 2
 	}
-	var exp *int64
+	opt := client.AppendOptions{Multitask: *multitask}
 	if *expected >= -1 {
-		exp = expected
+		opt.Expected = expected
 	}
-	res, err := f.client().AppendNDJSON(context.Background(), id, data, exp)
+	res, err := f.client().AppendNDJSONWith(context.Background(), id, data, opt)
 	if err != nil {
 		return fail(stderr, "append", err)
 	}
@@ -242,6 +243,9 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		} else {
 			acc++
 		}
+	}
+	if in := res.Interrupted; in != nil {
+		fmt.Fprintf(stdout, "interrupted run %s first (%d events)\n", in.RunID, len(in.Results))
 	}
 	fmt.Fprintf(stdout, "%d accepted, %d duplicate; last sequence %d\n", acc, dup, res.LastSequence)
 	return 0

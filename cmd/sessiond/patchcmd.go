@@ -15,12 +15,13 @@ import (
 )
 
 func init() {
-	commands["patch"] = command{summary: "change a session's snapshot: capabilities, mode, model (PATCH /v1/sessions/{id})", args: "<session-id>", run: runPatch}
+	commands["patch"] = command{summary: "change a session's snapshot (capabilities, mode, model) or its default multitask strategy (PATCH /v1/sessions/{id})", args: "<session-id>", run: runPatch}
 }
 
 // runPatch changes a session's snapshot. --snapshot sends a whole snapshot from a file (or
 // stdin); --enable, --disable, --mode, --model and --permission-profile change the current
-// snapshot, read from the server first. The server checks the result against the contract.
+// snapshot, read from the server first; --multitask sets the session's default multitask
+// strategy, alone or with a snapshot change. The server checks the result against the contract.
 func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f := newClientFlags("patch", stdout, stderr)
 	file := f.fs.String("snapshot", "", "replace the whole snapshot with the JSON in this file (- for stdin)")
@@ -29,6 +30,7 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	mode := f.fs.String("mode", "", "snapshot mode: chat or work")
 	model := f.fs.String("model", "", "model id")
 	profile := f.fs.String("permission-profile", "", "approval-required, auto-approve or full-access")
+	multitask := f.fs.String("multitask", "", "the session's default multitask strategy: reject, enqueue or interrupt (what an append that queues a run does while another run is active)")
 	gate := f.fs.String("gate", "user", "who makes the change (updated_by_gate): owner, handoff, user or mission")
 	pos, code, ok := f.parse(args)
 	if !ok {
@@ -37,15 +39,20 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	id := pos[0]
 	edits := *enable != "" || *disable != "" || *mode != "" || *model != "" || *profile != ""
 	switch {
-	case *file == "" && !edits:
-		return f.usageError("say what to change\nhint: sessiond patch SESSION --enable approval, or --snapshot FILE|- for a whole snapshot")
+	case *file == "" && !edits && *multitask == "":
+		return f.usageError("say what to change\nhint: sessiond patch SESSION --enable approval, --snapshot FILE|- for a whole snapshot, or --multitask enqueue")
 	case *file != "" && edits:
 		return f.usageError("--snapshot replaces the whole snapshot; give it alone, or use --enable/--disable/--mode/--model/--permission-profile without it")
 	}
 	ctx := context.Background()
 	c := f.client()
-	var snap contract.Snapshot
-	if *file != "" {
+	req := api.PatchSessionRequest{UpdatedByGate: *gate}
+	if *multitask != "" {
+		req.Multitask = multitask
+	}
+	var snap contract.Snapshot // sent when --snapshot or an edit is given
+	switch {
+	case *file != "":
 		data, err := readSnapshotInput(*file, stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "sessiond patch: read --snapshot: %v\n", err)
@@ -56,7 +63,7 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			printSnapshotProblems(stderr, err)
 			return 2
 		}
-	} else {
+	case edits:
 		cur, err := c.GetSession(ctx, id)
 		if err != nil {
 			return fail(stderr, "patch", err)
@@ -89,13 +96,22 @@ func runPatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			snap.PermissionProfile = *profile
 		}
 	}
-	s, err := c.PatchSession(ctx, id, api.PatchSessionRequest{Snapshot: &snap, UpdatedByGate: *gate})
+	if *file != "" || edits {
+		req.Snapshot = &snap
+	}
+	s, err := c.PatchSession(ctx, id, req)
 	if err != nil {
 		return fail(stderr, "patch", err)
 	}
 	if *f.json {
 		printJSON(stdout, s)
 		return 0
+	}
+	if req.Multitask != nil {
+		fmt.Fprintf(stdout, "%s: multitask %s (a run queued while another is active)\n", id, s.Lifecycle.Multitask)
+		if req.Snapshot == nil {
+			return 0
+		}
 	}
 	var on []string
 	for _, n := range contract.CapabilityNames {

@@ -270,6 +270,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	var rOrds []int32
 	var rActive, rQueued []bool
 	var rAttempts []int32
+	// Only the run the append's rule makes claimable is queued for claims (store.ClaimableRun).
+	claimable := store.ClaimableRun(imp.Runs)
 	for i, r := range imp.Runs {
 		data, err := json.Marshal(r)
 		if err != nil {
@@ -278,7 +280,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		rIDs = append(rIDs, r.RunID)
 		rOrds = append(rOrds, int32(i))
 		rActive = append(rActive, !contract.IsTerminal(r.Status))
-		rQueued = append(rQueued, r.Status == contract.RunStatusQueued)
+		rQueued = append(rQueued, &imp.Runs[i] == claimable)
 		rAttempts = append(rAttempts, 1)
 		rDatas = append(rDatas, string(data))
 	}

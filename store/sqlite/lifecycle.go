@@ -316,11 +316,14 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return err
 			}
 		}
+		// Only the run the append's rule makes claimable is queued for claims; the runs queued
+		// behind an active run wait for it to end, as they did before the export.
+		claimable := store.ClaimableRun(imp.Runs)
 		for i, run := range imp.Runs {
 			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO runs (sk, run_id, ord, status, data, queued_ms, project, agent_id) VALUES (?1, ?2, ?3, ?4, ?5,
-				CASE WHEN ?4 = 'queued' THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
+				CASE WHEN ?6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
 				(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))`,
-				sk, run.RunID, i, run.Status, runs[i]); err != nil {
+				sk, run.RunID, i, run.Status, runs[i], &imp.Runs[i] == claimable); err != nil {
 				return fatal("insert run", err)
 			}
 		}

@@ -115,4 +115,57 @@ func (s *suite) testMultitask(t *testing.T) {
 			t.Fatalf("R-4 waits behind R-3: claim = %+v, %v", c, err)
 		}
 	})
+
+	t.Run("ImportKeepsTheQueueOrder", func(t *testing.T) {
+		t.Parallel()
+		ctx, st, _ := s.setup(t)
+		// R-1 works and wait behind it; the session is exported and imported (as a
+		// restore does) into another store. Only the earliest active run may be claimable
+		// there too, by the rule of the append (CheckNewRun, CurrentRun): nothing, until R-1
+		// ends, then R-2.
+		const id = "S-mt-import"
+		queue(t, ctx, st, id, "R-1", SessionSpec{})
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r1-running", "R-1", "M-R-1", "running")}, store.AppendOptions{})
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r2-queued", "R-2", "M-R-2", "queued")}, store.AppendOptions{Enqueue: true})
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r3-queued", "R-3", "M-R-3", "queued")}, store.AppendOptions{Enqueue: true})
+		runs, err := st.Runs(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := s.h.Open(t)
+		if err := other.ImportSession(ctx, &store.Import{Session: sess, Events: readAll(t, ctx, st, id), Runs: runs}); err != nil {
+			t.Fatalf("ImportSession: %v", err)
+		}
+		if c, err := other.ClaimRun(ctx, store.ClaimFilter{}, "L-x", t0.Add(time.Minute)); !errors.Is(err, store.ErrNothingToClaim) {
+			t.Fatalf("after the import, while R-1 runs: claim = %+v, %v; want ErrNothingToClaim (R-2 and R-3 wait behind R-1)", c.Run, err)
+		}
+		mustAppend(t, ctx, other, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r1-completed", "R-1", "M-R-1", "completed")}, store.AppendOptions{})
+		if c := claim(t, ctx, other, store.ClaimFilter{}, "L-2"); c.Run.RunID != "R-2" {
+			t.Fatalf("claim after R-1 ended = %+v, want R-2", c.Run)
+		}
+		if c, err := other.ClaimRun(ctx, store.ClaimFilter{}, "L-3", t0.Add(time.Minute)); !errors.Is(err, store.ErrNothingToClaim) {
+			t.Fatalf("R-3 waits behind R-2: claim = %+v, %v", c.Run, err)
+		}
+
+		// A session whose earliest active run is queued: that one is claimable after the
+		// import, and only that one.
+		const id2 = "S-mt-import2"
+		queue(t, ctx, st, id2, "R-1", SessionSpec{})
+		mustAppend(t, ctx, st, id2, []*contract.EncodedEvent{RunStatusEvent(t, id2, "r2-queued", "R-2", "M-R-2", "queued")}, store.AppendOptions{Enqueue: true})
+		runs, _ = st.Runs(ctx, id2)
+		sess, _ = st.GetSession(ctx, id2)
+		if err := other.ImportSession(ctx, &store.Import{Session: sess, Events: readAll(t, ctx, st, id2), Runs: runs}); err != nil {
+			t.Fatalf("ImportSession: %v", err)
+		}
+		if c := claim(t, ctx, other, store.ClaimFilter{}, "L-4"); c.SessionID != id2 || c.Run.RunID != "R-1" {
+			t.Fatalf("claim after importing %s = %+v, want its R-1", id2, c.Run)
+		}
+		if c, err := other.ClaimRun(ctx, store.ClaimFilter{}, "L-5", t0.Add(time.Minute)); !errors.Is(err, store.ErrNothingToClaim) {
+			t.Fatalf("R-2 of %s waits behind R-1: claim = %+v, %v", id2, c.Run, err)
+		}
+	})
 }
