@@ -113,7 +113,9 @@ func BenchmarkRecordLatency(b *testing.B) {
 	}
 	slices.Sort(lat)
 	slices.Sort(appended)
-	q := func(d []time.Duration, f float64) float64 { return float64(d[int(f*float64(len(d)-1))].Microseconds()) / 1000 }
+	q := func(d []time.Duration, f float64) float64 {
+		return float64(d[int(f*float64(len(d)-1))].Microseconds()) / 1000
+	}
 	b.ReportMetric(q(lat, 0.5), "p50-ms")
 	b.ReportMetric(q(lat, 0.99), "p99-ms")
 	b.ReportMetric(q(appended, 0.5), "append-p50-ms")
