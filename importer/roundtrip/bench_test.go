@@ -1,4 +1,4 @@
-package importer_test
+package roundtrip_test
 
 import (
 	"bytes"
@@ -52,8 +52,8 @@ var benchFiles = []struct {
 	format, file, id string
 	turns            int
 }{
-	{"codex", "testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
-	{"claude-code", "testdata/claude-code/representative_messages.jsonl", "test_session", 40},
+	{"codex", "../testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
+	{"claude-code", "../testdata/claude-code/representative_messages.jsonl", "test_session", 40},
 }
 
 // cpuTime is the process's user and system time so far.

@@ -1,4 +1,4 @@
-package importer_test
+package roundtrip_test
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ func startServer(t testing.TB) *client.Client {
 // parseAll parses every fixture of a format.
 func parseAll(t testing.TB, format string) ([]*importer.Transcript, []*importer.Report) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", format, "*.jsonl"))
+	files, err := filepath.Glob(filepath.Join("..", "testdata", format, "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures for %s: %v", format, err)
 	}
@@ -143,7 +143,7 @@ func TestClaudeCodeInvariants(t *testing.T) {
 		_ = i
 		target[r.SessionID] = r.SessionID
 	}
-	files, _ := filepath.Glob("testdata/claude-code/*.jsonl")
+	files, _ := filepath.Glob("../testdata/claude-code/*.jsonl")
 	for _, name := range files {
 		lines := sourceLines(t, name)
 		// Expected, per session of the file (sidechains apart): the text of each message.id,
@@ -259,7 +259,7 @@ func TestCodexInvariants(t *testing.T) {
 	cl := startServer(t)
 	ts, _ := parseAll(t, "codex")
 	write(t, cl, ts)
-	files, _ := filepath.Glob("testdata/codex/*.jsonl")
+	files, _ := filepath.Glob("../testdata/codex/*.jsonl")
 	for _, name := range files {
 		lines := sourceLines(t, name)
 		var sid string
@@ -342,7 +342,7 @@ func anyString(v any) string { s, _ := v.(string); return s }
 // each branching from the run that called it; again, all duplicates.
 func TestClaudeCodeSubagentFiles(t *testing.T) {
 	cl := startServer(t)
-	dir := "testdata/claude-code/subagents/"
+	dir := "../testdata/claude-code/subagents/"
 	var all []*importer.Transcript
 	for _, name := range []string{dir + "55550000-0000-4000-8000-000000000001.jsonl",
 		dir + "55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
