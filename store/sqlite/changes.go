@@ -92,8 +92,12 @@ func (s *Store) SubscribeChanges(fn func(seq int64)) (cancel func()) { return s.
 // the rowid: one index step).
 func (w *writer) lastChange() (int64, error) {
 	var n sql.NullInt64
-	if err := w.conn.QueryRowContext(w.ctx, `SELECT MAX(seq) FROM changes`).Scan(&n); err != nil {
+	if err := w.st.lastChange.QueryRowContext(w.ctx).Scan(&n); err != nil {
 		return 0, fatal("read the last change", err)
 	}
 	return n.Int64, nil
 }
+
+// qLastChange is lastChange's query, prepared once with the writer's statements: it runs
+// before every group's COMMIT.
+const qLastChange = `SELECT MAX(seq) FROM changes`

@@ -41,6 +41,7 @@ type request struct {
 	sess     *sessState
 	newLast  int64
 	inserted []insertedEvent // the events r inserted, for the open generation's hashes
+	hbMs     int64           // the heartbeat r's append stored in the session row; 0 if none
 }
 
 // sessState is the writer's cached view of a session: its key and the last sequence of its log
@@ -56,6 +57,12 @@ type sessState struct {
 	// append, and after an eviction. openBytes is what it is counted for in filterBytes.
 	open      *openIndex
 	openBytes int
+
+	// hbMs is the heartbeat (Unix ms) the writer's own qAppendHeartbeat last stored in the
+	// session row, which that write also left not stale; it holds only while hbOps equals the
+	// writer's ops (no session write ran since, see appendHeartbeat), 0 when unknown.
+	hbMs  int64
+	hbOps uint64
 }
 
 // fatalError marks a database failure that leaves the group's transaction in doubt: the whole
@@ -81,6 +88,7 @@ type writer struct {
 	bits  uint         // generation size: 2^bits sequences (generation.go)
 
 	groups      uint64 // groups committed or attempted so far
+	ops         uint64 // session writes (request.op) run so far: each may change any session row
 	filterBytes int    // memory held by the filters and open lists of the cached sessions
 	evictedTo   int    // filterBytes after the last eviction (generation.go)
 
@@ -178,6 +186,7 @@ func (w *writer) commitGroup(group []*request) {
 		}
 		var err error
 		if r.op != nil {
+			w.ops++
 			err = r.op(w)
 		} else {
 			err = w.appendEvents(r)
@@ -201,6 +210,9 @@ func (w *writer) commitGroup(group []*request) {
 		}
 		if r.err == nil && r.sess != nil {
 			r.sess.last = r.newLast
+			if r.hbMs != 0 {
+				r.sess.hbMs, r.sess.hbOps = r.hbMs, w.ops
+			}
 			if err := w.noteInserted(r.sess, r.inserted); err != nil {
 				w.abort(taken, err)
 				return
@@ -336,10 +348,8 @@ func (w *writer) appendEvents(r *request) error {
 	}
 	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
 	// for a heartbeat that matters (qAppendHeartbeat).
-	if hb := r.opts.Heartbeat; !hb.IsZero() {
-		if _, err := w.st.appendHeartbeat.ExecContext(w.ctx, store.FormatTime(hb), ss.sk, hb.Add(-heartbeatResolution).UnixMilli()); err != nil {
-			return fatal("record heartbeat", err)
-		}
+	if err := w.appendHeartbeat(r, ss); err != nil {
+		return err
 	}
 	if cr := r.opts.CommandResult; cr != nil {
 		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO command_results (sk, idem_key, result) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, ss.sk, cr.Key, cr.Result); err != nil {
@@ -348,6 +358,31 @@ func (w *writer) appendEvents(r *request) error {
 	}
 	r.sess, r.newLast = ss, plan.Last
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
+	return nil
+}
+
+// appendHeartbeat records r's heartbeat for an append that added events (qAppendHeartbeat).
+// The UPDATE is skipped when the writer knows it would change nothing: its own last heartbeat
+// write to the row (ss.hbMs) is within heartbeatResolution of this one and no session write
+// has run since (which might have made the row stale or changed its record). The margin of
+// 1 ms covers heartbeat_ms's rounding of the stored text. Skipping saves evaluating the
+// UPDATE's condition (two JSON extractions of the record) for nearly every append.
+func (w *writer) appendHeartbeat(r *request, ss *sessState) error {
+	hb := r.opts.Heartbeat
+	if hb.IsZero() {
+		return nil
+	}
+	limit := hb.Add(-heartbeatResolution).UnixMilli()
+	if ss.hbMs != 0 && ss.hbOps == w.ops && ss.hbMs-1 > limit {
+		return nil
+	}
+	res, err := w.st.appendHeartbeat.ExecContext(w.ctx, store.FormatTime(hb), ss.sk, limit)
+	if err != nil {
+		return fatal("record heartbeat", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		r.hbMs = hb.UnixMilli()
+	}
 	return nil
 }
 
@@ -465,7 +500,7 @@ const maxSequence = 1<<32 - 1
 type writeStmts struct {
 	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
 	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appendHeartbeat                    *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat                                                   *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange                                       *sql.Stmt
 	all                                                                                                   []*sql.Stmt
 	control                                                                                               map[string]*sql.Stmt // txControl
 }
@@ -496,6 +531,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
 		{&st.heartbeat, qHeartbeat},
+		{&st.lastChange, qLastChange},
 	} {
 		s, err := conn.PrepareContext(ctx, p.q)
 		if err != nil {
