@@ -132,20 +132,32 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 
 // handleChatHistory answers the chat's UIMessages folded from the log.
 func (s *Server) handleChatHistory(w http.ResponseWriter, r *http.Request) {
-	sid := r.PathValue("id")
 	h := bridge.NewUIHistory()
+	s.writeHistory(w, r, h.Apply, func() any { return h.Messages() })
+}
+
+// handleAGUIMessages answers the session's AG-UI messages folded from the log.
+func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
+	h := bridge.NewAGUIHistory()
+	s.writeHistory(w, r, h.Apply, func() any { return h.Messages() })
+}
+
+// writeHistory folds the whole log of the request's session with apply and answers
+// {"messages": messages()}: a session that does not exist is a 404, not an empty history.
+func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func(*bridge.Event), messages func() any) {
+	sid := r.PathValue("id")
 	if _, err := s.svc.LastSequence(r.Context(), sid); err != nil {
 		writeError(w, storeError(err, sid))
 		return
 	}
 	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
-		h.Apply(e)
+		apply(e)
 		return true
 	}); err != nil {
 		writeError(w, storeError(err, sid))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": h.Messages()})
+	writeJSON(w, http.StatusOK, map[string]any{"messages": messages()})
 }
 
 // handleChatStop stops the session's active run (the stop command) and answers its result.
@@ -161,24 +173,6 @@ func (s *Server) handleChatStop(w http.ResponseWriter, r *http.Request) {
 		status = api.HTTPStatus(res.Error.Code)
 	}
 	writeJSON(w, status, res)
-}
-
-// handleAGUIMessages answers the session's AG-UI messages folded from the log.
-func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
-	sid := r.PathValue("id")
-	if _, err := s.svc.LastSequence(r.Context(), sid); err != nil {
-		writeError(w, storeError(err, sid))
-		return
-	}
-	h := bridge.NewAGUIHistory()
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
-		h.Apply(e)
-		return true
-	}); err != nil {
-		writeError(w, storeError(err, sid))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": h.Messages()})
 }
 
 // handleAGUI serves HttpAgent's POST (RunAgentInput): resume[] answers the pending approvals,
