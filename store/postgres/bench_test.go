@@ -153,9 +153,19 @@ func benchWriters(b *testing.B, st store.Store, ids string, writers, size int) {
 		}
 		work[w] = batchesFor(b, ids, id, per, size)
 	}
-	var next atomic.Int64
-	lats := make([][]time.Duration, writers)
 	pg, _ := st.(*Store)
+	runWriters(b, work, size, pg, func(id string, batch []*contract.EncodedEvent) error {
+		_, err := st.Append(ctx, id, batch, serviceOpts())
+		return err
+	})
+}
+
+// runWriters appends work[w] with appendBatch from one goroutine per writer (writer w's
+// session is S-bench-w), b.N batches of size events in all, and reports events/s, the p99
+// latency of one append and, when pg is not nil, the server CPU per event.
+func runWriters(b *testing.B, work [][][]*contract.EncodedEvent, size int, pg *Store, appendBatch func(id string, batch []*contract.EncodedEvent) error) {
+	var next atomic.Int64
+	lats := make([][]time.Duration, len(work))
 	cpu0 := processCPU()
 	b.ResetTimer()
 	start := time.Now()
@@ -170,7 +180,7 @@ func benchWriters(b *testing.B, st store.Store, ids string, writers, size int) {
 					return
 				}
 				t0 := time.Now()
-				if _, err := st.Append(ctx, id, batch, serviceOpts()); err != nil {
+				if err := appendBatch(id, batch); err != nil {
 					b.Error(err)
 					return
 				}
@@ -391,53 +401,18 @@ func benchPlain(b *testing.B, writers, size int) {
 	for w := range work {
 		work[w] = benchRandomBatches(b, fmt.Sprintf("S-bench-%d", w), per, size)
 	}
-	var next atomic.Int64
-	lats := make([][]time.Duration, writers)
-	cpu0 := processCPU()
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range work {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := fmt.Sprintf("S-bench-%d", w)
-			for _, batch := range work[w] {
-				if next.Add(1) > int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				ids, keys, datas := make([]string, len(batch)), make([]string, len(batch)), make([][]byte, len(batch))
-				for i, ev := range batch {
-					ids[i], keys[i], datas[i] = ev.EventID, ev.IdempotencyKey, ev.JSON(0)
-				}
-				pb := &pgx.Batch{}
-				pb.Queue("BEGIN")
-				pb.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, id)
-				pb.Queue(qPlainInsert, id, ids, keys, datas)
-				pb.Queue("COMMIT")
-				if err := st.pool.SendBatch(ctx, pb).Close(); err != nil {
-					b.Error(err)
-					return
-				}
-				lats[w] = append(lats[w], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	b.StopTimer()
-	events := float64(b.N * size)
-	b.ReportMetric(events/d.Seconds(), "events/s")
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	b.ReportMetric(float64(all[len(all)*99/100])/float64(time.Millisecond), "p99-ms")
-	if cpu := serverCPU(b, st, cpu0); cpu >= 0 {
-		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/events, "srv-us/event")
-	}
+	runWriters(b, work, size, st, func(id string, batch []*contract.EncodedEvent) error {
+		ids, keys, datas := make([]string, len(batch)), make([]string, len(batch)), make([][]byte, len(batch))
+		for i, ev := range batch {
+			ids[i], keys[i], datas[i] = ev.EventID, ev.IdempotencyKey, ev.JSON(0)
+		}
+		pb := &pgx.Batch{}
+		pb.Queue("BEGIN")
+		pb.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, id)
+		pb.Queue(qPlainInsert, id, ids, keys, datas)
+		pb.Queue("COMMIT")
+		return st.pool.SendBatch(ctx, pb).Close()
+	})
 }
 
 // BenchmarkAppendDuplicates (workload W3): 64 writers resend single events, random ids, that
