@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/sessiond/sessiond/contract"
@@ -218,25 +216,7 @@ func TestGenerationsImport(t *testing.T) {
 func TestGenerationsMigration(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	for _, m := range ms[:4] {
-		exec(m.SQL)
-	}
-	exec(`CREATE TABLE schema_version (version INTEGER NOT NULL)`)
-	exec(`INSERT INTO schema_version (version) VALUES (4)`)
+	db, exec := databaseAtVersion(t, dir, 4)
 	sess := storetest.NewSession("S-old", storetest.SessionSpec{})
 	row, err := store.EncodeSession(sess)
 	if err != nil {

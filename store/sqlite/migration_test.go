@@ -21,25 +21,7 @@ import (
 func TestSealedKeyIndexMigration(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	for _, m := range ms[:7] {
-		exec(m.SQL)
-	}
-	exec(`CREATE TABLE schema_version (version INTEGER NOT NULL)`)
-	exec(`INSERT INTO schema_version (version) VALUES (7)`)
+	db, exec := databaseAtVersion(t, dir, 7)
 	exec(`UPDATE settings SET value = 2 WHERE name = 'generation_bits'`)
 	sizes := map[string]int{"S-ten": 10, "S-eight": 8}
 	evs := map[string][]*contract.EncodedEvent{}
@@ -134,4 +116,31 @@ func TestSealedGenerationsAfterRestartAndCompaction(t *testing.T) {
 	if _, err := b.st.EventByID(b.ctx, b.sess, b.evs[3].EventID); !errors.Is(err, store.ErrEventNotFound) {
 		t.Errorf("EventByID of a compacted event: %v", err)
 	}
+}
+
+// databaseAtVersion creates the store's database in dir as an older release left it: the first
+// version migrations applied and schema_version saying so. It returns the open database and an
+// exec that fails the test on an error.
+func databaseAtVersion(t *testing.T, dir string, version int) (*sql.DB, func(q string, args ...any)) {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, m := range ms[:version] {
+		exec(m.SQL)
+	}
+	exec(`CREATE TABLE schema_version (version INTEGER NOT NULL)`)
+	exec(fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, version))
+	return db, exec
 }
