@@ -3,7 +3,6 @@ package acp_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/server/servertest"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -24,14 +23,7 @@ import (
 // ends, and returns a client of it.
 func startServer(t testing.TB) *client.Client {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
-	return client.New(ts.URL, nil)
+	return client.New(servertest.Start(t, server.Options{}), nil)
 }
 
 // sdkAgent returns node and the path of the test agent (written with the pinned SDK) in a

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/server/servertest"
 )
 
 // docsServer serves a real server with an archive directory, its clock at 13:00 on the day of
@@ -22,18 +20,12 @@ import (
 // through SESSIOND_SERVER, so the documents' commands run as written.
 func docsServer(t *testing.T) (url string, set func(time.Time)) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var clock atomic.Int64
 	set = func(at time.Time) { clock.Store(at.UnixNano()) }
 	set(time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC))
 	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
-	srv := server.New(st, server.Options{ArchiveDir: t.TempDir(), Now: now})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
-	t.Setenv("SESSIOND_SERVER", ts.URL)
+	url = servertest.Start(t, server.Options{ArchiveDir: t.TempDir(), Now: now})
+	t.Setenv("SESSIOND_SERVER", url)
 	var out, errb bytes.Buffer
 	if code := run([]string{"create", "--id", "S-demo", "--agent", "demo-agent"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("create: %s", errb.String())
@@ -41,7 +33,7 @@ func docsServer(t *testing.T) (url string, set func(time.Time)) {
 	if code := run([]string{"append", "S-demo"}, strings.NewReader(cliEvent("S-demo", 1)+"\n"), &out, &errb); code != 0 {
 		t.Fatalf("append: %s", errb.String())
 	}
-	return ts.URL, set
+	return url, set
 }
 
 // section returns the part of a document from the heading that starts with title to the next

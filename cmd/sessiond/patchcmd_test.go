@@ -2,32 +2,24 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/server/servertest"
 )
 
 // cliAgainstServer starts a server on a fresh SQLite store for the test and returns a runner of
 // the CLI in process against it: the combined output and the exit code.
 func cliAgainstServer(t *testing.T) func(stdin string, args ...string) (string, int) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
+	url := servertest.Start(t, server.Options{})
 	return func(stdin string, args ...string) (string, int) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{args[0], "--server", ts.URL}, args[1:]...), strings.NewReader(stdin), &out, &errb)
+		code := run(append([]string{args[0], "--server", url}, args[1:]...), strings.NewReader(stdin), &out, &errb)
 		return out.String() + errb.String(), code
 	}
 }

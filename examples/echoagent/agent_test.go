@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/server/servertest"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -20,14 +19,7 @@ import (
 // ends, and returns a client of it.
 func startServer(t *testing.T) *client.Client {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
-	return client.New(ts.URL, nil)
+	return client.New(servertest.Start(t, server.Options{}), nil)
 }
 
 // TestWholeLoop runs the example agent against a real server and drives it the way a person

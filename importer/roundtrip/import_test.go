@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,20 +13,13 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/importer"
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/store/sqlite"
+	"github.com/sessiond/sessiond/server/servertest"
 	"github.com/sessiond/sessiond/wire"
 )
 
 func startServer(t testing.TB) *client.Client {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(st, server.Options{})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
-	return client.New(ts.URL, nil)
+	return client.New(servertest.Start(t, server.Options{}), nil)
 }
 
 // parseAll parses every fixture of a format.
