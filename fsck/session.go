@@ -25,6 +25,7 @@ type sessionCheck struct {
 	ids, keys map[string]int64
 	runs      map[string]*contract.Run
 	order     []string // run ids in creation order
+	firstLive int      // order[:firstLive] have ended (an ended run never becomes active again)
 	foldOK    bool     // false when the fold lacks the start of the log (compacted, no archive)
 }
 
@@ -254,12 +255,12 @@ func (c *sessionCheck) fold(ev *contract.EncodedEvent, seq int64) {
 		// The one-active-run rule, as the append applied it: a run created queued may have been
 		// enqueued behind the active one (the log does not say which multitask strategy let
 		// it in, so fsck allows it), any other new run needs no run active before it.
-		for _, id := range c.order {
-			if r := c.runs[id]; !contract.IsTerminal(r.Status) {
-				if err := contract.CheckNewRun(r, *f, true); err != nil {
-					c.find(CheckRuns, at(seq), "%v", err)
-				}
-				break // the earliest active run decides
+		for c.firstLive < len(c.order) && contract.IsTerminal(c.runs[c.order[c.firstLive]].Status) {
+			c.firstLive++
+		}
+		if c.firstLive < len(c.order) { // the earliest active run decides
+			if err := contract.CheckNewRun(c.runs[c.order[c.firstLive]], *f, true); err != nil {
+				c.find(CheckRuns, at(seq), "%v", err)
 			}
 		}
 	}
