@@ -402,22 +402,18 @@ func (s *Service) Stop(ctx context.Context, sid string) (*contract.CommandResult
 	return s.Svc.Execute(ctx, sid, c, session.ExecOptions{})
 }
 
-// ActiveRun returns the session's current run if it is active (queued, running, waiting for
-// approval or stopping), else nil.
+// ActiveRun returns the session's current run (contract.CurrentRun: the earliest run still
+// active, with runs queued behind it waiting their turn) if it is active, else nil.
 func (s *Service) ActiveRun(ctx context.Context, sid string) (*contract.Run, error) {
 	runs, err := s.Svc.Runs(ctx, sid)
 	if err != nil {
 		return nil, err
 	}
-	if len(runs) == 0 {
+	r := contract.CurrentRun(runs)
+	if r == nil || contract.IsTerminal(r.Status) {
 		return nil, nil
 	}
-	r := runs[len(runs)-1]
-	switch r.Status {
-	case "completed", "failed", "stopped":
-		return nil, nil
-	}
-	return &r, nil
+	return r, nil
 }
 
 // Scan reads the log after the sequence after, decoding each event of the given types (all

@@ -308,16 +308,15 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 		sw.flush(buf)
 	}
 	if runID == "" {
-		for {
-			evs, err := s.svc.Events(ctx, sid, after, streamBatch)
-			if err != nil || len(evs) == 0 {
-				break
-			}
-			for _, se := range evs {
-				if e, derr := bridge.Decode(se.Data); derr == nil && p.observe != nil {
-					p.observe(e)
+		if p.observe != nil {
+			if err := s.bridges().Scan(ctx, sid, after, func(_ store.StoredEvent, e *bridge.Event) bool {
+				p.observe(e)
+				return true
+			}); err != nil {
+				if ctx.Err() == nil {
+					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect", err))
 				}
-				after = se.Sequence
+				return
 			}
 		}
 		open()
