@@ -232,3 +232,22 @@ func isCode(err error, code contract.ErrorCode) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == code
 }
+
+// TestChatStopsTheCurrentRun: with a run enqueued behind the running one, the AI SDK bridge's
+// stop stops the running run (the session's current run), not the newest one.
+func TestChatStopsTheCurrentRun(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.queueRun(t, "S-1")
+	if resp := b.do(t, "POST", "/v1/sessions/S-1/events", "", statusEvent("S-1", "s1", "r1", "running")); resp.status != http.StatusCreated {
+		t.Fatalf("running: %d %s", resp.status, resp.body)
+	}
+	if resp := b.do(t, "POST", "/v1/sessions/S-1/events?multitask=enqueue", "", userTurn("S-1", "m2", "r2")); resp.status != http.StatusCreated {
+		t.Fatalf("enqueue: %d %s", resp.status, resp.body)
+	}
+	if resp := b.do(t, "POST", "/v1/sessions/S-1/chat/stop", "", ""); resp.status != http.StatusOK {
+		t.Fatalf("chat stop: %d %s", resp.status, resp.body)
+	}
+	if got := b.runStatuses(t, "S-1"); got != "r1:stopping r2:queued" {
+		t.Errorf("runs after the chat's stop = %s, want r1:stopping r2:queued", got)
+	}
+}
