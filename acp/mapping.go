@@ -82,7 +82,7 @@ func (m *Mapper) Update(raw json.RawMessage) ([]Out, error) {
 	case "plan":
 		return []Out{{"plan", planPayload(m.RunID+"-plan", u.Entries)}}, nil
 	case "usage_update":
-		return []Out{{"usage", &contract.UsagePayload{ContextTokens: tokens(u.Used, 0), ContextWindow: tokens(u.Size, 1)}}}, nil
+		return []Out{{"usage", &contract.UsagePayload{ContextTokens: contract.Count(u.Used, 0), ContextWindow: contract.Count(u.Size, 1)}}}, nil
 	default:
 		// available_commands_update, current_mode_update, config_option_update,
 		// session_info_update, and kinds newer than this client: not part of the log.
@@ -343,16 +343,4 @@ func blockText(b json.RawMessage) string {
 		return t.Text
 	}
 	return string(b)
-}
-
-// maxTokens is the largest token count the contract takes (a safe integer).
-const maxTokens = 1<<53 - 1
-
-// tokens is a count the contract takes: n when it is at least least and a safe integer, else
-// nil (left out).
-func tokens(n *int64, least int64) *int64 {
-	if n == nil || *n < least || *n > maxTokens {
-		return nil
-	}
-	return n
 }

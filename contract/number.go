@@ -123,3 +123,13 @@ func plainDigits(b []byte) bool {
 	}
 	return true
 }
+
+// Count returns n when it is a count the contract takes (at least least, at most
+// MaxSafeInteger), else nil: what importers and recorders do with a count a source reports
+// (a negative or absurd one is left out rather than refused).
+func Count(n *int64, least int64) *int64 {
+	if n == nil || *n < least || *n > MaxSafeInteger {
+		return nil
+	}
+	return n
+}

@@ -415,7 +415,7 @@ func (x *cxReader) event(n int, l *cxLine, p *cxPayload) {
 		x.lastTotal = p.Info.Total
 		u := p.Info.Last
 		b.add(l.Timestamp, "usage", &contract.UsagePayload{InputTokens: tokens(u.InputTokens, 0), OutputTokens: tokens(u.OutputTokens, 0),
-			TotalTokens: tokens(u.TotalTokens, 0), ContextWindow: tokensPtr(p.Info.ModelContextWindow, 1)}, b.run != nil)
+			TotalTokens: tokens(u.TotalTokens, 0), ContextWindow: contract.Count(p.Info.ModelContextWindow, 1)}, b.run != nil)
 		rep.Mapped++
 	case "exec_command_end":
 		out := ""

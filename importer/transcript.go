@@ -309,25 +309,8 @@ func approxSize(p contract.Payload) int {
 	return 0
 }
 
-// maxTokens is the largest token count the contract takes (a safe integer).
-const maxTokens = 1<<53 - 1
-
-// tokens is a count the contract takes: n when it is at least least and a safe integer, else
-// nil (left out: a file with a negative or absurd count).
-func tokens(n, least int64) *int64 {
-	if n < least || n > maxTokens {
-		return nil
-	}
-	return &n
-}
-
-// tokensPtr is tokens of an optional count.
-func tokensPtr(n *int64, least int64) *int64 {
-	if n == nil {
-		return nil
-	}
-	return tokens(*n, least)
-}
+// tokens is contract.Count of a count the source always has.
+func tokens(n, least int64) *int64 { return contract.Count(&n, least) }
 
 // idPart makes a source's id fit in a session id ("S-…", at most 256 characters, no white
 // space, control characters, "/" or "\\"): those characters become "-", and it is cut to 100.
