@@ -327,7 +327,7 @@ func (r *Recorder) markSeen(id string) {
 // abandon fails a run an earlier sessiond acp left active.
 func (r *Recorder) abandon(ctx context.Context, runID, source string) {
 	detail := "sessiond acp ended before the agent finished this prompt"
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	now := stamp(time.Now())
 	d := json.Number("0")
 	ev := r.event(runID, source, runID+"-abandoned", Out{"status", &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: now, DurationMs: &d}})
 	if _, err := r.Client.AppendEvents(ctx, r.SessionID, []contract.Event{ev}, nil); err != nil {
@@ -648,4 +648,4 @@ func PromptBlocks(parts []contract.RawJSON) []json.RawMessage {
 	return out
 }
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func stamp(t time.Time) string { return contract.FormatTime(t) }

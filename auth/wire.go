@@ -3,6 +3,7 @@ package auth
 import (
 	"time"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/wire"
 )
@@ -10,7 +11,7 @@ import (
 // WireKey is a stored key as the API and the CLI show it: never its hash.
 func WireKey(k store.Key) wire.Key {
 	out := wire.Key{ID: k.ID, Name: k.Name, Project: k.Project, Scopes: k.Scopes, Session: k.Session, Parent: k.Parent,
-		CreatedAt: store.FormatTime(k.CreatedAt)}
+		CreatedAt: contract.FormatTime(k.CreatedAt)}
 	if out.Scopes == nil {
 		out.Scopes = []string{}
 	}
@@ -19,7 +20,7 @@ func WireKey(k store.Key) wire.Key {
 		out *string
 	}{{k.ExpiresAt, &out.ExpiresAt}, {k.RevokedAt, &out.RevokedAt}, {k.LastUsedAt, &out.LastUsedAt}} {
 		if !t.at.IsZero() {
-			*t.out = store.FormatTime(t.at)
+			*t.out = contract.FormatTime(t.at)
 		}
 	}
 	return out

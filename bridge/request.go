@@ -254,7 +254,7 @@ type Service struct {
 	Now func() time.Time
 }
 
-func (s *Service) now() string { return s.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func (s *Service) now() string { return contract.FormatTime(s.Now()) }
 
 // Submit appends a user message and queues its run (idempotent by the message id), and
 // returns the run's id and the sequence just before the run's first event (where its stream

@@ -1,5 +1,14 @@
 package contract
 
+import "time"
+
+// TimeFormat is the layout of every timestamp sessiond and its tools write: RFC 3339 in UTC
+// with milliseconds, e.g. 2026-03-01T12:00:00.000Z (it matches [TimestampPattern]).
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime formats t with TimeFormat in UTC.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
 // TimestampPattern is the event schema's pattern for every timestamp field, verbatim. The
 // validator uses the hand-written [IsTimestamp], which tests prove equal to this pattern.
 const TimestampPattern = `^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/wire"
 )
@@ -142,7 +143,7 @@ func (s *Server) handleStreamToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, derivedError(err))
 		return
 	}
-	writeJSON(w, http.StatusCreated, wire.StreamToken{Token: tok, ExpiresAt: store.FormatTime(k.ExpiresAt),
+	writeJSON(w, http.StatusCreated, wire.StreamToken{Token: tok, ExpiresAt: contract.FormatTime(k.ExpiresAt),
 		URL: "/v1/sessions/" + url.PathEscape(id) + "/events/stream?token=" + url.QueryEscape(tok)})
 }
 
@@ -161,7 +162,7 @@ func derivedError(err error) *api.Error {
 func whoami(p auth.Principal, on bool) wire.Whoami {
 	out := wire.Whoami{Subject: p.Subject, Project: p.Project, Scopes: p.Scopes.List(), Session: p.Session, Auth: on}
 	if !p.ExpiresAt.IsZero() {
-		out.ExpiresAt = store.FormatTime(p.ExpiresAt)
+		out.ExpiresAt = contract.FormatTime(p.ExpiresAt)
 	}
 	return out
 }

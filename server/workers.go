@@ -104,7 +104,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 
 // leaseOf is the wire form of a lease.
 func leaseOf(l store.Lease) wire.Lease {
-	return wire.Lease{LeaseID: l.LeaseID, Token: l.Token, ExpiresAt: store.FormatTime(l.ExpiresAt), Header: l.LeaseID + ":" + strconv.FormatInt(l.Token, 10)}
+	return wire.Lease{LeaseID: l.LeaseID, Token: l.Token, ExpiresAt: contract.FormatTime(l.ExpiresAt), Header: l.LeaseID + ":" + strconv.FormatInt(l.Token, 10)}
 }
 
 // decodeLease reads the body of a renewal or release.

@@ -78,7 +78,7 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 	}
 	now := s.now()
 	t := fold.Transcript()
-	c := &archive.Content{SessionID: id, ArchivedAt: store.FormatTime(now), Record: sess.Record, Snapshot: sess.Snapshot,
+	c := &archive.Content{SessionID: id, ArchivedAt: contract.FormatTime(now), Record: sess.Record, Snapshot: sess.Snapshot,
 		Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, LastSequence: last, Lifecycle: lc, Note: opt.Note,
 		Summary: summarize(&t, len(runs)), Runs: runs, Events: events}
 	if c.Events == nil {

@@ -189,7 +189,7 @@ func (s *Service) resultFromLog(ctx context.Context, st *state, c *contract.Comm
 }
 
 func (s *Service) timestamp() string {
-	return s.now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return contract.FormatTime(s.now())
 }
 
 // accepted builds the result of an accepted command that appended these events and left the

@@ -50,7 +50,7 @@ func NotLiveHint(status string) string {
 	return ""
 }
 
-func (s *Service) stamp() string { return store.FormatTime(s.now()) }
+func (s *Service) stamp() string { return contract.FormatTime(s.now()) }
 
 // Heartbeat records a heartbeat from the session's runtime: last_heartbeat_at becomes now, and
 // a stale session becomes running again (updated_by_gate "owner"). It refuses, with a

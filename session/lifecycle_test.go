@@ -80,7 +80,7 @@ func TestHeartbeat(t *testing.T) {
 func newSession(t *testing.T, st store.Store, id, status string, started time.Time) {
 	t.Helper()
 	err := st.CreateSession(context.Background(), &store.Session{
-		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: id, AgentID: "a", Role: "implementer", Status: status, StartedAt: store.FormatTime(started)},
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: id, AgentID: "a", Role: "implementer", Status: status, StartedAt: contract.FormatTime(started)},
 		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
 	})
 	if err != nil {

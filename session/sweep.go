@@ -197,7 +197,7 @@ func lifecycleKey(sessionID, reason, subject string, n int) string {
 // heartbeatLost builds the failed status and HEARTBEAT_LOST error events of an active run.
 func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.SessionRecord, ttl time.Duration) ([]*contract.EncodedEvent, error) {
 	now := s.now()
-	ts := store.FormatTime(now)
+	ts := contract.FormatTime(now)
 	var dur int64
 	if started, err := store.ParseTime(run.StartedAt); err == nil && now.After(started) {
 		dur = now.Sub(started).Milliseconds()

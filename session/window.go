@@ -41,8 +41,8 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
 			return nil
 		}
-		lc.WindowStartedAt = store.FormatTime(now)
-		lc.WindowClosesAt = store.FormatTime(now.Add(opt.Window))
+		lc.WindowStartedAt = contract.FormatTime(now)
+		lc.WindowClosesAt = contract.FormatTime(now.Add(opt.Window))
 		started = true
 		return nil
 	})

@@ -252,7 +252,7 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	// run, not from the clock, so instances that race to expire the same lease append the same
 	// events and the later one's is a duplicate, never an idempotency conflict.
 	at := e.Lease.ExpiresAt
-	ts := store.FormatTime(at)
+	ts := contract.FormatTime(at)
 	var dur int64
 	if started, err := store.ParseTime(run.StartedAt); err == nil && at.After(started) {
 		dur = at.Sub(started).Milliseconds()
@@ -275,7 +275,7 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 		{Contract: "AgentSessionEvent", EventID: errID, SessionID: e.SessionID, RunID: e.RunID, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
 			Payload: &contract.ErrorPayload{Code: LeaseExpired, Retryable: true, SourceEventID: statusID,
-				Message: fmt.Sprintf("lease %s (fencing token %d) of run %q expired at %s without a renewal, so %s", e.Lease.LeaseID, e.Lease.Token, e.RunID, store.FormatTime(e.Lease.ExpiresAt), what)}},
+				Message: fmt.Sprintf("lease %s (fencing token %d) of run %q expired at %s without a renewal, so %s", e.Lease.LeaseID, e.Lease.Token, e.RunID, contract.FormatTime(e.Lease.ExpiresAt), what)}},
 	}
 	opts := store.AppendOptions{Fence: &store.Fence{Lease: &store.LeaseRef{LeaseID: e.Lease.LeaseID, Token: e.Lease.Token}, ExpiredBy: cutoff}}
 	if requeued {

@@ -136,7 +136,7 @@ func CheckLease(runID string, held *Lease, given *LeaseRef, now time.Time) error
 	case held.Token != given.Token:
 		return &LeaseError{Reason: LeaseLost, Index: -1, RunID: runID, Given: given, Why: fmt.Sprintf("the run's fencing token is %d", held.Token)}
 	case !now.IsZero() && !held.ExpiresAt.After(now):
-		return &LeaseError{Reason: LeaseLost, Index: -1, RunID: runID, Given: given, Why: "the lease expired at " + FormatTime(held.ExpiresAt)}
+		return &LeaseError{Reason: LeaseLost, Index: -1, RunID: runID, Given: given, Why: "the lease expired at " + contract.FormatTime(held.ExpiresAt)}
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func checkFence(f *Fence, i int, runID string, held *Lease) error {
 		return le
 	}
 	if held != nil && !f.ExpiredBy.IsZero() && held.ExpiresAt.After(f.ExpiredBy) {
-		return &LeaseError{Reason: LeaseLost, Index: i, RunID: runID, Given: f.Lease, Why: "the lease was renewed until " + FormatTime(held.ExpiresAt)}
+		return &LeaseError{Reason: LeaseLost, Index: i, RunID: runID, Given: f.Lease, Why: "the lease was renewed until " + contract.FormatTime(held.ExpiresAt)}
 	}
 	return nil
 }

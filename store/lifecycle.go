@@ -8,13 +8,6 @@ import (
 	"github.com/sessiond/sessiond/wire"
 )
 
-// TimeFormat is the layout of every timestamp sessiond writes: RFC 3339 in UTC with
-// milliseconds, e.g. 2026-03-01T12:00:00.000Z.
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// FormatTime formats t with TimeFormat in UTC.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
-
 // ParseTime parses an RFC 3339 timestamp (with or without a fraction).
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)

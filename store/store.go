@@ -196,7 +196,7 @@ type AppendOptions struct {
 	ExpectedSequence *int64
 	// Heartbeat, when not zero, records a heartbeat at that time in the same transaction, if
 	// the append adds at least one event: the record's last_heartbeat_at becomes
-	// FormatTime(Heartbeat), and a stale session becomes running again (status "running",
+	// contract.FormatTime(Heartbeat), and a stale session becomes running again (status "running",
 	// updated_at the heartbeat time, updated_by_gate "owner"). The server sets it for appends
 	// from the runtime; events the server appends itself leave it zero.
 	Heartbeat time.Time

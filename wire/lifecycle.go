@@ -1,7 +1,7 @@
 package wire
 
 // Lifecycle is the lifecycle state of a session that the session record has no field for.
-// Timestamps use store.TimeFormat; empty strings mean "never". The store keeps it as JSON beside the
+// Timestamps use contract.TimeFormat; empty strings mean "never". The store keeps it as JSON beside the
 // session, and it travels in archives.
 type Lifecycle struct {
 	// WindowStartedAt and WindowClosesAt bound the session's work window, set by warm.

@@ -182,7 +182,7 @@ func runCmd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	sid, run := a[1], a[2]
 	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, RunID: run, IdempotencyKey: *f.key,
-		IssuedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), CommandType: kind}
+		IssuedAt: contract.FormatTime(time.Now()), CommandType: kind}
 	switch kind {
 	case "stop":
 		c.Payload = &contract.StopCommand{Reason: strings.Join(a[3:], " ")}

@@ -75,7 +75,7 @@ func branch(name string, args []string, stdout, stderr io.Writer) int {
 		return f.usageError(err.Error())
 	}
 	c := &contract.Command{Contract: "AgentSessionCommand", SessionID: sid, IdempotencyKey: *f.key,
-		IssuedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), CommandType: "fork",
+		IssuedAt: contract.FormatTime(time.Now()), CommandType: "fork",
 		Payload: &contract.ForkCommand{SourceThreadID: sid, SourceMessageID: msg, SourceRunID: run, Inheritance: inh}}
 	if name == "rerun" {
 		text, _ := json.Marshal(strings.Join(a[3:], " "))

@@ -315,7 +315,7 @@ func (a *Agent) emitAll(ctx context.Context, r *run, evs ...pending) error {
 	}
 }
 
-func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func now() string { return contract.FormatTime(time.Now()) }
 
 // textPart is a text part of a message: {"type":"text","text":s}.
 func textPart(s string) contract.RawJSON {

@@ -457,7 +457,7 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 	}
 	var hb *string // the append counts as a heartbeat (lifecycle.go)
 	if !opts.Heartbeat.IsZero() {
-		t := store.FormatTime(opts.Heartbeat)
+		t := contract.FormatTime(opts.Heartbeat)
 		hb = &t
 	}
 	b.Queue(qSetLast, lk.sk, plan.Last, hb)

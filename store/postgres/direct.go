@@ -154,7 +154,7 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 	hb, cmd := 0, 0
 	if !opts.Heartbeat.IsZero() {
 		hb = 1
-		args = append(args, store.FormatTime(opts.Heartbeat))
+		args = append(args, contract.FormatTime(opts.Heartbeat))
 	}
 	if cr := opts.CommandResult; cr != nil {
 		cmd = 1

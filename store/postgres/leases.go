@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -124,7 +125,7 @@ func (s *Store) RenewLease(ctx context.Context, sessionID, runID string, ref sto
 		if err := store.CheckLease(runID, held, &ref, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, qHeartbeat, sk, store.FormatTime(now)); err != nil {
+		if _, err := tx.Exec(ctx, qHeartbeat, sk, contract.FormatTime(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE runs SET lease_expires_ms = $3 WHERE sk = $1 AND run_id = $2`, sk, runID, expiresAt.UnixMilli())

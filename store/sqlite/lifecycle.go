@@ -50,7 +50,7 @@ func (w *writer) heartbeat(sk int64, opts store.AppendOptions) error {
 	if opts.Heartbeat.IsZero() {
 		return nil
 	}
-	if _, err := w.st.heartbeat.ExecContext(w.ctx, store.FormatTime(opts.Heartbeat), sk); err != nil {
+	if _, err := w.st.heartbeat.ExecContext(w.ctx, contract.FormatTime(opts.Heartbeat), sk); err != nil {
 		return fatal("record heartbeat", err)
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
-	"github.com/sessiond/sessiond/store"
 )
 
 // Sweeper benchmarks: a store of sweepSessions running sessions whose heartbeats are one
@@ -71,7 +71,7 @@ func bulkSessions(dir string, n int) error {
 	const snapshot = `{"mode":"work","modelId":"model-1","capabilities":{"tools":true}}`
 	for i := range n {
 		id := fmt.Sprintf("S-%08d", i)
-		hb := store.FormatTime(sweepBase.Add(time.Duration(i) * time.Second))
+		hb := contract.FormatTime(sweepBase.Add(time.Duration(i) * time.Second))
 		rec := fmt.Sprintf(`{"schema_version":1,"session_id":%q,"agent_id":"agent-1","role":"implementer","status":"running","started_at":"2026-03-01T00:00:00.000Z","last_heartbeat_at":%q,"updated_at":"2026-03-01T00:00:00.000Z"}`, id, hb)
 		if _, err := stmt.Exec(id, rec, snapshot); err != nil {
 			return err

@@ -54,8 +54,8 @@ func TestAppendHeartbeatResolution(t *testing.T) {
 		{t0.Add(3100 * time.Millisecond), t0.Add(3 * time.Second)}, // within
 	} {
 		appendAt(step.hb)
-		if got, _ := stored(); got != store.FormatTime(step.want) {
-			t.Fatalf("step %d: stored heartbeat %s after an append at %s, want %s", i, got, store.FormatTime(step.hb), store.FormatTime(step.want))
+		if got, _ := stored(); got != contract.FormatTime(step.want) {
+			t.Fatalf("step %d: stored heartbeat %s after an append at %s, want %s", i, got, contract.FormatTime(step.hb), contract.FormatTime(step.want))
 		}
 	}
 
@@ -68,8 +68,8 @@ func TestAppendHeartbeatResolution(t *testing.T) {
 	}
 	revive := t0.Add(3200 * time.Millisecond) // within the resolution of the stored one
 	appendAt(revive)
-	if got, status := stored(); got != store.FormatTime(revive) || status != contract.SessionStatusRunning {
-		t.Fatalf("after an append to a stale session: heartbeat %s, status %s; want %s, running", got, status, store.FormatTime(revive))
+	if got, status := stored(); got != contract.FormatTime(revive) || status != contract.SessionStatusRunning {
+		t.Fatalf("after an append to a stale session: heartbeat %s, status %s; want %s, running", got, status, contract.FormatTime(revive))
 	}
 	appendAt(revive.Add(100 * time.Millisecond)) // acknowledged, within the resolution: not written
 
@@ -80,8 +80,8 @@ func TestAppendHeartbeatResolution(t *testing.T) {
 	if st, err = Open(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := stored(); got != store.FormatTime(revive) {
-		t.Fatalf("after a reopen the stored heartbeat is %s, want %s", got, store.FormatTime(revive))
+	if got, _ := stored(); got != contract.FormatTime(revive) {
+		t.Fatalf("after a reopen the stored heartbeat is %s, want %s", got, contract.FormatTime(revive))
 	}
 	exp, err := st.ExpiredSessions(ctx, revive.Add(time.Millisecond), 10)
 	if err != nil {

@@ -376,7 +376,7 @@ func (w *writer) appendHeartbeat(r *request, ss *sessState) error {
 	if ss.hbMs != 0 && ss.hbOps == w.ops && ss.hbMs-1 > limit {
 		return nil
 	}
-	res, err := w.st.appendHeartbeat.ExecContext(w.ctx, store.FormatTime(hb), ss.sk, limit)
+	res, err := w.st.appendHeartbeat.ExecContext(w.ctx, contract.FormatTime(hb), ss.sk, limit)
 	if err != nil {
 		return fatal("record heartbeat", err)
 	}

@@ -36,7 +36,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := sess.Record.LastHeartbeatAt.Get(), store.FormatTime(hb); got != want {
+		if got, want := sess.Record.LastHeartbeatAt.Get(), contract.FormatTime(hb); got != want {
 			t.Errorf("last_heartbeat_at after an append with Heartbeat = %q, want %q", got, want)
 		}
 		if sess.Record.Status != "running" || sess.Record.UpdatedByGate.Present {
@@ -54,9 +54,9 @@ func (s *suite) testLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := sess.Record
-		if r.Status != "running" || r.UpdatedAt.Get() != store.FormatTime(hb2) || r.UpdatedByGate.Get() != "owner" || r.LastHeartbeatAt.Get() != store.FormatTime(hb2) {
+		if r.Status != "running" || r.UpdatedAt.Get() != contract.FormatTime(hb2) || r.UpdatedByGate.Get() != "owner" || r.LastHeartbeatAt.Get() != contract.FormatTime(hb2) {
 			t.Errorf("after a heartbeat on a stale session: status %s, updated_at %q, gate %q, heartbeat %q; want running, %q, owner, %q",
-				r.Status, r.UpdatedAt.Get(), r.UpdatedByGate.Get(), r.LastHeartbeatAt.Get(), store.FormatTime(hb2), store.FormatTime(hb2))
+				r.Status, r.UpdatedAt.Get(), r.UpdatedByGate.Get(), r.LastHeartbeatAt.Get(), contract.FormatTime(hb2), contract.FormatTime(hb2))
 		}
 		b, _ := contract.Marshal(r)
 		if err := contract.Validate(contract.KindSession, b, contract.Limits{}); err != nil {
@@ -94,9 +94,9 @@ func (s *suite) testLifecycle(t *testing.T) {
 		} {
 			n := NewSession(c.id, SessionSpec{Status: c.status})
 			if c.hb >= 0 {
-				n.Record.LastHeartbeatAt = contract.Some(store.FormatTime(base.Add(c.hb)))
+				n.Record.LastHeartbeatAt = contract.Some(contract.FormatTime(base.Add(c.hb)))
 			} else {
-				n.Record.StartedAt = store.FormatTime(base.Add(time.Hour))
+				n.Record.StartedAt = contract.FormatTime(base.Add(time.Hour))
 			}
 			if err := st.CreateSession(ctx, n); err != nil {
 				t.Fatal(err)
@@ -136,7 +136,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 		}
 		// Changing the record moves the session in the index.
 		if _, err := st.UpdateSession(ctx, "S-test", func(s *store.Session) error {
-			s.Record.LastHeartbeatAt = contract.Some(store.FormatTime(base.Add(time.Hour)))
+			s.Record.LastHeartbeatAt = contract.Some(contract.FormatTime(base.Add(time.Hour)))
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -172,7 +172,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Errorf("UpdateLifecycle with fn failing: %v, want fn's error", err)
 		}
-		want := store.Lifecycle{WindowStartedAt: store.FormatTime(base), WindowClosesAt: store.FormatTime(base.Add(5 * time.Hour))}
+		want := store.Lifecycle{WindowStartedAt: contract.FormatTime(base), WindowClosesAt: contract.FormatTime(base.Add(5 * time.Hour))}
 		sess, got, err := st.UpdateLifecycle(ctx, id, func(s *store.Session, l *store.Lifecycle) error {
 			if s.Record.Status != "running" {
 				t.Errorf("a failed UpdateLifecycle left status %s", s.Record.Status)
