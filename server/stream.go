@@ -260,7 +260,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keepAlive := time.NewTicker(s.opt.KeepAlive)
+	keepAlive := s.keepAliveTicker()
 	defer keepAlive.Stop()
 	head := last
 	// caughtUp turns true once the subscriber has been at the head: only then does falling
