@@ -124,6 +124,12 @@ const (
 // MultitaskStrategies lists the strategies, the default first.
 var MultitaskStrategies = []string{MultitaskReject, MultitaskEnqueue, MultitaskInterrupt}
 
+// ValidMultitask reports whether s is one of MultitaskStrategies ("" is not: a caller that
+// lets it take a default checks for it first).
+func ValidMultitask(s string) bool {
+	return s == MultitaskReject || s == MultitaskEnqueue || s == MultitaskInterrupt
+}
+
 // ActiveRunError is returned when a run status event would create a new run while another run
 // of the same session is still active: a session has one active run at a time, except that a
 // run created queued may wait behind it when the append says so (CheckNewRun's enqueue).

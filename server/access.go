@@ -152,14 +152,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, rt route) 
 			unauthenticated(w, "invalid_token", err.Error()+"; ask for a new key")
 		case errors.Is(err, auth.ErrTokenClaims):
 			writeError(w, api.Errorf(api.CodeForbidden, "%v; see docs/security.md, \"OIDC\"", err))
-		case errors.Is(err, auth.ErrInvalidKey) || auth.LooksLikeKey(raw) || a.tokens != nil:
-			if !errors.Is(err, auth.ErrInvalidKey) && auth.LooksLikeKey(raw) {
-				// A store failure while looking the key up, not the caller's fault.
-				s.requestLogger(w).Error("key lookup failed", "err", err)
-				writeError(w, api.Errorf(api.CodeUnavailable, "the key could not be checked (the store failed); retry the request"))
-				return auth.Principal{}, false
-			}
-			unauthenticated(w, "invalid_token", "the credential is not valid")
+		case !errors.Is(err, auth.ErrInvalidKey) && auth.LooksLikeKey(raw):
+			// A store failure while looking the key up, not the caller's fault.
+			s.requestLogger(w).Error("key lookup failed", "err", err)
+			writeError(w, api.Errorf(api.CodeUnavailable, "the key could not be checked (the store failed); retry the request"))
 		default:
 			unauthenticated(w, "invalid_token", "the credential is not valid")
 		}

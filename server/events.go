@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -40,7 +39,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	multitask := r.URL.Query().Get("multitask")
-	if r.URL.Query().Has("multitask") && !slices.Contains(contract.MultitaskStrategies, multitask) {
+	if r.URL.Query().Has("multitask") && !contract.ValidMultitask(multitask) {
 		fail(api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
 		return
 	}

@@ -237,7 +237,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keepAlive := time.NewTicker(s.opt.KeepAlive)
+	keepAlive := s.keepAliveTicker()
 	defer keepAlive.Stop()
 	filtered := f != store.ChangeFilter{}
 	var buf []byte

@@ -240,7 +240,7 @@ func (s *Server) receiveUpload(w http.ResponseWriter, r *http.Request, dir strin
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", bodyError(err, "archive upload")
+		return "", bodyError(err, "archive upload", " (serve --max-archive-bytes)")
 	}
 	return f.Name(), nil
 }

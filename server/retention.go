@@ -1,10 +1,6 @@
 package server
 
-import (
-	"time"
-
-	"github.com/sessiond/sessiond/session"
-)
+import "time"
 
 // startRetention applies the retention policy every RetentionInterval until Close, when the
 // policy has a rule and there is an archive directory. A pass in progress at Close is
@@ -14,11 +10,11 @@ func (s *Server) startRetention() {
 	if !s.opt.Retention.Enabled() || s.opt.ArchiveDir == "" {
 		return
 	}
-	s.every(s.opt.RetentionInterval, func() { s.retain() }, nil)
+	s.every(s.opt.RetentionInterval, s.retain, nil)
 }
 
 // retain runs one retention pass, logs it and counts it in the metrics.
-func (s *Server) retain() (*session.RetentionPlan, error) {
+func (s *Server) retain() {
 	start := time.Now()
 	p := s.opt.Retention
 	plan, err := s.svc.ApplyRetention(s.life, s.opt.ArchiveDir, p)
@@ -26,7 +22,7 @@ func (s *Server) retain() (*session.RetentionPlan, error) {
 	switch {
 	case err != nil:
 		s.opt.Logger.Error("retention pass failed; retrying at the next interval", "err", err)
-		return nil, err
+		return
 	case len(plan.Errors) > 0:
 		s.opt.Logger.Error("retention pass: some actions failed", "errors", plan.Errors)
 	}
@@ -37,5 +33,4 @@ func (s *Server) retain() (*session.RetentionPlan, error) {
 	for _, a := range plan.Kept {
 		s.opt.Logger.Debug("retention kept a last copy", "archive", a.Name, "session", a.SessionID, "why", a.Detail)
 	}
-	return plan, nil
 }

@@ -470,6 +470,9 @@ func storeError(err error, sessionID string) *api.Error {
 		return api.Errorf(api.CodeInvalidTransition, "%v", run)
 	case errors.As(err, &lease):
 		return leaseError(lease)
+	case errors.Is(err, session.ErrInvalidMultitask):
+		// The handler checks ?multitask itself; this is a session default the store holds.
+		return api.Errorf(api.CodeMalformed, "%v", err)
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
 	}

@@ -21,21 +21,20 @@ import (
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api.Error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
 	if err != nil {
-		return nil, bodyError(err, "request body")
+		return nil, bodyError(err, "request body", "; split it into smaller requests")
 	}
 	return body, nil
 }
 
 // bodyError is the API error for a body that could not be read: over its limit, not arrived
 // within the body timeout (serve.go sets the connection's read deadline), or cut off.
-func bodyError(err error, what string) *api.Error {
+// tooLargeHint follows the over-the-limit message: what the client can do about it.
+func bodyError(err error, what, tooLargeHint string) *api.Error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
-	case errors.As(err, &mbe) && what == "request body":
-		return api.Errorf(api.CodeTooLarge, "request body is over the %d-byte limit; split it into smaller requests", mbe.Limit)
 	case errors.As(err, &mbe):
-		return api.Errorf(api.CodeTooLarge, "%s is over the %d-byte limit (serve --max-archive-bytes)", what, mbe.Limit)
+		return api.Errorf(api.CodeTooLarge, "%s is over the %d-byte limit%s", what, mbe.Limit, tooLargeHint)
 	case errors.As(err, &ne) && ne.Timeout():
 		return api.Errorf(api.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
 	}

@@ -156,8 +156,9 @@ func (v *ringView) since(cursor int64, max int) (blocks []byte, last int64, ok b
 }
 
 // events returns up to max ring events after cursor, read back from their SSE blocks
-// (sequence, event type and the stored JSON; not the run id), if the ring covers cursor+1;
-// ok is false when the caller must read from the store instead. The data slices point into
+// (the sequence and the stored JSON only: not the event type or the run id, which the
+// bridges read from the JSON), if the ring covers cursor+1; ok is false when the caller
+// must read from the store instead. The data slices point into
 // the ring, which never changes once published.
 func (v *ringView) events(cursor int64, max int, out []store.StoredEvent) (evs []store.StoredEvent, ok bool) {
 	n := len(v.ends)
@@ -174,12 +175,6 @@ func (v *ringView) events(cursor int64, max int, out []store.StoredEvent) (evs [
 		block := v.slab[start:v.ends[i]]
 		// "id: N\nevent: ev.TYPE\ndata: JSON\n\n" (appendSSE)
 		e := store.StoredEvent{Sequence: v.first + int64(i)}
-		if j := bytes.Index(block, []byte("\nevent: "+api.SSEEventPrefix)); j >= 0 {
-			rest := block[j+len("\nevent: "+api.SSEEventPrefix):]
-			if k := bytes.IndexByte(rest, '\n'); k >= 0 {
-				e.EventType = string(rest[:k])
-			}
-		}
 		j := bytes.Index(block, []byte("\ndata: "))
 		if j < 0 || len(block) < j+len("\ndata: ")+2 {
 			return out[:0], false
@@ -260,7 +255,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keepAlive := time.NewTicker(s.opt.KeepAlive)
+	keepAlive := s.keepAliveTicker()
 	defer keepAlive.Stop()
 	head := last
 	// caughtUp turns true once the subscriber has been at the head: only then does falling

@@ -52,8 +52,10 @@ func (s *Service) AppendWith(ctx context.Context, id string, events []*contract.
 		}
 		strategy = lc.Multitask
 	}
+	if strategy != "" && !contract.ValidMultitask(strategy) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidMultitask, strategy)
+	}
 	switch strategy {
-	case "", contract.MultitaskReject:
 	case contract.MultitaskEnqueue:
 		opts.Enqueue = true
 	case contract.MultitaskInterrupt:
@@ -61,8 +63,6 @@ func (s *Service) AppendWith(ctx context.Context, id string, events []*contract.
 		if queuesRun(events) {
 			return s.interrupt(ctx, id, events, opts)
 		}
-	default:
-		return nil, fmt.Errorf("%w: %q", ErrInvalidMultitask, strategy)
 	}
 	res, err := s.st.Append(ctx, id, events, opts)
 	if err != nil {

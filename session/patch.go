@@ -48,7 +48,7 @@ func (s *Service) Patch(ctx context.Context, id string, req PatchRequest) (*Deta
 		return nil, &InvalidError{What: "patch", Problems: []contract.Problem{{Path: "/updated_by_gate", Rule: "enum", Layer: contract.LayerSchema,
 			Message: fmt.Sprintf("updated_by_gate %q must be one of owner, handoff, user, mission: say who makes the change", req.UpdatedByGate)}}}
 	}
-	if req.Multitask != nil && !slices.Contains(contract.MultitaskStrategies, *req.Multitask) {
+	if req.Multitask != nil && !contract.ValidMultitask(*req.Multitask) {
 		return nil, &InvalidError{What: "patch", Problems: []contract.Problem{{Path: "/multitask", Rule: "enum", Layer: contract.LayerSchema,
 			Message: fmt.Sprintf("multitask %q must be one of reject, enqueue, interrupt: what an append that queues a run does while another run is active", *req.Multitask)}}}
 	}
