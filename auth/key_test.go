@@ -73,6 +73,14 @@ func TestScopes(t *testing.T) {
 	if !AllScopes.Covers(set) || set.Covers(AllScopes) {
 		t.Error("Covers is wrong")
 	}
+	// AllScopes is a constant, so it cannot be computed from Scopes: it must be their set.
+	var all ScopeSet
+	for _, sc := range Scopes {
+		all |= sc.bit()
+	}
+	if AllScopes != all || AllScopes.String() != "read,append,command,admin" {
+		t.Errorf("AllScopes = %b (%s), want the set of every scope in Scopes, %b", AllScopes, AllScopes, all)
+	}
 }
 
 // TestKeyring checks create, verify, revoke, expiry and derived keys against a real store.
