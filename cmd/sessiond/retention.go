@@ -122,7 +122,7 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !policy.Enabled() {
 		return cl.usageError("no rule given: pass at least one --retention-* flag")
 	}
-	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
+	pg := isPostgresURL(*storeURL)
 	if *storeURL != "" && !pg {
 		return cl.usageError(fmt.Sprintf("--store %q is not a PostgreSQL URL", *storeURL))
 	}
