@@ -46,10 +46,8 @@ func ParseKey(key string) (id, secret string, err error) {
 	}
 	id = key[len(keyPrefix) : len(keyPrefix)+keyIDLen]
 	secret = key[len(keyPrefix)+keyIDLen+1:]
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return "", "", ErrMalformedKey
-		}
+	if !ValidKeyID(id) {
+		return "", "", ErrMalformedKey
 	}
 	if b, err := base64.RawURLEncoding.Strict().DecodeString(secret); err != nil || len(b) != 32 {
 		return "", "", ErrMalformedKey
@@ -60,10 +58,17 @@ func ParseKey(key string) (id, secret string, err error) {
 // LooksLikeKey reports whether s has an API key's prefix (and so is not an OIDC token).
 func LooksLikeKey(s string) bool { return strings.HasPrefix(s, keyPrefix) }
 
-// ValidKeyID reports whether s is the shape of a key's public id.
+// ValidKeyID reports whether s is the shape of a key's public id: 16 lowercase hex digits.
 func ValidKeyID(s string) bool {
-	_, _, err := ParseKey(formatKey(s, strings.Repeat("A", keySecretLen-1)+"A"))
-	return err == nil
+	if len(s) != keyIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func hashSecret(secret string) []byte {

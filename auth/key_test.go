@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -72,6 +73,14 @@ func TestScopes(t *testing.T) {
 	if !AllScopes.Covers(set) || set.Covers(AllScopes) {
 		t.Error("Covers is wrong")
 	}
+	// AllScopes is a constant, so it cannot be computed from Scopes: it must be their set.
+	var all ScopeSet
+	for _, sc := range Scopes {
+		all |= sc.bit()
+	}
+	if AllScopes != all || AllScopes.String() != "read,append,command,admin" {
+		t.Errorf("AllScopes = %b (%s), want the set of every scope in Scopes, %b", AllScopes, AllScopes, all)
+	}
 }
 
 // TestKeyring checks create, verify, revoke, expiry and derived keys against a real store.
@@ -89,8 +98,8 @@ func TestKeyring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(rec.Hash), key) || len(rec.Hash) != 32 {
-		t.Errorf("stored hash %x", rec.Hash)
+	if id, secret, err := ParseKey(key); err != nil || id != rec.ID || !bytes.Equal(rec.Hash, hashSecret(secret)) || bytes.Contains(rec.Hash, []byte(secret)) || len(rec.Hash) != 32 {
+		t.Errorf("stored hash %x: want the SHA-256 of the key's secret (ParseKey: %v)", rec.Hash, err)
 	}
 	p, err := kr.Verify(ctx, key)
 	if err != nil || p.Project != "alpha" || p.Scopes != read || p.Subject != "key:"+rec.ID {
@@ -111,7 +120,15 @@ func TestKeyring(t *testing.T) {
 	if err != nil || tp.Session != "S-1" || tp.RootKeyID != rec.ID || !tp.Derived {
 		t.Errorf("Verify(derived) = %+v, %v", tp, err)
 	}
-	if _, err := kr.Verify(ctx, key[:len(key)-2]+"AA"); !errors.Is(err, ErrInvalidKey) {
+	// The same key with its secret's first character changed (to another base64url
+	// character, so the key keeps its shape) is a wrong secret.
+	wrong := []byte(key)
+	if i := len(keyPrefix) + keyIDLen + 1; wrong[i] == 'A' {
+		wrong[i] = 'B'
+	} else {
+		wrong[i] = 'A'
+	}
+	if _, err := kr.Verify(ctx, string(wrong)); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("wrong secret: %v", err)
 	}
 	if _, err := kr.Revoke(ctx, rec.ID); err != nil {

@@ -54,7 +54,7 @@ func (s ScopeSet) List() []string {
 // String returns the scopes joined by commas.
 func (s ScopeSet) String() string { return strings.Join(s.List(), ",") }
 
-// AllScopes is the set of every scope.
+// AllScopes is the set of every scope: one bit for each of [Scopes] (TestScopes checks it).
 const AllScopes ScopeSet = 1<<4 - 1
 
 // SetOf returns the set of the named scopes, or an error naming one that is not a scope.

@@ -259,31 +259,66 @@ func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	id := pos[0]
-	c := f.client()
-	printed := 0
+	err := readPages(context.Background(), f.client(), pos[0], *after, *limit, false, func(raw json.RawMessage) {
+		printEvent(stdout, raw, *f.json)
+	})
+	return pagingFail(stderr, "read", err)
+}
+
+// readPages reads session id's events after the sequence after, in pages of at most 1000
+// (and at most limit in all when limit > 0), and calls each with every event in order. It
+// stops at an empty page, once limit events were read or, with toLast, at the page's
+// lastSequence (the session's last event when the page was read). It decodes only the last
+// event of each page, for the sequence to read after; a failure to do so is a
+// [pageDecodeError].
+func readPages(ctx context.Context, c *client.Client, id string, after int64, limit int, toLast bool, each func(json.RawMessage)) error {
+	read := 0
 	for {
 		n := 1000
-		if *limit > 0 && *limit-printed < n {
-			n = *limit - printed
+		if limit > 0 && limit-read < n {
+			n = limit - read
 		}
-		page, err := c.ReadEvents(context.Background(), id, *after, n)
+		page, err := c.ReadEvents(ctx, id, after, n)
 		if err != nil {
-			return fail(stderr, "read", err)
+			return err
 		}
 		for _, raw := range page.Events {
-			printEvent(stdout, raw, *f.json)
-			printed++
+			each(raw)
 		}
-		if len(page.Events) == 0 || (*limit > 0 && printed >= *limit) {
-			return 0
+		read += len(page.Events)
+		if len(page.Events) == 0 || (limit > 0 && read >= limit) {
+			return nil
 		}
 		var last struct {
 			Sequence int64 `json:"sequence"`
 		}
-		json.Unmarshal(page.Events[len(page.Events)-1], &last)
-		*after = last.Sequence
+		if err := json.Unmarshal(page.Events[len(page.Events)-1], &last); err != nil {
+			return pageDecodeError{err}
+		}
+		after = last.Sequence
+		if toLast && after >= page.LastSequence {
+			return nil
+		}
 	}
+}
+
+// pageDecodeError is an event of a page that is not JSON with a sequence.
+type pageDecodeError struct{ err error }
+
+func (e pageDecodeError) Error() string { return e.err.Error() }
+
+// pagingFail reports readPages' error for cmd and returns the exit code: 0 for none, 1 for
+// an event that would not decode, and [fail]'s code for a failed request.
+func pagingFail(stderr io.Writer, cmd string, err error) int {
+	var de pageDecodeError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &de):
+		fmt.Fprintf(stderr, "sessiond %s: %v\n", cmd, err)
+		return 1
+	}
+	return fail(stderr, cmd, err)
 }
 
 func runTail(args []string, _ io.Reader, stdout, stderr io.Writer) int {

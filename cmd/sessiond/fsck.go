@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -54,7 +53,7 @@ func runFsck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if _, code, ok := cl.parse(args); !ok {
 		return code
 	}
-	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
+	pg := isPostgresURL(*storeURL)
 	if *storeURL != "" && !pg {
 		return cl.usageError(fmt.Sprintf("--store %q is not a PostgreSQL URL", *storeURL))
 	}

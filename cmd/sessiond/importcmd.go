@@ -200,26 +200,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *format != "jsonl" {
 		return f.usageError(fmt.Sprintf("--format must be jsonl, not %q", *format))
 	}
-	c := f.client()
-	after := int64(-1)
-	for {
-		page, err := c.ReadEvents(context.Background(), pos[0], after, 1000)
-		if err != nil {
-			return fail(stderr, "export", err)
-		}
-		for _, raw := range page.Events {
-			fmt.Fprintf(stdout, "%s\n", raw)
-			var e struct {
-				Sequence int64 `json:"sequence"`
-			}
-			if err := json.Unmarshal(raw, &e); err != nil {
-				fmt.Fprintf(stderr, "sessiond export: %v\n", err)
-				return 1
-			}
-			after = e.Sequence
-		}
-		if len(page.Events) == 0 || after >= page.LastSequence {
-			return 0
-		}
-	}
+	err := readPages(context.Background(), f.client(), pos[0], -1, 0, true, func(raw json.RawMessage) {
+		fmt.Fprintf(stdout, "%s\n", raw)
+	})
+	return pagingFail(stderr, "export", err)
 }

@@ -122,7 +122,7 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !policy.Enabled() {
 		return cl.usageError("no rule given: pass at least one --retention-* flag")
 	}
-	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
+	pg := isPostgresURL(*storeURL)
 	if *storeURL != "" && !pg {
 		return cl.usageError(fmt.Sprintf("--store %q is not a PostgreSQL URL", *storeURL))
 	}
@@ -143,7 +143,7 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer in.Close()
-	plan, err := session.PlanRetention(ctx, inspectorReader{in}, *archiveDir, *policy, time.Now())
+	plan, err := session.PlanRetention(ctx, &inspectorReader{in: in}, *archiveDir, *policy, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond retention: %v\n", err)
 		return 1
@@ -168,10 +168,15 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // inspectorReader reads what retention planning needs through a read-only inspector, so
 // that a dry run works beside a running server.
-type inspectorReader struct{ in store.Inspector }
+type inspectorReader struct {
+	in store.Inspector
+	// lifecycles are those of the sessions ListSessions last returned, read with them, so
+	// that Lifecycle need not read those sessions a second time.
+	lifecycles map[string]store.Lifecycle
+}
 
 // session decodes one session's rows.
-func (r inspectorReader) session(ctx context.Context, id string) (*store.Session, store.Lifecycle, error) {
+func (r *inspectorReader) session(ctx context.Context, id string) (*store.Session, store.Lifecycle, error) {
 	var sess *store.Session
 	var lc store.Lifecycle
 	err := r.in.InspectSession(ctx, id, func(raw *store.RawSession) error {
@@ -190,19 +195,24 @@ func (r inspectorReader) session(ctx context.Context, id string) (*store.Session
 	return sess, lc, err
 }
 
-func (r inspectorReader) GetSession(ctx context.Context, id string) (*store.Session, error) {
+func (r *inspectorReader) GetSession(ctx context.Context, id string) (*store.Session, error) {
 	s, _, err := r.session(ctx, id)
 	return s, err
 }
 
-func (r inspectorReader) Lifecycle(ctx context.Context, id string) (store.Lifecycle, error) {
+// Lifecycle answers from what ListSessions read, or reads the session.
+func (r *inspectorReader) Lifecycle(ctx context.Context, id string) (store.Lifecycle, error) {
+	if lc, ok := r.lifecycles[id]; ok {
+		return lc, nil
+	}
 	_, lc, err := r.session(ctx, id)
 	return lc, err
 }
 
 // ListSessions reads the next 1,000 ids after f.After and returns those of f.Status; the
-// cursor is the last id read, so a page may be empty with more to come.
-func (r inspectorReader) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.Session, string, error) {
+// cursor is the last id read, so a page may be empty with more to come. It keeps the
+// lifecycles of the sessions it returns, for Lifecycle.
+func (r *inspectorReader) ListSessions(ctx context.Context, f store.ListFilter) ([]*store.Session, string, error) {
 	if f.AgentID != "" || f.Project != "" || f.ForkedFrom != "" {
 		return nil, "", errors.New("inspectorReader filters by status only")
 	}
@@ -211,8 +221,9 @@ func (r inspectorReader) ListSessions(ctx context.Context, f store.ListFilter) (
 		return nil, "", err
 	}
 	var out []*store.Session
+	lifecycles := make(map[string]store.Lifecycle)
 	for _, id := range ids {
-		s, err := r.GetSession(ctx, id)
+		s, lc, err := r.session(ctx, id)
 		if errors.Is(err, store.ErrSessionNotFound) {
 			continue
 		}
@@ -221,8 +232,10 @@ func (r inspectorReader) ListSessions(ctx context.Context, f store.ListFilter) (
 		}
 		if f.Status == "" || s.Record.Status == f.Status {
 			out = append(out, s)
+			lifecycles[id] = lc
 		}
 	}
+	r.lifecycles = lifecycles
 	next := ""
 	if len(ids) == 1000 {
 		next = ids[len(ids)-1]

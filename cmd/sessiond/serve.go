@@ -104,7 +104,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	pg := strings.HasPrefix(*storeURL, "postgres://") || strings.HasPrefix(*storeURL, "postgresql://")
+	pg := isPostgresURL(*storeURL)
 	if *storeURL != "" && !pg {
 		fmt.Fprintf(stderr, "sessiond serve: --store %q is not a PostgreSQL URL\nhint: leave --store out for SQLite in --data, or pass postgres://user@host:5432/database?search_path=schema\n", *storeURL)
 		return 2
@@ -264,6 +264,11 @@ func adminMux() http.Handler {
 }
 
 // redactURL returns a database URL fit for logs: without its password.
+// isPostgresURL reports whether s names a PostgreSQL store (postgres:// or postgresql://).
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {

@@ -80,19 +80,23 @@ func StartNATS() (*NATS, error) {
 	if err != nil {
 		return nil, err
 	}
+	// failDir is the way out until the server runs: n.Close (below) takes over after.
+	failDir := func(err error) (*NATS, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return failDir(err)
 	}
 	conf := fmt.Sprintf("listen: 127.0.0.1:%d\nmax_payload: 8MB\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n", port, filepath.Join(dir, "js"))
 	confPath := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, err
+		return failDir(err)
 	}
 	p, err := startProc("nats", dir, exec.Command(bin, "-c", confPath))
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return failDir(err)
 	}
 	n := &NATS{dir: dir, proc: p, url: fmt.Sprintf("nats://127.0.0.1:%d", port)}
 	fail := func(err error) (*NATS, error) {

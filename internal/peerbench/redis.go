@@ -52,23 +52,26 @@ func StartRedis() (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
+	// failDir is the way out until the server runs: r.Close (below) takes over after.
+	failDir := func(err error) (*Redis, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return failDir(err)
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
 		"--maxclients", "1000")
 	p, err := startProc("redis", dir, cmd)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return failDir(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	if err := waitPort(addr, p, time.Minute); err != nil {
 		p.stop()
-		os.RemoveAll(dir)
-		return nil, err
+		return failDir(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 512, ReadTimeout: -1, MaxRetries: -1})
 	r := &Redis{dir: dir, proc: p, rdb: rdb}

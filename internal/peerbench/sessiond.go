@@ -91,9 +91,14 @@ func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 	if err != nil {
 		return nil, err
 	}
+	// failDir is the way out until the server runs: the client's close function takes over after.
+	failDir := func(err error) (*Sessiond, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return failDir(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"serve", "--addr", addr, "--data", filepath.Join(dir, "data")}
@@ -102,13 +107,11 @@ func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 	}
 	p, err := startProc("sessiond", dir, exec.Command(bin, args...))
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return failDir(err)
 	}
 	if err := waitPort(addr, p, time.Minute); err != nil {
 		p.stop()
-		os.RemoveAll(dir)
-		return nil, err
+		return failDir(err)
 	}
 	return NewSessiondClient(name, "http://"+addr, []*Proc{p}, func() {
 		p.stop()

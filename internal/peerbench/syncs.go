@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,7 +114,7 @@ func countSyncs(path string) (int, error) {
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
 		// % time, seconds, usecs/call, calls, [errors,] syscall
-		if len(fs) < 5 || !containsString(syncCalls, fs[len(fs)-1]) {
+		if len(fs) < 5 || !slices.Contains(syncCalls, fs[len(fs)-1]) {
 			continue
 		}
 		c, err := strconv.Atoi(fs[3])
@@ -123,13 +124,4 @@ func countSyncs(path string) (int, error) {
 		n += c
 	}
 	return n, sc.Err()
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,22 +173,13 @@ func descendants(pid int) []int {
 	for changed := true; changed; {
 		changed = false
 		for c, pp := range parent {
-			if containsInt(out, pp) && !containsInt(out, c) {
+			if slices.Contains(out, pp) && !slices.Contains(out, c) {
 				out = append(out, c)
 				changed = true
 			}
 		}
 	}
 	return out
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // statFields returns the fields of /proc/pid/stat after the command name.
