@@ -38,12 +38,6 @@ func AGUISnapshot(b []byte, messages []AGUIMessage) []byte {
 	return aguiEnd(b)
 }
 
-// AGUIFinished appends RUN_FINISHED with the outcome success: what a stream ends with when
-// there is no run to follow.
-func AGUIFinished(b []byte, r AGUIRun) []byte {
-	return AppendAGUI(b, &Op{Kind: OpRunCompleted}, r)
-}
-
 // AppendAGUI appends the AG-UI events of op (each an SSE block "data: {json}"), nothing for
 // ops AG-UI has no event for.
 func AppendAGUI(b []byte, op *Op, r AGUIRun) []byte {
@@ -245,9 +239,6 @@ func (h *AGUIHistory) Apply(e *Event) {
 		h.op(&op)
 	}
 }
-
-// Has reports whether a message with this id is in the history.
-func (h *AGUIHistory) Has(id string) bool { _, ok := h.index[id]; return ok }
 
 // Messages returns the messages folded so far.
 func (h *AGUIHistory) Messages() []AGUIMessage {

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/contract"
@@ -139,9 +140,6 @@ func (f *Fold) Cut() {
 	}
 }
 
-// Pending returns the approvals the run waits for (requested, not yet decided).
-func (f *Fold) Pending() []Approval { return f.pending }
-
 // Apply folds one event (see [Decode]) and returns its ops. The slice is reused by the next
 // call.
 func (f *Fold) Apply(e *Event) []Op {
@@ -153,7 +151,7 @@ func (f *Fold) Apply(e *Event) []Op {
 	case "message":
 		f.message(e)
 	case "reasoning":
-		if !has(f.reasoning, e.ID) {
+		if !slices.Contains(f.reasoning, e.ID) {
 			f.reasoning = append(f.reasoning, strings.Clone(e.ID))
 			f.emit(Op{Kind: OpReasoningStart, ID: e.ID})
 		}
@@ -161,7 +159,9 @@ func (f *Fold) Apply(e *Event) []Op {
 			f.emit(Op{Kind: OpReasoningDelta, ID: e.ID, Text: e.Text, TextJSON: e.TextJSON})
 		}
 		if e.Status == "completed" {
-			f.reasoning = remove(f.reasoning, e.ID)
+			if i := slices.Index(f.reasoning, e.ID); i >= 0 {
+				f.reasoning = slices.Delete(f.reasoning, i, i+1)
+			}
 			f.emit(Op{Kind: OpReasoningEnd, ID: e.ID})
 		}
 	case "tool":
@@ -219,7 +219,7 @@ func (f *Fold) message(e *Event) {
 	for _, part := range e.Other {
 		f.emit(Op{Kind: OpData, Name: "message-part", Raw: part, Event: e.Data})
 	}
-	if !has(f.texts, e.ID) && (e.Text != "" || e.Status != "completed") {
+	if !slices.Contains(f.texts, e.ID) && (e.Text != "" || e.Status != "completed") {
 		f.texts = append(f.texts, strings.Clone(e.ID))
 		f.emit(Op{Kind: OpTextStart, ID: e.ID})
 	}
@@ -232,8 +232,8 @@ func (f *Fold) message(e *Event) {
 }
 
 func (f *Fold) closeText(id string) {
-	if has(f.texts, id) {
-		f.texts = remove(f.texts, id)
+	if i := slices.Index(f.texts, id); i >= 0 {
+		f.texts = slices.Delete(f.texts, i, i+1)
 		f.emit(Op{Kind: OpTextEnd, ID: id})
 	}
 }
@@ -414,27 +414,9 @@ func (f *Fold) status(p *Event) {
 		}
 		f.emit(op)
 	}
-	if p.Status == "completed" || p.Status == "stopped" || p.Status == "failed" {
+	if contract.IsTerminal(p.Status) {
 		f.pending = nil
 	}
-}
-
-func has(list []string, id string) bool {
-	for _, s := range list {
-		if s == id {
-			return true
-		}
-	}
-	return false
-}
-
-func remove(list []string, id string) []string {
-	for i, s := range list {
-		if s == id {
-			return append(list[:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 // Ends reports whether op ends a run's stream: the run finished, or waits for a person.

@@ -55,7 +55,7 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendField appends ,"name":"value" (or {"name":"value" when first is true).
+// appendField appends ,"name":"value".
 func appendField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)

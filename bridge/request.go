@@ -234,7 +234,7 @@ func userMessage(sid, messageID string, parts []contract.RawJSON, now string) []
 			Payload: &contract.MessagePayload{MessageID: messageID, Role: "user", Operation: "append", Parts: parts}},
 		{Contract: "AgentSessionEvent", EventID: "bridge-run-" + messageID, SessionID: sid, IdempotencyKey: "bridge-run-" + messageID,
 			RunID: RunIDFor(messageID), SourceMessageID: messageID, OccurredAt: now, EventType: "status",
-			Payload: &contract.StatusPayload{Status: "queued"}},
+			Payload: &contract.StatusPayload{Status: contract.RunStatusQueued}},
 	}
 }
 
@@ -348,7 +348,7 @@ func (s *Service) decide(ctx context.Context, sid string, d Decision) (string, i
 		c := &contract.Command{Contract: "AgentSessionCommand", CommandID: "bridge-approval-" + d.ApprovalID, SessionID: sid, RunID: runID,
 			IdempotencyKey: "bridge-approval-" + d.ApprovalID, ExpectedSequence: last, IssuedAt: s.now(), CommandType: "approval",
 			Payload: &contract.ApprovalCommand{ApprovalID: d.ApprovalID, Decision: decision}}
-		if d.Reason != "" && strings.TrimSpace(d.Reason) != "" {
+		if strings.TrimSpace(d.Reason) != "" {
 			c.Payload.(*contract.ApprovalCommand).Reason = d.Reason
 		}
 		res, err := s.Svc.Execute(ctx, sid, c, session.ExecOptions{})

@@ -265,11 +265,7 @@ func uiProtocol(runID string) *protocol {
 func aguiProtocol(run bridge.AGUIRun) *protocol {
 	h := bridge.NewAGUIHistory()
 	return &protocol{
-		observe: func(e *bridge.Event) {
-			if h != nil {
-				h.Apply(e)
-			}
-		},
+		observe: func(e *bridge.Event) { h.Apply(e) }, // only before the opening (events up to the cut)
 		opening: func(b []byte) []byte {
 			b = bridge.AGUIRunStarted(b, run)
 			b = bridge.AGUISnapshot(b, h.Messages())
@@ -404,5 +400,5 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 // stillWaiting reports whether the run is waiting for an approval now.
 func (s *Server) stillWaiting(r *http.Request, sid, runID string) bool {
 	run, err := s.svc.Run(r.Context(), sid, runID)
-	return err == nil && run.Status == "waiting_approval"
+	return err == nil && run.Status == contract.RunStatusWaitingApproval
 }
