@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,13 +20,22 @@ func (s *Store) CreateKey(ctx context.Context, k *store.Key) error {
 	defer s.inflight.Done()
 	row := store.KeyToRow(k)
 	var n int64
+	attempts := 0
 	err := retry(ctx, readAttempts, func() error {
+		attempts++
 		tag, err := s.pool.Exec(ctx, `INSERT INTO api_keys (`+store.KeyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`, row.Args()...)
 		n = tag.RowsAffected()
 		return err
 	})
 	if err == nil && n == 0 {
 		err = store.ErrKeyExists
+		// A retry after an attempt whose answer was lost finds the row that attempt wrote:
+		// that is this key, created, not a clash (its secret's hash says which).
+		if attempts > 1 {
+			if got, kerr := s.Key(ctx, k.ID); kerr == nil && bytes.Equal(got.Hash, k.Hash) {
+				err = nil
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("create key %q: %w", k.ID, err)

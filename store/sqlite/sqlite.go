@@ -327,13 +327,22 @@ func (s *Store) Close() error {
 func (s *Store) enter() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// usable returns store.ErrClosed after Close, and the sync failure that makes the store refuse
+// everything until it is reopened (durable.go); the caller holds s.mu.
+func (s *Store) usable() error {
 	if s.closed {
 		return store.ErrClosed
 	}
 	if err := s.dur.err(); err != nil {
 		return fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
 	}
-	s.inflight.Add(1)
 	return nil
 }
 
@@ -356,11 +365,8 @@ func (s *Store) FileSizes() (data, wal int64) {
 func (s *Store) Ready(ctx context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return store.ErrClosed
-	}
-	if err := s.dur.err(); err != nil {
-		return fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
+	if err := s.usable(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
