@@ -90,12 +90,7 @@ func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events [
 	x := v.(*openIndex)
 	res, ok, err = store.StoredDuplicates(events, func(key string) (int64, []byte, bool, error) {
 		var buf [4]int64
-		x.mu.RLock()
-		var cands []int64
-		if !x.dead {
-			cands = x.candidates(buf[:0], keyHash('k', key), s.bits)
-		}
-		x.mu.RUnlock()
+		cands, _ := x.readCandidates(buf[:0], keyHash('k', key), s.bits, -1)
 		for _, seq := range cands {
 			var k string
 			var data []byte
@@ -270,13 +265,7 @@ func (s *Store) eventBy(ctx context.Context, kind byte, sessionID, val string) (
 	if v, ok := s.openIdx.Load(sk); ok {
 		x := v.(*openIndex)
 		var buf [4]int64
-		x.mu.RLock()
-		live := !x.dead && x.gen == open
-		var cands []int64
-		if live {
-			cands = x.candidates(buf[:0], keyHash(kind, val), s.bits)
-		}
-		x.mu.RUnlock()
+		cands, live := x.readCandidates(buf[:0], keyHash(kind, val), s.bits, open)
 		if live {
 			scanOpen = false
 			for _, seq := range cands {

@@ -285,6 +285,17 @@ func (x *openIndex) add(h uint64, off int32) {
 	x.more[h] = append(x.more[h], off)
 }
 
+// readCandidates is candidates for a reader: it takes mu, and answers live false (no
+// candidates) when the index is dead or, with gen >= 0, is not generation gen's.
+func (x *openIndex) readCandidates(dst []int64, h uint64, bits uint, gen int64) (cands []int64, live bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.dead || (gen >= 0 && x.gen != gen) {
+		return nil, false
+	}
+	return x.candidates(dst, h, bits), true
+}
+
 // candidates appends to dst the sequences whose key or id may have hash h (the caller holds
 // mu for reading, or is the writer).
 func (x *openIndex) candidates(dst []int64, h uint64, bits uint) []int64 {
