@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -10,18 +11,21 @@ import (
 // ParseFile reads one transcript file of format ("claude-code" or "codex"). The report is
 // never nil; an error says the file could not be read.
 func ParseFile(format, name string) ([]*Transcript, *Report, error) {
+	var parse func(io.Reader, string) ([]*Transcript, *Report, error)
+	switch format {
+	case "codex":
+		parse = ParseCodex
+	case "claude-code":
+		parse = ParseClaudeCode
+	default:
+		return nil, &Report{Path: name, Format: format}, fmt.Errorf("%s: unknown format %q", name, format)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, &Report{Path: name, Format: format}, err // names the file and the operation
 	}
 	defer f.Close()
-	switch format {
-	case "codex":
-		return ParseCodex(f, name)
-	case "claude-code":
-		return ParseClaudeCode(f, name)
-	}
-	return nil, &Report{Path: name, Format: format}, fmt.Errorf("%s: unknown format %q", name, format)
+	return parse(f, name)
 }
 
 // Parsed is one file read by ParseFiles.

@@ -171,18 +171,23 @@ func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Tran
 	if batch <= 0 || batch > 1000 {
 		batch = DefaultBatch
 	}
-	var body []byte
+	var body, next []byte // next: event i, encoded, when it did not fit the batch before
 	for i := 0; i < len(t.Events); {
 		body = body[:0]
 		j := i
 		for j < len(t.Events) && j-i < batch {
-			e := t.Events[j]
-			e.SessionID = target
-			b, err := contract.Marshal(e)
-			if err != nil {
-				return res, fmt.Errorf("event %s: %w", e.EventID, err)
+			b := next
+			next = nil
+			if b == nil {
+				e := t.Events[j]
+				e.SessionID = target
+				var err error
+				if b, err = contract.Marshal(e); err != nil {
+					return res, fmt.Errorf("event %s: %w", e.EventID, err)
+				}
 			}
 			if j > i && len(body)+len(b) > maxBatchBytes {
+				next = b
 				break
 			}
 			body = append(append(body, b...), '\n')

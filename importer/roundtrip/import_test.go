@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -382,5 +383,33 @@ func TestClaudeCodeSubagentFiles(t *testing.T) {
 	}
 	if len(tr.Messages) != 2 || tr.Messages[0].Role != "user" || !strings.Contains(partsText(tr.Messages[1].Parts), "Three scheduled jobs") {
 		t.Errorf("showcol2's messages: %+v", tr.Messages)
+	}
+}
+
+// TestWriteSplitsLargeBatches: a transcript whose events add up to more than one append may
+// carry (8 MiB) is written in several appends, each event once and in order.
+func TestWriteSplitsLargeBatches(t *testing.T) {
+	cl := startServer(t)
+	text, err := json.Marshal(strings.Repeat("x", 200<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &importer.Transcript{SessionID: "S-large", AgentID: "a"}
+	for i := range 60 { // 60 × 200 KiB: 12 MiB
+		id := fmt.Sprintf("m%d", i)
+		tr.Events = append(tr.Events, contract.Event{Contract: "AgentSessionEvent", EventID: "e-" + id, SessionID: "S-large",
+			IdempotencyKey: "k-" + id, OccurredAt: "2026-03-01T12:00:00.000Z", EventType: "message",
+			Payload: &contract.MessagePayload{MessageID: id, Role: "user", Operation: "append", Parts: []contract.RawJSON{text}}})
+	}
+	res := write(t, cl, []*importer.Transcript{tr})
+	if len(res) != 1 || res[0].Accepted != 60 || res[0].Duplicate != 0 {
+		t.Fatalf("results = %+v, want 60 accepted", res)
+	}
+	page, err := cl.ReadEvents(t.Context(), res[0].SessionID, -1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.LastSequence != 59 {
+		t.Fatalf("last sequence %d, want 59", page.LastSequence)
 	}
 }
