@@ -144,6 +144,11 @@ func Save(dir string, data []byte) (*wire.ArchiveInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SaveDecoded(dir, data, c, sum)
+}
+
+// SaveDecoded is Save for data already decoded: c and sum are what Decode(data) returned.
+func SaveDecoded(dir string, data []byte, c *Content, sum string) (*wire.ArchiveInfo, error) {
 	at, err := store.ParseTime(c.ArchivedAt)
 	if err != nil {
 		return nil, invalid("archivedAt: %v", err)

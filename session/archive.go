@@ -280,7 +280,7 @@ func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
 	if _, err := s.importOf(c, sum, archive.FileName(c.SessionID, at), nil); err != nil {
 		return nil, err
 	}
-	info, err := archive.Save(dir, data)
+	info, err := archive.SaveDecoded(dir, data, c, sum)
 	return info, archiveRefusal(err)
 }
 
