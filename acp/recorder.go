@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,7 +210,12 @@ func (r *Recorder) lastACPSession(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read session %s: %w", r.SessionID, err)
 		}
-		for _, raw := range page.Events {
+		for i, raw := range page.Events {
+			// The stored events are canonical JSON: only a resume event (and a page's last,
+			// for where the next page starts) needs decoding.
+			if i < len(page.Events)-1 && !bytes.Contains(raw, []byte(`"eventType":"resume"`)) {
+				continue
+			}
 			var e contract.Event
 			if err := e.UnmarshalJSON(raw); err != nil {
 				return "", fmt.Errorf("read session %s: %w", r.SessionID, err)
