@@ -63,8 +63,12 @@ func (c *Client) AppendUnderLease(ctx context.Context, id string, lease wire.Lea
 	return c.AppendEventsWith(ctx, id, events, AppendOptions{Expected: expected, Lease: &lease})
 }
 
-// Worker claims queued runs and hands each to Handle, with its lease renewed in the background
-// and released when Handle returns. Run drives it.
+// Worker claims queued runs and hands each to Handle, with its lease renewed in the background,
+// and released when Handle returns nil. When Handle fails (the work's context ended, the server
+// went away, an append was refused), the lease is left to expire: the server's lease expirer
+// then fails the run, or queues it again, with an event naming the lost lease, where a
+// released run would stay as it is, unheld, until its session's heartbeat runs out. Run drives
+// it.
 type Worker struct {
 	// Client is the server to work for.
 	Client *Client
@@ -106,7 +110,7 @@ func (j *Job) Append(ctx context.Context, events []contract.Event) (*api.AppendR
 }
 
 // Run claims and handles runs until ctx ends, then waits for the runs in hand (their contexts
-// end with ctx) and releases their leases. It returns ctx's error.
+// end with ctx; the leases of those Handle did not finish expire). It returns ctx's error.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Client == nil || w.Handle == nil {
 		return errors.New("client.Worker: Client and Handle are required")
@@ -167,7 +171,7 @@ func (w *Worker) loop(ctx context.Context) {
 }
 
 // handle runs Handle on one claimed run, renewing its lease at a third of its length, and
-// releases the lease afterwards.
+// releases the lease afterwards when Handle succeeded (see Worker).
 func (w *Worker) handle(ctx context.Context, c *wire.Claim) {
 	job := &Job{Claim: *c, c: w.Client, lease: c.Lease}
 	ttl := 30 * time.Second
@@ -205,9 +209,13 @@ func (w *Worker) handle(ctx context.Context, c *wire.Claim) {
 			}
 		}
 	}()
-	w.report(w.Handle(jctx, job))
+	herr := w.Handle(jctx, job)
+	w.report(herr)
 	cancel()
 	<-renewed
+	if herr != nil {
+		return // the lease expires: the server fails or re-queues the run, as its policy says
+	}
 	// A run that ended has dropped its lease already (LEASE_LOST then says so): nothing to do.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()

@@ -107,3 +107,34 @@ func TestWorkerServesManySessions(t *testing.T) {
 }
 
 func ptrNumber(s string) *json.Number { n := json.Number(s); return &n }
+
+// TestWorkerFailedRunExpires: when Handle fails after starting its run, the worker does not
+// release the lease (a released run would stay running, unheld, until the session's heartbeat
+// runs out): the lease expires and the server fails the run.
+func TestWorkerFailedRunExpires(t *testing.T) {
+	b := setup(t, server.Options{LeaseExpiryInterval: 20 * time.Millisecond})
+	b.queueRun(t, "S-1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	handled := make(chan struct{})
+	w := &client.Worker{
+		Client: b.cl,
+		Filter: wire.ClaimRequest{Wait: "1s", LeaseTTL: "1s"},
+		Handle: func(ctx context.Context, job *client.Job) error {
+			defer close(handled)
+			if _, err := job.Append(ctx, finish(job)[:1]); err != nil { // running
+				return err
+			}
+			return fmt.Errorf("the work failed")
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-handled
+	cancel() // no second claim: the test watches the first run alone
+	<-done
+	runs := b.waitRuns(t, "S-1", 1, contract.RunStatusFailed)
+	if runs[0].Lease != nil {
+		t.Errorf("the failed run still has a lease: %+v", runs[0].Lease)
+	}
+}

@@ -1,7 +1,8 @@
 // Command echoagent is an EXAMPLE agent runtime for sessiond, not part of the product. It shows
 // the protocol a runtime follows (docs/runtime.md): it is a worker that claims queued runs of
 // any number of sessions (client.Worker: a claim loop, the lease renewed in the background,
-// released on exit), and works on several at once. For each run it follows the run's session
+// released when a run is done, left to expire when its work failed), and works on several at
+// once. For each run it follows the run's session
 // stream, streams its reasoning and a reply to the run's source message, asks for approval before a "risky" tool
 // call, and honours stop and steer commands, all by appending events under the run's lease.
 //
@@ -64,8 +65,8 @@ func (a *Agent) logf(format string, args ...any) {
 	}
 }
 
-// Run claims and works on runs until ctx is done, then releases the leases it holds. It
-// returns ctx.Err() then.
+// Run claims and works on runs until ctx is done; the leases of runs it did not finish then
+// expire (client.Worker). It returns ctx.Err() then.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.Tick <= 0 {
 		a.Tick = 50 * time.Millisecond
