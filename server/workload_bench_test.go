@@ -5,7 +5,8 @@ package server_test
 //
 //	W1  8 sessions, 8 clients, batches of 64 events (one client per session)
 //	W2  64 sessions, 64 writers, one event per request (ack latency p99)
-//	W3  W2, then 20% of its events sent again with the same keys and bytes (duplicates/s)
+//	W3  W2, then 20% of its events sent again with the same keys and bytes (duplicates/s;
+//	    dup-cpu-µs/event: the process's CPU per duplicate, server and client)
 //	W5  one 100,000-event session read from the start (GET .../events, pages of 10,000)
 //
 // ids=uuid: eventId and idempotencyKey are random UUIDv4 (what many runtimes send, the
@@ -273,6 +274,7 @@ func benchW2W3(b *testing.B, ids idStyle) {
 	slices.Sort(all)
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(dups.events)/dups.took.Seconds(), "dups/s")
+	b.ReportMetric(float64(dups.cpu.Microseconds())/float64(dups.events), "dup-cpu-µs/event")
 }
 
 // benchW5: one session of 100,000 events (loaded once, untimed), read from the start over HTTP
