@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/contract"
@@ -581,40 +580,34 @@ func (p *planner) runWrites() ([]RunWrite, error) {
 }
 
 // StoredDuplicates answers a batch of which every event is already stored with the same
-// content under its idempotency key (or repeats such an event of the batch): each event is a
-// duplicate with its stored sequence. Rules 2 and 3 give that same answer for such a batch
-// whatever the options say, and nothing is written, so a driver may answer it before taking the
-// session's lock or its writer's place. ok is false (and the driver plans the append as usual)
-// for an empty batch, or as soon as an event's key is not found by storedKey with the same
-// content. storedKey must only report events that are committed (not necessarily synced: the
-// driver waits for that before answering); it may miss some (then ok is false).
-func StoredDuplicates(events []*contract.EncodedEvent, storedKey func(key string) (seq int64, data []byte, found bool, err error)) (results []AppendResult, ok bool, err error) {
-	p := planner{lk: keyLookup(storedKey), events: events}
-	p.results = make([]AppendResult, len(events))
-	if len(events) > 1 {
-		p.byKey = make(map[string]int, len(events))
-	}
-	datas := make([][]byte, len(events))
-	errNo := &SequenceConflictError{}
-	switch err := p.allDuplicates(datas, errNo); {
-	case err == errNo:
+// content under its idempotency key: each event is a duplicate with its stored sequence. Rules 2
+// and 3 give that same answer for such a batch whatever the options say, and nothing is written,
+// so a driver may answer it before taking the session's lock or its writer's place. An event
+// repeating an earlier one of the batch is looked up like any other: it is stored too, under
+// the same key, so it gets the answer rule 3a gives it.
+//
+// sameStored(i) looks event i up: the sequence of the stored event with its idempotency key,
+// and same true when that event has the same content, that is when events[i].SameContent of
+// the stored bytes holds (a driver may decide it without the bytes by any test that gives the
+// same answer, such as comparing collision-resistant digests of the content; store/sqlite does).
+// It must only report events that are committed (not necessarily synced: the driver waits for
+// that before answering); it may miss some (same false). ok is false (and the driver plans the
+// append as usual) for an empty batch, or as soon as an event is not found with the same
+// content; the lookups after it are not made.
+func StoredDuplicates(events []*contract.EncodedEvent, sameStored func(i int) (seq int64, same bool, err error)) (results []AppendResult, ok bool, err error) {
+	if len(events) == 0 {
 		return nil, false, nil
-	case err != nil:
-		return nil, false, err
 	}
-	return p.results, true, nil
+	results = make([]AppendResult, len(events))
+	for i, ev := range events {
+		seq, same, err := sameStored(i)
+		if err != nil {
+			return nil, false, err
+		}
+		if !same {
+			return nil, false, nil
+		}
+		results[i] = AppendResult{EventID: ev.EventID, Sequence: seq, Duplicate: true}
+	}
+	return results, true, nil
 }
-
-// keyLookup is an AppendLookup that answers StoredKey only (StoredDuplicates asks nothing else).
-type keyLookup func(key string) (int64, []byte, bool, error)
-
-func (f keyLookup) StoredKey(key string) (int64, []byte, bool, error) { return f(key) }
-
-func (keyLookup) Stored(*contract.EncodedEvent, int64, []byte) (StoredMatch, error) {
-	return StoredMatch{}, errKeyLookupOnly
-}
-func (keyLookup) Run(string) (StoredRun, bool, error) { return StoredRun{}, false, errKeyLookupOnly }
-func (keyLookup) ActiveRuns() ([]StoredRun, error)    { return nil, errKeyLookupOnly }
-func (keyLookup) Lease(string) (*Lease, error)        { return nil, errKeyLookupOnly }
-
-var errKeyLookupOnly = errors.New("store: a key lookup answers StoredKey only")

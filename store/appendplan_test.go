@@ -427,33 +427,40 @@ func BenchmarkPlanAppend(b *testing.B) {
 }
 
 // TestStoredDuplicates: a batch answers as duplicates only when every event is stored with the
-// same content under its key (or repeats one that is).
+// same content under its key (a repeat within the batch is looked up like the others), and the
+// lookups stop at the first event that is not.
 func TestStoredDuplicates(t *testing.T) {
 	a, b, c := ev(t, "ev-a", "key-a", "x"), ev(t, "ev-b", "key-b", "x"), ev(t, "ev-c", "key-c", "x")
 	stored := map[string]struct {
 		seq  int64
 		data []byte
 	}{"key-a": {3, a.JSON(3)}, "key-b": {7, b.JSON(7)}, "key-c": {9, []byte(`{"other":"content"}`)}}
-	lookup := func(key string) (int64, []byte, bool, error) {
-		s, ok := stored[key]
-		return s.seq, s.data, ok, nil
+	lookups := 0
+	lookup := func(batch []*contract.EncodedEvent) func(i int) (int64, bool, error) {
+		return func(i int) (int64, bool, error) {
+			lookups++
+			s, ok := stored[batch[i].IdempotencyKey]
+			return s.seq, ok && batch[i].SameContent(s.data), nil
+		}
 	}
 	for _, tc := range []struct {
 		name  string
 		batch []*contract.EncodedEvent
 		ok    bool
 		seqs  []int64
+		asked int // lookups made: none after the first miss
 	}{
-		{"one", []*contract.EncodedEvent{a}, true, []int64{3}},
-		{"two and a repeat", []*contract.EncodedEvent{b, a, b}, true, []int64{7, 3, 7}},
-		{"other content", []*contract.EncodedEvent{a, c}, false, nil},
-		{"a new event", []*contract.EncodedEvent{a, ev(t, "ev-n", "key-n", "x")}, false, nil},
-		{"empty", nil, false, nil},
+		{"one", []*contract.EncodedEvent{a}, true, []int64{3}, 1},
+		{"two and a repeat", []*contract.EncodedEvent{b, a, b}, true, []int64{7, 3, 7}, 3},
+		{"other content", []*contract.EncodedEvent{a, c, b}, false, nil, 2},
+		{"a new event", []*contract.EncodedEvent{a, ev(t, "ev-n", "key-n", "x")}, false, nil, 2},
+		{"empty", nil, false, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, ok, err := store.StoredDuplicates(tc.batch, lookup)
-			if err != nil || ok != tc.ok {
-				t.Fatalf("ok = %v, %v; want %v", ok, err, tc.ok)
+			lookups = 0
+			res, ok, err := store.StoredDuplicates(tc.batch, lookup(tc.batch))
+			if err != nil || ok != tc.ok || lookups != tc.asked {
+				t.Fatalf("ok = %v, %v after %d lookups; want %v after %d", ok, err, lookups, tc.ok, tc.asked)
 			}
 			for i, r := range res {
 				if !r.Duplicate || r.Sequence != tc.seqs[i] || r.EventID != tc.batch[i].EventID {

@@ -49,10 +49,13 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 	if err := store.CheckBatch(sessionID, events); err != nil {
 		return nil, err
 	}
-	if res, ok := s.storedDuplicates(ctx, sessionID, events); ok {
+	// The content sums are computed here, by the caller's goroutine, not by the writer: a
+	// duplicate is answered from them, and the writer keeps those of the events it inserts.
+	sums := contentSums(events)
+	if res, ok := s.storedDuplicates(ctx, sessionID, events, sums); ok {
 		return res, nil
 	}
-	r := &request{ctx: ctx, sessionID: sessionID, events: events, opts: opts}
+	r := &request{ctx: ctx, sessionID: sessionID, events: events, sums: sums, opts: opts}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
 	}
@@ -66,12 +69,15 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 }
 
 // storedDuplicates answers a batch that only repeats stored events (store.StoredDuplicates)
-// without the writer: each key is looked up in the open index the writer publishes, and the
-// event it points at is read through the read pool (so only committed events count), then the
-// answer waits for those commits to be synced. ok is false, and the writer plans the append,
-// when the session has no published index or an event is not found that way (a new event is
-// told apart with one hash lookup, before any read).
-func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events []*contract.EncodedEvent) (res []store.AppendResult, ok bool) {
+// without the writer: each key is looked up in the open index the writer publishes. An entry
+// with the event's content sum (sums[i]) whose commit has been numbered answers at once: the
+// sum stands for the content comparison (contentSum), and the commit is then waited for (see
+// below). Otherwise the candidates are read through the read pool (so only committed events
+// count) and compared with EncodedEvent.SameContent, as the sums are missing for the events
+// the index was rebuilt from. The answer waits for the commits it rests on to be synced. ok is
+// false, and the writer plans the append, when the session has no published index or an event
+// is not found that way (a new event is told apart with one hash lookup, before any read).
+func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events []*contract.EncodedEvent, sums []contentSum) (res []store.AppendResult, ok bool) {
 	if len(events) == 0 {
 		return nil, false
 	}
@@ -88,26 +94,40 @@ func (s *Store) storedDuplicates(ctx context.Context, sessionID string, events [
 		return nil, false
 	}
 	x := v.(*openIndex)
-	res, ok, err = store.StoredDuplicates(events, func(key string) (int64, []byte, bool, error) {
-		var buf [4]int64
-		cands, _ := x.readCandidates(buf[:0], keyHash('k', key), s.bits, -1)
-		for _, seq := range cands {
+	fromSums := false
+	res, ok, err = store.StoredDuplicates(events, func(i int) (int64, bool, error) {
+		key := events[i].IdempotencyKey
+		var buf [4]sumCandidate
+		cands, _ := x.readSums(buf[:0], keyHash('k', key), s.bits)
+		for _, c := range cands {
+			if c.sum != (contentSum{}) && c.sum == sums[i] {
+				fromSums = true
+				return c.seq, true, nil
+			}
+		}
+		for _, c := range cands {
 			var k string
 			var data []byte
-			err := s.rd.keyAt.QueryRowContext(ctx, sk, seq).Scan(&k, &data)
+			err := s.rd.keyAt.QueryRowContext(ctx, sk, c.seq).Scan(&k, &data)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
 			if err != nil {
-				return 0, nil, false, err
+				return 0, false, err
 			}
 			if k == key {
-				return seq, data, true, nil
+				return c.seq, events[i].SameContent(data), nil
 			}
 		}
-		return 0, nil, false, nil
+		return 0, false, nil
 	})
 	if err != nil || !ok || s.visible(ctx) != nil {
+		return nil, false
+	}
+	// A sum is published once its commit is numbered, before COMMIT runs: visible has waited
+	// for that commit to be settled, and had it failed, the writer would have dropped the
+	// index first (writer.failAll).
+	if fromSums && x.isDead() {
 		return nil, false
 	}
 	return res, true

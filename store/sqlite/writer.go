@@ -28,6 +28,7 @@ type request struct {
 
 	sessionID string
 	events    []*contract.EncodedEvent
+	sums      []contentSum // the events' content sums, for the open index (generation.go)
 	opts      store.AppendOptions
 	op        func(w *writer) error // a session write; nil for an append
 
@@ -93,6 +94,8 @@ type writer struct {
 	evictedTo   int    // filterBytes after the last eviction (generation.go)
 
 	changesSeen int64 // the last change sequence handed to the syncer (changes.go)
+
+	unpublished []*openIndex // the open indexes given content sums in this group (publish)
 
 	// work since the checkpointer was last asked to run
 	commits, events int
@@ -225,6 +228,7 @@ func (w *writer) commitGroup(group []*request) {
 		return
 	}
 	n := w.s.dur.committing.Add(1)
+	w.publish()
 	if err := w.exec(`COMMIT`); err != nil {
 		w.abort(taken, fatal("commit", err))
 		w.s.syncq <- committed{n: n}
@@ -265,6 +269,8 @@ func (w *writer) failAll(group []*request, err error) {
 		w.dropOpen(ss)
 	}
 	clear(w.cache)
+	clear(w.unpublished)
+	w.unpublished = w.unpublished[:0]
 	w.filterBytes, w.evictedTo = 0, 0
 	for _, r := range group {
 		r.results, r.commit = nil, nil
@@ -393,6 +399,20 @@ type appendLookup struct {
 	ss     *sessState
 	r      *request
 	sealed int64 // the first generation of ss that was not sealed when the request began
+	next   int   // the index in r.events after the last event Stored was asked about
+}
+
+// sumOf returns the content sum of ev, an event of the request (zero when unknown). The planner
+// asks Stored about the events in batch order, so the search goes on from the last one.
+func (lk *appendLookup) sumOf(ev *contract.EncodedEvent) contentSum {
+	evs := lk.r.events
+	for i := lk.next; i < len(evs) && i < len(lk.r.sums); i++ {
+		if evs[i] == ev {
+			lk.next = i + 1
+			return lk.r.sums[i]
+		}
+	}
+	return contentSum{}
 }
 
 // StoredKey looks the key up in every generation of the log, newest first.
@@ -421,7 +441,7 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 	if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, w.gen(seq), ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data); err != nil {
 		return store.StoredMatch{}, fatal(fmt.Sprintf("insert event at sequence %d of session %q", seq, lk.r.sessionID), err)
 	}
-	lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi})
+	lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi, sum: lk.sumOf(ev)})
 	return store.StoredMatch{}, nil
 }
 
