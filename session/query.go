@@ -71,18 +71,20 @@ func (s *Service) Run(ctx context.Context, id, runID string) (contract.Run, erro
 	return s.st.Run(ctx, id, runID)
 }
 
-// ReadEvents returns up to limit events of a session's log after the sequence after, and the
-// log's last sequence (-1 when empty) read just after them.
-func (s *Service) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.StoredEvent, int64, error) {
-	evs, err := s.st.ReadEvents(ctx, id, after, limit)
+// AppendEventsJSON appends to dst the stored bytes of up to limit events of a session's log
+// after the sequence after, separated by commas (store.AppendEventsJSON: straight from the
+// store when its driver can), and returns the extended buffer and the log's last sequence (-1
+// when empty) read just after them. On an error dst is returned as it was given.
+func (s *Service) AppendEventsJSON(ctx context.Context, id string, after int64, limit int, dst []byte) ([]byte, int64, error) {
+	out, _, err := store.AppendEventsJSON(ctx, s.st, id, after, limit, dst)
 	if err != nil {
-		return nil, 0, err
+		return dst, 0, err
 	}
 	last, err := s.st.LastSequence(ctx, id)
 	if err != nil {
-		return nil, 0, err
+		return dst, 0, err
 	}
-	return evs, last, nil
+	return out, last, nil
 }
 
 // LastSequence returns the sequence of a session's last event (-1 when its log is empty), or

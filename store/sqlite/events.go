@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/sessiond/sessiond/contract"
@@ -220,6 +221,67 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	return out, nil
 }
 
+// AppendEventsJSON appends to dst the stored bytes of the events ReadEvents returns, separated
+// by commas (store.EventsJSONAppender): one column per row, copied once, straight from the
+// row into dst.
+func (s *Store) AppendEventsJSON(ctx context.Context, sessionID string, after int64, limit int, dst []byte) ([]byte, int, error) {
+	if err := s.enter(); err != nil {
+		return dst, 0, err
+	}
+	defer s.inflight.Done()
+	limit = store.ReadLimit(limit)
+	if after < -1 {
+		after = -1
+	}
+	fail := func(err error) ([]byte, int, error) {
+		return dst, 0, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return fail(err)
+	}
+	// How many events the page holds (see ReadEvents), to size dst once from the first: growing
+	// it by append's steps (a quarter at a time for large slices) copied a 10,000-event page
+	// about four times over.
+	want := min(limit, 64)
+	if limit > 64 {
+		var last int64
+		if err := s.rd.lastSeq.QueryRowContext(ctx, sessionID).Scan(&last); err == nil {
+			want = int(min(int64(limit), max(last-after, 0)))
+		}
+	}
+	rows, err := s.rd.eventsData.QueryContext(ctx, sk, after, limit)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	out, n := dst, 0
+	var data sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&data); err != nil {
+			return fail(err)
+		}
+		if need := len(data) + 1; cap(out)-len(out) < need {
+			// Room for the events left, each taken as large as this one and an eighth, and
+			// at least double: a wrong guess costs one more copy.
+			left := max(want-n, 1)
+			out = slices.Grow(out, max(need*left+need*left/8, len(out)))
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, data...)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	if err := s.visible(ctx); err != nil {
+		return fail(err)
+	}
+	return out, n, nil
+}
+
 // LastSequence returns the sequence of the session's last committed event, -1 when its log is
 // empty, or store.ErrSessionNotFound. For a session appended to since Open the answer is the
 // syncer's (noteDurableLast: set once the commit is durable, before its caller is answered), with
@@ -383,8 +445,8 @@ func (s *Store) Run(ctx context.Context, sessionID, runID string) (contract.Run,
 
 // readStmts are the prepared statements of the read-only pool.
 type readStmts struct {
-	session, sessionKey, lastSeq, events, eventAt, keyAt, eventByID, eventByKey, runs, run *sql.Stmt
-	all                                                                                    []*sql.Stmt
+	session, sessionKey, lastSeq, events, eventsData, eventAt, keyAt, eventByID, eventByKey, runs, run *sql.Stmt
+	all                                                                                                []*sql.Stmt
 }
 
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
@@ -414,6 +476,7 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
 		{&st.lastSeq, `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
 		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`},
+		{&st.eventsData, `SELECT data FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`},
 		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE rid = (?1 << 32) + ?2`},
 		{&st.keyAt, `SELECT idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
 		{&st.eventByID, eventByGen("event_ids", "event_id")},
