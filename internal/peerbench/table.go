@@ -20,9 +20,9 @@ var Rows = []string{
 	"W1 events/s", "W1 bytes written/event", "W1 server CPU µs/event",
 	"W1 uuidv7 events/s", "W1 uuidv7 bytes written/event", "W1 uuidv7 server CPU µs/event",
 	"W2 events/s", "W2 ack p99 ms", "W2 server CPU µs/event",
-	"W3 duplicates/s",
+	"W3 duplicates/s", "W3 server CPU µs/duplicate",
 	"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms",
-	"W5 events/s",
+	"W5 events/s", "W5 server CPU µs/event",
 	"syncs per ack (1 writer)",
 }
 

@@ -178,9 +178,11 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 }
 
 // W3 has W2's 64 writers resend every fifth event they appended (20%), same key and content,
-// one at a time. Every one must be answered as a duplicate. Figure: duplicates/s.
+// one at a time. Every one must be answered as a duplicate. Figures: duplicates/s, the
+// server's CPU per duplicate (as W2's).
 func W3(ctx context.Context, sys System, sent [][]Event) ([]Metric, error) {
 	var total atomic.Int64
+	u0 := usageOf(sys.Servers())
 	start := time.Now()
 	err := parallel(len(sent), func(w int) error {
 		for i := 0; i < len(sent[w]); i += 5 {
@@ -198,10 +200,15 @@ func W3(ctx context.Context, sys System, sent [][]Event) ([]Metric, error) {
 		return nil
 	})
 	elapsed := time.Since(start)
+	u1 := usageOf(sys.Servers())
 	if err != nil {
 		return nil, err
 	}
-	return []Metric{{"W3 duplicates/s", float64(total.Load()) / elapsed.Seconds()}}, nil
+	out := []Metric{{"W3 duplicates/s", float64(total.Load()) / elapsed.Seconds()}}
+	if u0.OK && u1.OK && total.Load() > 0 {
+		out = append(out, Metric{"W3 server CPU µs/duplicate", float64((u1.CPU - u0.CPU).Microseconds()) / float64(total.Load())})
+	}
+	return out, nil
 }
 
 // sessionOf returns the sessionId in an event's JSON.
@@ -306,15 +313,22 @@ func LoadW5(ctx context.Context, sys System, sz Sizes) (string, error) {
 	return sid, nil
 }
 
-// W5 reads session sid (loaded by LoadW5) from its start. Figure: events/s.
+// W5 reads session sid (loaded by LoadW5) from its start. Figures: events/s, the server's CPU
+// per event read (as W2's).
 func W5(ctx context.Context, sys System, sid string, sz Sizes) ([]Metric, error) {
+	u0 := usageOf(sys.Servers())
 	start := time.Now()
 	n, err := sys.Read(ctx, sid, sz.W5Events)
 	elapsed := time.Since(start)
+	u1 := usageOf(sys.Servers())
 	if err != nil {
 		return nil, err
 	}
-	return []Metric{{"W5 events/s", float64(n) / elapsed.Seconds()}}, nil
+	out := []Metric{{"W5 events/s", float64(n) / elapsed.Seconds()}}
+	if u0.OK && u1.OK && n > 0 {
+		out = append(out, Metric{"W5 server CPU µs/event", float64((u1.CPU - u0.CPU).Microseconds()) / float64(n)})
+	}
+	return out, nil
 }
 
 // warmUp has n writers append one event each to the sessions (writer i to session i%len),
