@@ -221,6 +221,10 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	return out, nil
 }
 
+// maxReadGuess caps the room AppendEventsJSON makes in one step from its guess of a page's size
+// (a page of 10,000 events of 470 bytes is 4.7 MB).
+const maxReadGuess = 16 << 20
+
 // AppendEventsJSON appends to dst the stored bytes of the events ReadEvents returns, separated
 // by commas (store.EventsJSONAppender): one column per row, copied once, straight from the
 // row into dst.
@@ -262,10 +266,11 @@ func (s *Store) AppendEventsJSON(ctx context.Context, sessionID string, after in
 			return fail(err)
 		}
 		if need := len(data) + 1; cap(out)-len(out) < need {
-			// Room for the events left, each taken as large as this one and an eighth, and
-			// at least double: a wrong guess costs one more copy.
+			// Room for the events left, each taken as large as this one and an eighth (at most
+			// maxReadGuess: one large event must not size the page), and at least double: a
+			// wrong guess costs one more copy.
 			left := max(want-n, 1)
-			out = slices.Grow(out, max(need*left+need*left/8, len(out)))
+			out = slices.Grow(out, max(need, min(need*left+need*left/8, maxReadGuess), len(out)))
 		}
 		if n > 0 {
 			out = append(out, ',')
