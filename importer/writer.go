@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -255,29 +257,34 @@ func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress 
 	if batch <= 0 || batch > 1000 {
 		batch = DefaultBatch
 	}
-	var body, next []byte // next: event i, encoded, when it did not fit the batch before
+	// The events are encoded (as contract.Marshal does) straight into the batch's body, each
+	// followed by its newline; one that does not fit the batch is carried to the next.
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	var carry []byte // event i, encoded with its newline, when it did not fit the batch before
 	for i := 0; i < len(t.Events); {
-		body = body[:0]
+		body.Reset()
+		body.Write(carry)
 		j := i
+		if carry != nil {
+			carry, j = nil, j+1
+		}
 		for j < len(t.Events) && j-i < batch {
-			b := next
-			next = nil
-			if b == nil {
-				e := t.Events[j]
-				e.SessionID = target
-				var err error
-				if b, err = contract.Marshal(e); err != nil {
-					return res, fmt.Errorf("event %s: %w", e.EventID, err)
-				}
+			mark := body.Len()
+			e := t.Events[j]
+			e.SessionID = target
+			if err := enc.Encode(e); err != nil {
+				return res, fmt.Errorf("event %s: %w", e.EventID, err)
 			}
-			if j > i && len(body)+len(b) > maxBatchBytes {
-				next = b
+			if j > i && body.Len()-1 > maxBatchBytes {
+				carry = bytes.Clone(body.Bytes()[mark:])
+				body.Truncate(mark)
 				break
 			}
-			body = append(append(body, b...), '\n')
 			j++
 		}
-		r, err := w.Client.AppendNDJSON(ctx, target, body, nil)
+		r, err := w.Client.AppendNDJSON(ctx, target, body.Bytes(), nil)
 		if err != nil {
 			return res, fmt.Errorf("append events %d–%d: %w", i, j-1, err)
 		}
