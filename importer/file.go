@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -88,4 +89,12 @@ func (w *Writer) Import(ctx context.Context, format string, names []string) []Fi
 		out[i].Errs = compact(failed[i])
 	}
 	return out
+}
+
+// lineScanner reads r's lines of up to 256 MiB. Its buffer starts at 64 KiB and grows only
+// for a longer line: a file of short lines does not cost a large buffer to allocate and clear.
+func lineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
+	return sc
 }
