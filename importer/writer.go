@@ -31,7 +31,8 @@ type Writer struct {
 	// Concurrency is how many sessions are written at once (default DefaultConcurrency).
 	Concurrency int
 	// Progress, if set, is told after each append how many events of how many are written
-	// (one call at a time).
+	// (one call at a time). The total is that of the transcripts known so far: all of them
+	// for Write, those of the files read so far for Import (it grows while files are read).
 	Progress func(done, total int)
 }
 
