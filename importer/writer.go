@@ -258,34 +258,41 @@ func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress 
 	if batch <= 0 || batch > 1000 {
 		batch = DefaultBatch
 	}
-	// The events are encoded (as contract.Marshal does) straight into the batch's body, each
-	// followed by its newline; one that does not fit the batch is carried to the next.
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
+	// The events are encoded straight into the batch's body, each followed by its newline
+	// (appendEvent; encoding/json for what it declines: the bytes contract.Marshal gives); one
+	// that does not fit the batch is carried to the next.
+	var body, carry []byte // carry: event i, encoded, when it did not fit the batch before
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
 	enc.SetEscapeHTML(false)
-	var carry []byte // event i, encoded with its newline, when it did not fit the batch before
 	for i := 0; i < len(t.Events); {
-		body.Reset()
-		body.Write(carry)
+		body = append(body[:0], carry...)
 		j := i
 		if carry != nil {
 			carry, j = nil, j+1
 		}
 		for j < len(t.Events) && j-i < batch {
-			mark := body.Len()
+			mark := len(body)
 			e := t.Events[j]
 			e.SessionID = target
-			if err := enc.Encode(e); err != nil {
-				return res, fmt.Errorf("event %s: %w", e.EventID, err)
+			var ok bool
+			if body, ok = appendEvent(body, &e); ok {
+				body = append(body, '\n')
+			} else {
+				one.Reset()
+				if err := enc.Encode(e); err != nil {
+					return res, fmt.Errorf("event %s: %w", e.EventID, err)
+				}
+				body = append(body, one.Bytes()...)
 			}
-			if j > i && body.Len()-1 > maxBatchBytes {
-				carry = bytes.Clone(body.Bytes()[mark:])
-				body.Truncate(mark)
+			if j > i && len(body)-1 > maxBatchBytes {
+				carry = bytes.Clone(body[mark:])
+				body = body[:mark]
 				break
 			}
 			j++
 		}
-		r, err := w.Client.AppendNDJSON(ctx, target, body.Bytes(), nil)
+		r, err := w.Client.AppendNDJSON(ctx, target, body, nil)
 		if err != nil {
 			return res, fmt.Errorf("append events %d–%d: %w", i, j-1, err)
 		}
