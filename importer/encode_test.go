@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,6 +89,46 @@ func TestAppendEventIsMarshal(t *testing.T) {
 	} {
 		if got, ok := appendEvent([]byte("prefix"), &e); ok || string(got) != "prefix" {
 			t.Errorf("%T %+v: encoded (%v) as %s; want it left to encoding/json", e.Payload, e.Payload, ok, got)
+		}
+	}
+}
+
+// TestAppendStringIsMarshal: appendString escapes random strings (any bytes: control
+// characters, invalid UTF-8, U+2028, HTML characters) as encoding/json does without HTML
+// escaping, and compacts random free JSON values as it does.
+func TestAppendStringIsMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 19))
+	pieces := []string{"a", " ", "\"", "\\", "<", "&", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "\u2029", "🙂", "\xff", "\xe2\x80", "\xed\xa0\x80"}
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
+	enc.SetEscapeHTML(false)
+	for range 20000 {
+		var sb strings.Builder
+		for range r.IntN(12) {
+			if r.IntN(3) == 0 {
+				sb.WriteByte(byte(r.IntN(256)))
+			} else {
+				sb.WriteString(pieces[r.IntN(len(pieces))])
+			}
+		}
+		s := sb.String()
+		one.Reset()
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimSuffix(one.Bytes(), []byte("\n"))
+		if got := appendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+		// The string inside a free JSON value with white space around and in it.
+		raw := contract.RawJSON(" [ " + string(want) + " ,\t{ \"k\" :\n" + string(want) + " } ]\r\n")
+		one.Reset()
+		if err := enc.Encode(raw); err != nil {
+			t.Fatal(err)
+		}
+		want = bytes.TrimSuffix(one.Bytes(), []byte("\n"))
+		if got, ok := appendRaw(nil, raw); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("appendRaw(%s) = %s, %v; want %s", raw, got, ok, want)
 		}
 	}
 }
