@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -202,8 +201,7 @@ func ParseClaudeCode(r io.Reader, name string) ([]*Transcript, *Report, error) {
 	}
 	var summaries []ccLine
 	var summaryLines []int
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	sc := lineScanner(r)
 	n := 0
 	for sc.Scan() {
 		n++

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -95,8 +94,7 @@ func ParseCodex(r io.Reader, name string) ([]*Transcript, *Report, error) {
 		p cxPayload
 	}
 	var recs []rec
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	sc := lineScanner(r)
 	n := 0
 	for sc.Scan() {
 		n++

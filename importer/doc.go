@@ -4,7 +4,8 @@
 // session, its contract events) and a [Report] that accounts for every line: mapped to
 // events, merged into another line's event (fragments of one message, duplicate records), or
 // skipped with a reason. [Writer] writes transcripts through the HTTP API (package client), in
-// batches, so that it works while a server holds the store.
+// batches, so that it works while a server holds the store; [Writer.Import] reads files and
+// writes each one's transcripts as soon as it is read, reading and writing at once.
 //
 // Every id is derived from the source (the transcript's own session id, its line numbers and
 // message ids), so importing a file again writes nothing new: every event is a duplicate.

@@ -9,7 +9,8 @@ import (
 )
 
 // checkParse: whatever the input, a parse accounts for every line and writes only valid
-// events, with ids unique within each session.
+// events, with ids unique within each session, which appendEvent encodes as contract.Marshal
+// does.
 func checkParse(t *testing.T, ts []*Transcript, rep *Report) {
 	t.Helper()
 	if !rep.Accounted() {
@@ -28,6 +29,9 @@ func checkParse(t *testing.T, ts []*Transcript, rep *Report) {
 			}
 			if _, err := contract.CheckEvent(raw, contract.Limits{}); err != nil {
 				t.Fatalf("invalid event: %v\n%s", err, raw)
+			}
+			if b, ok := appendEvent(nil, &e); ok && !bytes.Equal(b, raw) {
+				t.Fatalf("appendEvent:\n%s\ncontract.Marshal:\n%s", b, raw)
 			}
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/sessiond/sessiond/contract"
 )
 
 func TestParseFixturesAccountForEveryLine(t *testing.T) {
@@ -47,6 +50,42 @@ func TestTextPartBytes(t *testing.T) {
 		}
 		if got := textPart(s); string(got) != string(want) {
 			t.Errorf("textPart(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// TestLongLine: a line longer than the scanner's first buffer (64 KiB) is read whole, in both
+// formats, and the lines after it are still read.
+func TestLongLine(t *testing.T) {
+	text := strings.Repeat("x", 300<<10)
+	for _, tc := range []struct {
+		format, lines string
+	}{
+		{"claude-code", `{"type":"user","sessionId":"long","uuid":"u1","timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":"` + text + `"}}` + "\n" +
+			`{"type":"user","sessionId":"long","uuid":"u2","timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"user","content":"second"}}` + "\n"},
+		{"codex", `{"timestamp":"2026-03-01T12:00:00.000Z","type":"session_meta","payload":{"id":"long","timestamp":"2026-03-01T12:00:00.000Z","cwd":"/"}}` + "\n" +
+			`{"timestamp":"2026-03-01T12:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}}` + "\n" +
+			`{"timestamp":"2026-03-01T12:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second"}]}}` + "\n"},
+	} {
+		name := filepath.Join(t.TempDir(), "long.jsonl")
+		if err := os.WriteFile(name, []byte(tc.lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ts, rep, err := ParseFile(tc.format, name)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.format, err)
+		}
+		long, second := false, false
+		for _, tr := range ts {
+			for _, e := range tr.Events {
+				if m, ok := e.Payload.(*contract.MessagePayload); ok {
+					long = long || strings.Contains(string(m.Parts[0]), text)
+					second = second || strings.Contains(string(m.Parts[0]), `"second"`)
+				}
+			}
+		}
+		if rep.Lines != strings.Count(tc.lines, "\n") || !rep.Accounted() || rep.Skipped["not a JSON object"] != 0 || !long || !second {
+			t.Errorf("%s: %+v; long message read: %v, the next: %v", tc.format, rep, long, second)
 		}
 	}
 }

@@ -1,10 +1,11 @@
 package importer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/sessiond/sessiond/api"
@@ -30,7 +31,8 @@ type Writer struct {
 	// Concurrency is how many sessions are written at once (default DefaultConcurrency).
 	Concurrency int
 	// Progress, if set, is told after each append how many events of how many are written
-	// (one call at a time).
+	// (one call at a time). The total is that of the transcripts known so far: all of them
+	// for Write, those of the files read so far for Import (it grows while files are read).
 	Progress func(done, total int)
 }
 
@@ -48,112 +50,197 @@ func Snapshot(model string) contract.Snapshot {
 		Tools: &yes, MCP: &yes, Shell: &yes, FileChange: &yes, Usage: &yes, Diff: &yes, Terminal: &yes, ThreadForking: &yes, Summary: &yes}}
 }
 
-// Write writes the transcripts, parents before the continuations that branch from them, and
+// Write writes the transcripts, each continuation after the session it branches from, and
 // returns what each became, in the order of ts. A transcript that fails is reported in the
 // errors (and a continuation of it is written as a session of its own); the others are
 // still written.
 func (w *Writer) Write(ctx context.Context, ts []*Transcript) ([]SessionResult, []error) {
-	byID := map[string]*Transcript{}
+	s := w.schedule(ctx)
 	for _, t := range ts {
-		byID[t.SessionID] = t
+		s.expect(t)
 	}
-	total := 0
-	for _, t := range ts {
-		total += len(t.Events)
-	}
-	// Parents first: a transcript's depth is the length of its chain of parents in the set;
-	// the transcripts of one depth are written Concurrency at a time (the store commits
-	// concurrent appends together).
-	levels := map[int][]int{}
-	maxDepth := 0
+	results := make([]SessionResult, len(ts))
+	failed := make([]error, len(ts))
 	for i, t := range ts {
-		d := w.depth(t, byID)
-		levels[d] = append(levels[d], i)
-		maxDepth = max(maxDepth, d)
+		s.add(&job{t: t, res: &results[i], err: &failed[i]})
 	}
+	s.finish()
+	return results, compact(failed)
+}
+
+// compact returns the errors that are not nil, in order.
+func compact(errs []error) []error {
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// scheduler writes transcripts as they come, Concurrency at a time (the store commits
+// concurrent appends together): a transcript without a parent at once, a continuation as soon
+// as the transcript it branches from is written (or has failed). A continuation whose parent
+// has not come is held until finish, which writes it as a session of its own when its parent
+// never came.
+type scheduler struct {
+	w   *Writer
+	ctx context.Context
+	sem chan struct{} // a token per transcript being written
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	forks   map[string]map[string]ForkPoint // session id of each transcript added → its Forks
+	done    map[string]bool                 // session ids written or failed
+	written map[string]string               // transcript session id → the session it was written to
+	waiting map[string][]*job               // parent session id → continuations waiting for it
+	total   int                             // events of the transcripts expected
+	events  int                             // events written
+}
+
+// job is one transcript to write and where its outcome goes.
+type job struct {
+	t   *Transcript
+	res *SessionResult
+	err *error
+	// alone: written as a session of its own even if its parent is written (a continuation
+	// in a cycle of parents, which has no first).
+	alone bool
+}
+
+func (w *Writer) schedule(ctx context.Context) *scheduler {
 	conc := w.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	var mu sync.Mutex
-	written := map[string]string{} // transcript session id → the session it was written to
-	results := make([]SessionResult, len(ts))
-	failed := make([]error, len(ts))
-	done := 0
-	progress := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		done += n
-		if w.Progress != nil {
-			w.Progress(done, total)
-		}
-	}
-	for d := 0; d <= maxDepth; d++ {
-		// The parents' sessions are all written: a snapshot of where for this level.
-		mu.Lock()
-		parents := maps.Clone(written)
-		mu.Unlock()
-		sem := make(chan struct{}, conc)
-		var wg sync.WaitGroup
-		for _, i := range levels[d] {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(i int) {
-				defer func() { <-sem; wg.Done() }()
-				res, err := w.write(ctx, ts[i], byID, parents, progress)
-				results[i] = res
-				if err != nil {
-					failed[i] = fmt.Errorf("session %s: %w", ts[i].SessionID, err)
-					return
-				}
-				mu.Lock()
-				written[ts[i].SessionID] = res.SessionID
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
-	}
-	var errs []error
-	for _, err := range failed {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return results, errs
+	return &scheduler{w: w, ctx: ctx, sem: make(chan struct{}, conc), forks: map[string]map[string]ForkPoint{},
+		done: map[string]bool{}, written: map[string]string{}, waiting: map[string][]*job{}}
 }
 
-func (w *Writer) depth(t *Transcript, byID map[string]*Transcript) int {
-	d := 0
-	for p := t.Parent; p != nil && d <= len(byID); d++ {
-		pt := byID[p.SessionID]
-		if pt == nil {
+// expect counts t's events in the total that progress reports.
+func (s *scheduler) expect(t *Transcript) {
+	s.mu.Lock()
+	s.total += len(t.Events)
+	s.mu.Unlock()
+}
+
+// add writes j's transcript now, or after its parent: it blocks while Concurrency
+// transcripts are being written.
+func (s *scheduler) add(j *job) {
+	s.mu.Lock()
+	s.forks[j.t.SessionID] = j.t.Forks
+	p := j.t.Parent
+	ready := p == nil || s.done[p.SessionID]
+	if !ready {
+		s.waiting[p.SessionID] = append(s.waiting[p.SessionID], j)
+	}
+	s.mu.Unlock()
+	if ready {
+		s.start(j)
+	}
+}
+
+// start writes j in a goroutine of its own once a token is free; when it is done, the
+// continuations waiting for it are started.
+func (s *scheduler) start(j *job) {
+	s.sem <- struct{}{}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var from *fork
+		s.mu.Lock()
+		if p := j.t.Parent; p != nil && !j.alone {
+			if fp, ok := s.forks[p.SessionID][p.AgentID]; ok && s.written[p.SessionID] != "" {
+				from = &fork{session: s.written[p.SessionID], source: p.SessionID, at: fp}
+			}
+		}
+		s.mu.Unlock()
+		res, err := s.w.write(s.ctx, j.t, from, s.progress)
+		<-s.sem
+		id := j.t.SessionID
+		s.mu.Lock()
+		*j.res = res
+		if err != nil {
+			*j.err = fmt.Errorf("session %s: %w", id, err)
+		} else {
+			s.written[id] = res.SessionID
+		}
+		s.done[id] = true
+		next := s.waiting[id]
+		delete(s.waiting, id)
+		s.mu.Unlock()
+		for _, k := range next {
+			s.start(k)
+		}
+	}()
+}
+
+// progress counts n events written and tells the Writer's Progress.
+func (s *scheduler) progress(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events += n
+	if s.w.Progress != nil {
+		s.w.Progress(s.events, s.total)
+	}
+}
+
+// finish returns when every transcript added is written. The continuations still held are
+// those whose parent never came: each becomes a session of its own (and its own
+// continuations continue it); what is left after them waits in a cycle of parents, and is
+// written as sessions of their own.
+func (s *scheduler) finish() {
+	for {
+		s.wg.Wait()
+		s.mu.Lock()
+		var orphans []*job
+		for pid, js := range s.waiting {
+			if _, ok := s.forks[pid]; !ok {
+				orphans = append(orphans, js...)
+				delete(s.waiting, pid)
+			}
+		}
+		if len(orphans) == 0 {
 			break
 		}
-		p = pt.Parent
+		s.mu.Unlock()
+		for _, j := range orphans {
+			s.start(j)
+		}
 	}
-	return d
+	var rest []*job
+	for pid, js := range s.waiting {
+		rest = append(rest, js...)
+		delete(s.waiting, pid)
+	}
+	s.mu.Unlock()
+	for _, j := range rest {
+		j.alone = true
+		s.start(j)
+	}
+	s.wg.Wait()
 }
 
-func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Transcript, written map[string]string, progress func(int)) (SessionResult, error) {
+// fork is where a continuation branches from: the session its parent was written to, the
+// parent transcript's session id, and the parent's run that called the sub-agent.
+type fork struct {
+	session, source string
+	at              ForkPoint
+}
+
+func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress func(int)) (SessionResult, error) {
 	res := SessionResult{Source: t.SessionID, SessionID: t.SessionID, Events: len(t.Events)}
 	target := t.SessionID
-	var parent *Transcript
-	if t.Parent != nil {
-		parent = byID[t.Parent.SessionID]
-	}
-	fp, forked := ForkPoint{}, false
-	if parent != nil {
-		fp, forked = parent.Forks[t.Parent.AgentID]
-	}
-	if forked && written[parent.SessionID] != "" {
-		c, err := w.Client.Continue(ctx, written[parent.SessionID], &contract.ContinuationRequest{IdempotencyKey: "import:" + t.SessionID,
-			SourceMessageID: fp.SourceMessageID, SourceRunID: fp.RunID,
+	if from != nil {
+		c, err := w.Client.Continue(ctx, from.session, &contract.ContinuationRequest{IdempotencyKey: "import:" + t.SessionID,
+			SourceMessageID: from.at.SourceMessageID, SourceRunID: from.at.RunID,
 			Inheritance: contract.Inheritance{Messages: "exclude", Attachments: "exclude", Summaries: "exclude", ToolResults: "exclude", CodeChanges: "exclude"}})
 		if err != nil {
-			return res, fmt.Errorf("continue from %s: %w", parent.SessionID, err)
+			return res, fmt.Errorf("continue from %s: %w", from.source, err)
 		}
 		target = c.ThreadID
-		res.ContinuationOf = written[parent.SessionID]
+		res.ContinuationOf = from.session
 	} else {
 		req := api.CreateSessionRequest{SessionID: t.SessionID, AgentID: t.AgentID, Role: "implementer", Snapshot: Snapshot(t.ModelID)}
 		if t.Project != "" {
@@ -171,26 +258,38 @@ func (w *Writer) write(ctx context.Context, t *Transcript, byID map[string]*Tran
 	if batch <= 0 || batch > 1000 {
 		batch = DefaultBatch
 	}
-	var body, next []byte // next: event i, encoded, when it did not fit the batch before
+	// The events are encoded straight into the batch's body, each followed by its newline
+	// (appendEvent; encoding/json for what it declines: the bytes contract.Marshal gives); one
+	// that does not fit the batch is carried to the next.
+	var body, carry []byte // carry: event i, encoded, when it did not fit the batch before
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
+	enc.SetEscapeHTML(false)
 	for i := 0; i < len(t.Events); {
-		body = body[:0]
+		body = append(body[:0], carry...)
 		j := i
+		if carry != nil {
+			carry, j = nil, j+1
+		}
 		for j < len(t.Events) && j-i < batch {
-			b := next
-			next = nil
-			if b == nil {
-				e := t.Events[j]
-				e.SessionID = target
-				var err error
-				if b, err = contract.Marshal(e); err != nil {
+			mark := len(body)
+			e := t.Events[j]
+			e.SessionID = target
+			var ok bool
+			if body, ok = appendEvent(body, &e); ok {
+				body = append(body, '\n')
+			} else {
+				one.Reset()
+				if err := enc.Encode(e); err != nil {
 					return res, fmt.Errorf("event %s: %w", e.EventID, err)
 				}
+				body = append(body, one.Bytes()...)
 			}
-			if j > i && len(body)+len(b) > maxBatchBytes {
-				next = b
+			if j > i && len(body)-1 > maxBatchBytes {
+				carry = bytes.Clone(body[mark:])
+				body = body[:mark]
 				break
 			}
-			body = append(append(body, b...), '\n')
 			j++
 		}
 		r, err := w.Client.AppendNDJSON(ctx, target, body, nil)

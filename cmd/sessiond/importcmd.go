@@ -59,21 +59,6 @@ func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sum := importSummary{Skipped: map[string]int{}, Errors: []string{}}
-	var all []*importer.Transcript
-	owner := map[string]*importer.Report{} // transcript session id → its file's report
-	for _, p := range importer.ParseFiles(*format, files) {
-		rep := p.Report
-		sum.Files = append(sum.Files, rep)
-		if p.Err != nil {
-			rep.Error = p.Err.Error()
-			sum.Errors = append(sum.Errors, p.Err.Error())
-			continue
-		}
-		for _, t := range p.Transcripts {
-			owner[t.SessionID] = rep
-		}
-		all = append(all, p.Transcripts...)
-	}
 	d := progressFor(stderr, *f.json, fmt.Sprintf("importing %d files", len(files)))
 	w := &importer.Writer{Client: f.client()}
 	if d != nil {
@@ -81,18 +66,23 @@ func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			d.draw(session.Progress{Phase: "writing", Done: int64(done), Total: int64(total)})
 		}
 	}
-	results, errs := w.Write(context.Background(), all)
+	imported := w.Import(context.Background(), *format, files)
 	d.clear()
-	for _, err := range errs {
-		sum.Errors = append(sum.Errors, err.Error())
-	}
-	for _, r := range results {
-		if rep := owner[r.Source]; rep != nil {
-			rep.Sessions = append(rep.Sessions, r)
+	for _, fi := range imported {
+		sum.Files = append(sum.Files, fi.Report)
+		if fi.Err != nil {
+			sum.Errors = append(sum.Errors, fi.Err.Error())
 		}
-		sum.Sessions++
-		sum.Accepted += r.Accepted
-		sum.Duplicate += r.Duplicate
+	}
+	for _, fi := range imported {
+		for _, err := range fi.Errs {
+			sum.Errors = append(sum.Errors, err.Error())
+		}
+		for _, r := range fi.Report.Sessions {
+			sum.Sessions++
+			sum.Accepted += r.Accepted
+			sum.Duplicate += r.Duplicate
+		}
 	}
 	for _, rep := range sum.Files {
 		sum.Lines += rep.Lines

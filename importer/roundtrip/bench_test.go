@@ -65,9 +65,10 @@ func cpuTime() time.Duration {
 
 // BenchmarkImport reads real transcripts from files (the fixtures, each copy a new session)
 // and writes them into a server on SQLite (in this process) through the HTTP API, as
-// `sessiond import` does (importer.ParseFiles, then importer.Writer). It reports source lines
-// per second of wall time, and per second of the process's CPU time (what a loaded machine
-// cannot take away), and the events written per source line.
+// `sessiond import` does (importer.Writer.Import: the files read concurrently, each written as
+// soon as it is read). It reports source lines per second of wall time, and per second of the
+// process's CPU time (what a loaded machine cannot take away), and the events written per
+// source line.
 func BenchmarkImport(b *testing.B) {
 	for _, tc := range benchFiles {
 		b.Run(tc.format, func(b *testing.B) {
@@ -81,28 +82,27 @@ func BenchmarkImport(b *testing.B) {
 				files := benchCopies(b, dir, tc.file, tc.id, 10, tc.turns)
 				b.StartTimer()
 				start, cpu0 := time.Now(), cpuTime()
-				var all []*importer.Transcript
-				for _, p := range importer.ParseFiles(tc.format, files) {
-					if p.Err != nil {
-						b.Fatal(p.Err)
-					}
-					if !p.Report.Accounted() || p.Report.Skipped["not a JSON object"] > 0 {
-						b.Fatalf("%s: %+v", p.Report.Path, p.Report)
-					}
-					lines += p.Report.Lines
-					all = append(all, p.Transcripts...)
-				}
-				res, errs := w.Write(context.Background(), all)
-				if len(errs) > 0 {
-					b.Fatal(errs[0])
-				}
+				imported := w.Import(context.Background(), tc.format, files)
 				elapsed += time.Since(start)
 				cpu += cpuTime() - cpu0
-				for _, r := range res {
-					if r.Accepted != r.Events {
-						b.Fatalf("%+v: not every event accepted", r)
+				for _, fi := range imported {
+					if fi.Err != nil {
+						b.Fatal(fi.Err)
 					}
-					events += r.Events
+					if len(fi.Errs) > 0 {
+						b.Fatal(fi.Errs[0])
+					}
+					rep := fi.Report
+					if !rep.Accounted() || rep.Skipped["not a JSON object"] > 0 {
+						b.Fatalf("%s: %+v", rep.Path, rep)
+					}
+					lines += rep.Lines
+					for _, r := range rep.Sessions {
+						if r.Accepted != r.Events {
+							b.Fatalf("%+v: not every event accepted", r)
+						}
+						events += r.Events
+					}
 				}
 			}
 			b.ReportMetric(float64(lines)/elapsed.Seconds(), "lines/s")

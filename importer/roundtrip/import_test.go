@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -411,5 +412,77 @@ func TestWriteSplitsLargeBatches(t *testing.T) {
 	}
 	if page.LastSequence != 59 {
 		t.Fatalf("last sequence %d, want 59", page.LastSequence)
+	}
+}
+
+// TestImportSubagentFilesFirst: Writer.Import given the sub-agents' files before their
+// parent's (and the files read one at a time, the sessions written one at a time) holds the
+// continuations until the parent's session is written, then continues it; imported alone, a
+// sub-agent's file becomes a session of its own. Every line is accounted for, the results
+// are in the files' order.
+func TestImportSubagentFilesFirst(t *testing.T) {
+	dir := "../testdata/claude-code/subagents/"
+	main := dir + "55550000-0000-4000-8000-000000000001.jsonl"
+	sub1 := dir + "55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl"
+	sub2 := dir + "55550000-0000-4000-8000-000000000001/subagents/agent-showcol2.jsonl"
+	mainID := "S-claude-55550000-0000-4000-8000-000000000001"
+	for _, tc := range []struct {
+		name     string
+		files    []string
+		parentOf string // the session the sub-agents continue; "" for none
+	}{
+		{"sub-agents first", []string{sub1, sub2, main}, mainID},
+		{"parent first", []string{main, sub2, sub1}, mainID},
+		{"sub-agent alone", []string{sub1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one file read at a time, in order
+			w := &importer.Writer{Client: startServer(t), Concurrency: 1}
+			var progress []int
+			w.Progress = func(done, total int) { progress = append(progress, done, total) }
+			for round := range 2 {
+				out := w.Import(t.Context(), "claude-code", tc.files)
+				if len(out) != len(tc.files) {
+					t.Fatalf("%d results for %d files", len(out), len(tc.files))
+				}
+				for i, fi := range out {
+					rep := fi.Report
+					if fi.Err != nil || len(fi.Errs) != 0 || rep.Path != tc.files[i] || !rep.Accounted() || len(rep.Sessions) != 1 {
+						t.Fatalf("%s: %+v, %v %v", tc.files[i], rep, fi.Err, fi.Errs)
+					}
+					s := rep.Sessions[0]
+					sub := tc.files[i] != main
+					if want := tc.parentOf; sub && s.ContinuationOf != want || !sub && s.ContinuationOf != "" {
+						t.Errorf("%s: continuation of %q, want %q", tc.files[i], s.ContinuationOf, want)
+					}
+					if round == 0 && s.Accepted != s.Events || round == 1 && s.Duplicate != s.Events {
+						t.Errorf("round %d, %s: %+v", round, tc.files[i], s)
+					}
+				}
+			}
+			if n := len(progress); n < 2 || progress[n-2] != progress[n-1] {
+				t.Errorf("progress %v: does not end with every event written", progress)
+			}
+		})
+	}
+}
+
+// TestWriteCycleOfParents: transcripts whose parents make a cycle (no first to write) are
+// written as sessions of their own, not waited for forever.
+func TestWriteCycleOfParents(t *testing.T) {
+	cl := startServer(t)
+	ev := func(sid string) []contract.Event {
+		return []contract.Event{{Contract: "AgentSessionEvent", EventID: sid + ":1", SessionID: sid, IdempotencyKey: sid + ":1",
+			OccurredAt: "2026-03-01T12:00:00.000Z", EventType: "message",
+			Payload: &contract.MessagePayload{MessageID: "m1", Role: "user", Operation: "append", Parts: []contract.RawJSON{contract.RawJSON(`{"text":"hi","type":"text"}`)}}}}
+	}
+	fp := map[string]importer.ForkPoint{"x": {RunID: "r", SourceMessageID: "m1"}}
+	a := &importer.Transcript{SessionID: "S-cycle-a", AgentID: "a", Parent: &importer.Parent{SessionID: "S-cycle-b", AgentID: "x"}, Forks: fp, Events: ev("S-cycle-a")}
+	b := &importer.Transcript{SessionID: "S-cycle-b", AgentID: "a", Parent: &importer.Parent{SessionID: "S-cycle-a", AgentID: "x"}, Forks: fp, Events: ev("S-cycle-b")}
+	res := write(t, cl, []*importer.Transcript{a, b})
+	for i, r := range res {
+		if r.Accepted != 1 || r.ContinuationOf != "" || r.SessionID != r.Source {
+			t.Errorf("%d: %+v", i, r)
+		}
 	}
 }

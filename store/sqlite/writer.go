@@ -400,6 +400,10 @@ type appendLookup struct {
 	r      *request
 	sealed int64 // the first generation of ss that was not sealed when the request began
 	next   int   // the index in r.events after the last event Stored was asked about
+	// absent is the last run Lease found not stored: the planner asks Run for it next (the
+	// lease is checked before the run status is applied), and nothing writes runs while the
+	// plan is made, so Run answers not found without looking again.
+	absent string
 }
 
 // sumOf returns the content sum of ev, an event of the request (zero when unknown). The planner
@@ -447,6 +451,9 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 
 // Run loads a stored run as the current transaction sees it.
 func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
+	if runID != "" && runID == lk.absent {
+		return store.StoredRun{}, false, nil
+	}
 	return lk.w.loadRun(lk.ss.sk, runID)
 }
 
@@ -473,7 +480,10 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 
 // Lease loads the lease held on a run as the current transaction sees it.
 func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
-	l, _, err := lk.w.loadLease(lk.ss.sk, runID)
+	l, found, err := lk.w.loadLease(lk.ss.sk, runID)
+	if err == nil && !found {
+		lk.absent = runID
+	}
 	return l, err
 }
 
