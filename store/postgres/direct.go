@@ -16,9 +16,15 @@ import (
 // qDirect appends an unconditional batch (store.Unconditional) in one statement, its own
 // transaction, in one round trip:
 //
-//   - dup finds the stored events with the batch's keys or eventIds: a probe of the unique
-//     index (sk, idem_key) or (sk, event_id) per key and eventId (dupLookup), so its cost
-//     does not depend on the size of the log;
+//   - first looks up the batch's first key, a probe of the unique index (sk, idem_key); only
+//     when it is stored (a batch sent again, the common way a batch meets stored events) does
+//     dup look up the other keys and every eventId, a probe of (sk, idem_key) or
+//     (sk, event_id) each (dupLookup), so that a batch sent again is answered from the
+//     statement's snapshot, with no lock and no write. A new batch costs one probe, not one per
+//     key and eventId: its inserts probe the unique indexes anyway, and find a stored key or
+//     eventId of a batch whose first key is new (a rarer mix, or a client's error) by failing
+//     on the index, which sends the append down the locking path. Either way the cost does
+//     not depend on the size of the log;
 //   - lk locks the session's row when nothing is stored (and, for an append with a heartbeat
 //     (%[1]s), the session is not stale: reviving it is the locking path's), SKIP LOCKED:
 //     when another transaction holds the lock the statement writes nothing (without an error
@@ -45,11 +51,21 @@ import (
 // It returns one row 'a' with the log's previous last sequence when it wrote the batch, or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
 // snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
-// locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
-// snapshot, before the lock, makes the insert fail on the unique index (the append then takes
-// the locking path).
-var qDirect = `WITH dup AS (
-	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
+// locked, or moved after the snapshot: the locking path decides). A stored key or eventId that
+// dup did not look up (the first key being new), or that was committed after the snapshot,
+// before the lock, makes the insert fail on the unique index (the append then takes the
+// locking path, and the server logs the unique violation).
+var qDirect = `WITH first AS (
+	` + keyProbes(`(SELECT $1::bigint)`, `((SELECT $2::text[])::text[])[1:1]`) + `
+), dup AS (
+	SELECT * FROM first
+	UNION ALL (
+		` + keyProbes(`(SELECT $1::bigint)`, `((SELECT $2::text[])::text[])[2:]`) + `
+		WHERE EXISTS (SELECT FROM first)
+	) UNION ALL (
+		` + idProbes(`(SELECT $1::bigint)`, `(SELECT $3::text[])::text[]`) + `
+		WHERE EXISTS (SELECT FROM first)
+	)
 )%[4]s, lk AS (
 	SELECT FROM sessions
 	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s%[5]s
