@@ -189,17 +189,18 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		fenced = 1
 		args = append(args, runs)
 	}
-	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd][fenced], args: args}, nil
+	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd][fenced], variant: hb<<2 | cmd<<1 | fenced, args: args}, nil
 }
 
 // directCall is one append by qDirect: its statement and, once run, its answer.
 type directCall struct {
-	sid    string
-	sk     int64
-	events []*contract.EncodedEvent
-	opts   store.AppendOptions
-	q      string
-	args   []any
+	sid     string
+	sk      int64
+	events  []*contract.EncodedEvent
+	opts    store.AppendOptions
+	q       string
+	variant int // q is qDirects[variant>>2][variant>>1&1][variant&1]
+	args    []any
 
 	// The answer, as appendDirect returns it; set before done is closed.
 	out   appendOutcome
@@ -220,7 +221,6 @@ func (c *directCall) answer(rows pgx.Rows) {
 
 // readDirect reads the rows of a qDirect statement: the answer of appendDirect.
 func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
-	n := len(events)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
 	wrote := false
 	var prev int64
@@ -250,8 +250,15 @@ func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedE
 		}
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 	}
+	return directAnswer(sid, lk, wrote, prev, events, opts)
+}
+
+// directAnswer is the answer of a qDirect statement whose rows said whether it wrote the
+// batch after the log's last sequence prev, or else what lk holds (the stored events found,
+// the last sequence).
+func directAnswer(sid string, lk *appendLookup, wrote bool, prev int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
 	if wrote {
-		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk}, nil, true, nil
+		return appendOutcome{results: store.AcceptAll(prev, events), added: len(events), last: prev + int64(len(events)), sk: lk.sk}, nil, true, nil
 	}
 	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
 	// (store.PlanAppend); one that would write needs the lock.
