@@ -15,12 +15,13 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// A one-statement append that runs on its own (a batch of more than maxGroupedEvents events,
-// or a lone append) is sent with its parameters encoded here, in PostgreSQL's binary format,
-// straight into one buffer: pgx encodes an array parameter element by element through
-// interfaces and reflection, into a buffer it shrinks back to 256 bytes after every statement,
-// so a batch of 64 events (about 40 KB of parameters) was copied through a dozen reallocations
-// each time, the largest share of the driver's own CPU per event. The statement is prepared
+// A one-statement append of more than maxGroupedEvents events (which runs on its own, never in
+// a group) is sent with its parameters encoded here, in PostgreSQL's binary format, straight
+// into one buffer: pgx encodes an array parameter element by element through interfaces and
+// reflection, into a buffer it shrinks back to 256 bytes after every statement, so a batch of
+// 64 events (about 40 KB of parameters) was copied through a dozen reallocations each time,
+// the largest share of the driver's own CPU per event. Smaller appends, whose parameters are a
+// few hundred bytes, keep pgx's path. The statement is prepared
 // once per connection under a name of its own (directStatementName), and its rows are read in
 // the binary format too.
 
@@ -43,7 +44,7 @@ const maxWireBuf = 1 << 20
 // wireBufs recycles the buffers parameters are encoded into.
 var wireBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// wireDirect says whether the Store may send one-statement appends by directWire: its
+// wireDirect says whether the Store may send one-statement appends by runWire: its
 // connections prepare and cache statements (pgx's default). A connection string that asks for
 // another mode (a pooler in transaction mode, say) keeps pgx's own path.
 func (s *Store) wireDirect() bool {

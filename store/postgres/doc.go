@@ -53,9 +53,9 @@
 // it writes nothing and the append takes the locking path: BEGIN, the row lock and the lookups
 // of every key and eventId in one pipelined round trip, store.PlanAppend, then the writes and
 // COMMIT in a second. A batch that is all duplicates (a retried append) is answered from the
-// first statement's snapshot without taking the lock or writing anything. A statement that runs
-// alone (a batch of more than 8 events) is prepared once per connection and sent with its
-// parameters encoded in the binary format in one pass (directwire.go). The keys and eventIds
+// first statement's snapshot without taking the lock or writing anything. The statement of a
+// batch of more than 8 events is prepared once per connection and sent with its parameters
+// encoded in the binary format in one pass (directwire.go). The keys and eventIds
 // compare as bytes (COLLATE "C", migration 0010), whatever the database's collation.
 //
 // Concurrent one-statement appends of small batches (at most 8 events) are committed together

@@ -112,7 +112,7 @@ func (g *grouper) run(calls []*directCall) {
 	defer cancel()
 	if len(calls) == 1 {
 		c := calls[0]
-		if g.s.wireDirect() {
+		if len(c.events) > maxGroupedEvents && g.s.wireDirect() {
 			g.s.runWire(ctx, c) // parameters encoded in one pass (directwire.go)
 			return
 		}
