@@ -82,10 +82,21 @@ var qExisting = dupLookup(`(SELECT sk FROM sessions WHERE id = $1)`, `$2::text[]
 // minute: a read of every event of the session at every append.) The OFFSET 0 keeps each probe
 // a subquery run per key, which only an index can answer.
 func dupLookup(sk, keys, ids string) string {
-	return `SELECT e.* FROM unnest(` + keys + `) AS k (v), LATERAL (
-			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND idem_key = k.v OFFSET 0) AS e
+	return keyProbes(sk, keys) + `
 		UNION ALL
-		SELECT e.* FROM unnest(` + ids + `) AS k (v), LATERAL (
+		` + idProbes(sk, ids)
+}
+
+// keyProbes is the query of the stored events of session sk with one of the keys of the array
+// keys: one probe of (session, key) per key (dupLookup).
+func keyProbes(sk, keys string) string {
+	return `SELECT e.* FROM unnest(` + keys + `) AS k (v), LATERAL (
+			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND idem_key = k.v OFFSET 0) AS e`
+}
+
+// idProbes is keyProbes for the eventIds of the array ids and the index (session, eventId).
+func idProbes(sk, ids string) string {
+	return `SELECT e.* FROM unnest(` + ids + `) AS k (v), LATERAL (
 			SELECT seq, event_id, idem_key, data FROM events WHERE sk = ` + sk + ` AND event_id = k.v OFFSET 0) AS e`
 }
 

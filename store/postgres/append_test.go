@@ -119,13 +119,18 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 	n := len(keys)
 	empty := make([]string, n)
 	heads := make([][]byte, n)
+	// The batch's first key is stored, so the one-statement append of a large batch looks up
+	// every key and eventId too: the first key, the others, the eventIds, a read of events
+	// each.
 	statements := []struct {
-		name string
-		q    string
-		args []any
+		name  string
+		q     string
+		args  []any
+		reads int
 	}{
-		{"one-statement append", qDirects[1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}},
-		{"locking path lookup", qExisting, []any{"S-large", keys, ids}},
+		{"one-statement append", qDirects[0][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}, 2},
+		{"one-statement append of a large batch", qDirects[1][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}, 3},
+		{"locking path lookup", qExisting, []any{"S-large", keys, ids}, 2},
 	}
 	for _, s := range statements {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
@@ -171,8 +176,8 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 						t.Errorf("events read by %s %s, want an index scan of a unique index (%v)", p.Type, p.Index, unique)
 					}
 				})
-				if lookups != 2 {
-					t.Errorf("%d reads of events, want 2 (one per unique index)\n%s", lookups, plan)
+				if lookups != s.reads {
+					t.Errorf("%d reads of events, want %d (each of a unique index)\n%s", lookups, s.reads, plan)
 				}
 				// A descent of each index per key, and the heap page of each row found: a
 				// handful of pages per key. A scan of the session would read thousands.
@@ -187,26 +192,28 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 // TestDirectAppendPlannedOnce: the one-statement append is planned once per connection (a
 // generic plan) after the server's first five custom plans, for single events as for
 // batches, also for a small session of a large table, whose key the statistics place beyond
-// every other: planning it again at every append cost about 0.5 ms of the server's CPU.
+// every other: planning it again at every append cost about 0.5 ms of the server's CPU. Small
+// batches (at most maxGroupedEvents events) and large ones have statements of their own.
 func TestDirectAppendPlannedOnce(t *testing.T) {
 	st := openURL(t, pgtest.Schema(t)+"&pool_max_conns=1")
 	ctx := context.Background()
 	largeSession(t, st, "S-large", "S-small", 20_000)
-	for i, id := range []string{"S-small", "S-large"} {
-		for j := range 10 {
-			// Single events and batches: the arrays' lengths must not sway the planner
-			// either.
-			if _, err := st.Append(ctx, id, storetest.Batch(t, id, uuid.NewString(), 1+7*((i+j)%2)), serviceOpts()); err != nil {
+	for first, sizes := range [2][2]int{{1, maxGroupedEvents}, {maxGroupedEvents + 1, 64}} {
+		for i, id := range []string{"S-small", "S-large"} {
+			for j := range 10 {
+				// Batches of two sizes: the arrays' lengths must not sway the planner either.
+				if _, err := st.Append(ctx, id, storetest.Batch(t, id, uuid.NewString(), sizes[(i+j)%2]), serviceOpts()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var custom, generic int64
+			if err := st.pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements
+				WHERE statement = $1`, qDirects[first][1][0][0]).Scan(&custom, &generic); err != nil {
 				t.Fatal(err)
 			}
-		}
-		var custom, generic int64
-		if err := st.pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements
-			WHERE statement = $1`, qDirects[1][0][0]).Scan(&custom, &generic); err != nil {
-			t.Fatal(err)
-		}
-		if custom > 5 {
-			t.Errorf("after 10 appends to %s: %d custom plans and %d generic ones, want at most 5 custom", id, custom, generic)
+			if custom > 5 {
+				t.Errorf("after 10 appends of %v events to %s: %d custom plans and %d generic ones, want at most 5 custom", sizes, id, custom, generic)
+			}
 		}
 	}
 }
@@ -319,11 +326,26 @@ func BenchmarkAppendLargeSession(b *testing.B) {
 // cannot sway, where the timings of BenchmarkAppendLargeSession on a shared machine cannot
 // resolve 20%. A lookup that scanned the session, or a plan that depended on its size, would
 // cost thousands of blocks more.
+//
+// A session created after both holds 1,000 events (more than a leaf page of the primary key
+// holds), so that neither compared session's rows are the last of the primary key (session,
+// sequence): PostgreSQL inserts into the rightmost leaf of a B-tree without descending it, one
+// block instead of three per event, an advantage of the newest session's place in the index
+// that has nothing to do with its size. Without it, the empty session (created after the
+// large one) read about 120 blocks fewer per append for that reason alone.
 func TestAppendLargeSessionCost(t *testing.T) {
 	// One connection: the appends and the statistics' flush share it.
 	st := openURL(t, pgtest.Schema(t)+"&pool_max_conns=1")
 	ctx := context.Background()
 	largeSession(t, st, "S-large", "S-empty", largeSessionEvents)
+	if err := st.CreateSession(ctx, storetest.NewSession("S-after", storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	for range 16 {
+		if _, err := st.Append(ctx, "S-after", storetest.Batch(t, "S-after", uuid.NewString(), 64), serviceOpts()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	blocks := func() int64 {
 		t.Helper()
 		if _, err := st.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {

@@ -86,7 +86,9 @@ func serviceOpts() store.AppendOptions {
 // appending batches of 64 events to its own session, with counting and with random ids, on
 // SQLite and on PostgreSQL in the same run. PostgreSQL runs with synchronous_commit=on
 // (checked): every commit is flushed. One op is one batch; the figure is events/s, and on
-// PostgreSQL the server's CPU per event (srv-us/event, every PostgreSQL process of this machine).
+// PostgreSQL the server's CPU per event (srv-us/event, every PostgreSQL process of this machine)
+// and the WAL it inserted per event (wal-B/event: the server's whole WAL, so a server shared
+// with other clients counts theirs too).
 func BenchmarkAppendBatch64x8Sessions(b *testing.B) {
 	for _, ids := range benchIDs {
 		b.Run("sqlite/"+ids, func(b *testing.B) {
@@ -166,6 +168,10 @@ func benchWriters(b *testing.B, st store.Store, ids string, writers, size int) {
 func runWriters(b *testing.B, work [][][]*contract.EncodedEvent, size int, pg *Store, appendBatch func(id string, batch []*contract.EncodedEvent) error) {
 	var next atomic.Int64
 	lats := make([][]time.Duration, len(work))
+	var wal0 string
+	if pg != nil {
+		wal0 = walInsertLSN(b, pg)
+	}
 	cpu0 := processCPU()
 	b.ResetTimer()
 	start := time.Now()
@@ -205,7 +211,30 @@ func runWriters(b *testing.B, work [][][]*contract.EncodedEvent, size int, pg *S
 		if cpu := serverCPU(b, pg, cpu0); cpu >= 0 {
 			b.ReportMetric(float64(cpu)/float64(time.Microsecond)/events, "srv-us/event")
 		}
+		b.ReportMetric(float64(walSince(b, pg, wal0))/events, "wal-B/event")
 	}
+}
+
+// walInsertLSN returns the server's current WAL insert position (pg_current_wal_insert_lsn).
+func walInsertLSN(b *testing.B, st *Store) string {
+	var lsn string
+	if err := st.pool.QueryRow(context.Background(), `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
+}
+
+// walSince returns how many bytes of WAL the server has inserted since the position lsn
+// (walInsertLSN): the benchmark's own, and those of any other client of the server at the
+// same time (a server of its own gives the benchmark's alone). The WAL is what every commit
+// flushes and what a replica receives; it includes the full-page images of the pages that
+// the first change after a checkpoint dirties.
+func walSince(b *testing.B, st *Store, lsn string) int64 {
+	var n int64
+	if err := st.pool.QueryRow(context.Background(), `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint`, lsn).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // serverCPU returns the CPU time that the PostgreSQL server spent for the benchmark since

@@ -16,9 +16,16 @@ import (
 // qDirect appends an unconditional batch (store.Unconditional) in one statement, its own
 // transaction, in one round trip:
 //
-//   - dup finds the stored events with the batch's keys or eventIds: a probe of the unique
-//     index (sk, idem_key) or (sk, event_id) per key and eventId (dupLookup), so its cost
-//     does not depend on the size of the log;
+//   - dup (%[7]s) finds the stored events with the batch's keys or eventIds, probes of the
+//     unique indexes (sk, idem_key) and (sk, event_id), so its cost does not depend on the
+//     size of the log. A batch of at most maxGroupedEvents events looks up every key and
+//     eventId (dupEvery). A larger one looks up its first key, and the other keys and every
+//     eventId only when that one is stored (dupFirst): a batch sent again, the common way a
+//     batch meets stored events, is then answered from the statement's snapshot, with no lock
+//     and no write, and a new batch costs one probe, not one per key and eventId, since its
+//     inserts probe the unique indexes anyway: a stored key or eventId of a batch whose first
+//     key is new (a rarer mix, or a client's error) fails the insert on its index, which
+//     sends the append down the locking path;
 //   - lk locks the session's row when nothing is stored (and, for an append with a heartbeat
 //     (%[1]s), the session is not stale: reviving it is the locking path's), SKIP LOCKED:
 //     when another transaction holds the lock the statement writes nothing (without an error
@@ -45,12 +52,11 @@ import (
 // It returns one row 'a' with the log's previous last sequence when it wrote the batch, or
 // else the stored events found ('d') and the log's last sequence ('s'), from the statement's
 // snapshot, for store.PlanAppend to answer (a plan that would add events means the row was
-// locked, or moved after the snapshot: the locking path decides). A stored key or eventId committed after the
-// snapshot, before the lock, makes the insert fail on the unique index (the append then takes
-// the locking path).
-var qDirect = `WITH dup AS (
-	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
-)%[4]s, lk AS (
+// locked, or moved after the snapshot: the locking path decides). A stored key or eventId that
+// dup did not look up (the first key being new), or that was committed after the snapshot,
+// before the lock, makes the insert fail on the unique index (the append then takes the
+// locking path, and the server logs the unique violation).
+var qDirect = `WITH %[7]s%[4]s, lk AS (
 	SELECT FROM sessions
 	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s%[5]s
 	FOR NO KEY UPDATE SKIP LOCKED
@@ -68,36 +74,64 @@ SELECT 'a', prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
 UNION ALL SELECT 's', last_seq, NULL, NULL, NULL FROM session_heads WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM upd)`
 
-// The variants of qDirect, by heartbeat ($9), command result (the two parameters after) and
+// dupEvery and dupFirst are qDirect's lookups: dup finds the stored events with the batch's keys
+// or eventIds. dupEvery looks up every key and eventId, a probe each (dupLookup); dupFirst looks
+// up the first key, and the others and the eventIds only when that one is stored.
+var (
+	dupEvery = `dup AS (
+	` + dupLookup(`(SELECT $1::bigint)`, `(SELECT $2::text[])::text[]`, `(SELECT $3::text[])::text[]`) + `
+)`
+	dupFirst = `first AS (
+	` + keyProbes(`(SELECT $1::bigint)`, `((SELECT $2::text[])::text[])[1:1]`) + `
+), dup AS (
+	SELECT * FROM first
+	UNION ALL (
+		` + keyProbes(`(SELECT $1::bigint)`, `((SELECT $2::text[])::text[])[2:]`) + `
+		WHERE EXISTS (SELECT FROM first)
+	) UNION ALL (
+		` + idProbes(`(SELECT $1::bigint)`, `(SELECT $3::text[])::text[]`) + `
+		WHERE EXISTS (SELECT FROM first)
+	)
+)`
+)
+
+// The variants of qDirect, by lookup (dupEvery for a batch of at most maxGroupedEvents events,
+// dupFirst for a larger one), heartbeat ($9), command result (the two parameters after) and
 // fence (the batch's run ids, the last parameter; see unleasedFence): for a fenced batch, rl
 // locks the rows of the batch's runs (SKIP LOCKED: a claim under way makes the statement
 // write nothing, as a locked session does) and the statement writes only when it locked every
 // one of them that its snapshot has and none holds a lease, and when no append committed
 // between its snapshot and its lock of the session (upd compares the head's latest last
 // sequence with the snapshot's): a run created or claimed meanwhile is then in its snapshot.
-var qDirects = func() (q [2][2][2]string) {
-	for hb := range 2 {
-		for c := range 2 {
-			for f := range 2 {
-				live, set, with, rl, lkCond, updCond := "", "", "", "", "", ""
-				if hb == 1 {
-					live = " AND status <> 'stale'"
-					set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
-				}
-				if c == 1 {
-					with = fmt.Sprintf(`, cmd AS (
+var qDirects = func() (q [2][2][2][2]string) {
+	for first := range 2 {
+		for hb := range 2 {
+			for c := range 2 {
+				for f := range 2 {
+					live, set, with, rl, lkCond, updCond := "", "", "", "", "", ""
+					if hb == 1 {
+						live = " AND status <> 'stale'"
+						set = ", heartbeat = $9::text, heartbeat_at = $9::text::timestamptz"
+					}
+					if c == 1 {
+						with = fmt.Sprintf(`, cmd AS (
 	INSERT INTO command_results (sk, idem_key, result) SELECT $1, $%d, $%d FROM upd ON CONFLICT DO NOTHING
 )`, 9+hb, 10+hb)
-				}
-				if f == 1 {
-					runs := fmt.Sprintf(`FROM runs WHERE sk = (SELECT $1::bigint) AND run_id = ANY((SELECT $%d::text[])::text[])`, 9+hb+2*c)
-					rl = `, rl AS (
+					}
+					if f == 1 {
+						runs := fmt.Sprintf(`FROM runs WHERE sk = (SELECT $1::bigint) AND run_id = ANY((SELECT $%d::text[])::text[])`, 9+hb+2*c)
+						rl = `, rl AS (
 	SELECT lease_id IS NOT NULL AND lease_expires_ms IS NOT NULL AS leased ` + runs + ` FOR NO KEY UPDATE SKIP LOCKED
 )`
-					lkCond = ` AND NOT EXISTS (SELECT FROM rl WHERE leased) AND (SELECT count(*) FROM rl) = (SELECT count(*) ` + runs + `)`
-					updCond = ` AND session_heads.last_seq = (SELECT h.last_seq FROM session_heads AS h WHERE h.sk = (SELECT $1::bigint))`
+						lkCond = ` AND NOT EXISTS (SELECT FROM rl WHERE leased) AND (SELECT count(*) FROM rl) = (SELECT count(*) ` + runs + `)`
+						updCond = ` AND session_heads.last_seq = (SELECT h.last_seq FROM session_heads AS h WHERE h.sk = (SELECT $1::bigint))`
+					}
+					dup := dupEvery
+					if first == 1 {
+						dup = dupFirst
+					}
+					q[first][hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond, dup)
 				}
-				q[hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond)
 			}
 		}
 	}
@@ -173,17 +207,22 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		fenced = 1
 		args = append(args, runs)
 	}
-	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[hb][cmd][fenced], args: args}, nil
+	first := 0 // a small batch looks up every key and eventId: its statement's fixed costs outweigh them
+	if n > maxGroupedEvents {
+		first = 1
+	}
+	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[first][hb][cmd][fenced], variant: first<<3 | hb<<2 | cmd<<1 | fenced, args: args}, nil
 }
 
 // directCall is one append by qDirect: its statement and, once run, its answer.
 type directCall struct {
-	sid    string
-	sk     int64
-	events []*contract.EncodedEvent
-	opts   store.AppendOptions
-	q      string
-	args   []any
+	sid     string
+	sk      int64
+	events  []*contract.EncodedEvent
+	opts    store.AppendOptions
+	q       string
+	variant int // q is qDirects[variant>>3][variant>>2&1][variant>>1&1][variant&1]
+	args    []any
 
 	// The answer, as appendDirect returns it; set before done is closed.
 	out   appendOutcome
@@ -204,7 +243,6 @@ func (c *directCall) answer(rows pgx.Rows) {
 
 // readDirect reads the rows of a qDirect statement: the answer of appendDirect.
 func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
-	n := len(events)
 	lk := &appendLookup{sk: sk, last: -1, byKey: map[string]existingEvent{}, byID: map[string]int64{}, maxOrd: -1}
 	wrote := false
 	var prev int64
@@ -234,8 +272,15 @@ func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedE
 		}
 		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
 	}
+	return directAnswer(sid, lk, wrote, prev, events, opts)
+}
+
+// directAnswer is the answer of a qDirect statement whose rows said whether it wrote the
+// batch after the log's last sequence prev, or else what lk holds (the stored events found,
+// the last sequence).
+func directAnswer(sid string, lk *appendLookup, wrote bool, prev int64, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
 	if wrote {
-		return appendOutcome{results: store.AcceptAll(prev, events), added: n, last: prev + int64(n), sk: sk}, nil, true, nil
+		return appendOutcome{results: store.AcceptAll(prev, events), added: len(events), last: prev + int64(len(events)), sk: lk.sk}, nil, true, nil
 	}
 	// Nothing written: a plan that writes nothing is an answer as of the statement's snapshot
 	// (store.PlanAppend); one that would write needs the lock.

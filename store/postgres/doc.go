@@ -40,14 +40,23 @@
 // session already stores one of their keys or eventIds. So is, nearly, an append fenced
 // without a lease (the HTTP API's, without a lease header) whose events name runs: it is
 // refused only when one of those runs holds a lease. Such an append is one statement in one
-// round trip (direct.go; the fenced one also locks its runs' rows and checks their leases): it looks the keys and eventIds up in the two unique indexes, and when
-// none is stored it locks the session's row (SKIP LOCKED: it does not wait), writes the events
-// with their sequences (their stored bytes are built in SQL around the sequence digits),
-// updates the row, and commits. When the row is locked by another transaction, or a key turns out to be stored, it
-// writes nothing and the append takes the locking path: BEGIN, the row lock and the lookups in
-// one pipelined round trip, store.PlanAppend, then the writes and COMMIT in a second. A batch
-// that is all duplicates (a retried append) is answered from the first statement's snapshot
-// without taking the lock or writing anything.
+// round trip (direct.go; the fenced one also locks its runs' rows and checks their leases): it
+// looks the batch's keys and eventIds up in the two unique indexes (a batch of more than 8
+// events: its first key, and the others and the eventIds only when that one is stored, a batch
+// sent again); when none is found it locks
+// the session's row (SKIP LOCKED: it does not wait), writes the events with their sequences
+// (their stored bytes are built in SQL around the sequence digits), updates the head, and
+// commits. The inserts check the unique indexes (session, key) and (session, eventId) as they
+// write their entries, so a new large batch costs one lookup, not one per key and eventId; a
+// stored key or eventId that was not looked up fails the insert on its index. When the row is locked
+// by another transaction, a key turns out to be stored, or an insert fails on a unique index,
+// it writes nothing and the append takes the locking path: BEGIN, the row lock and the lookups
+// of every key and eventId in one pipelined round trip, store.PlanAppend, then the writes and
+// COMMIT in a second. A batch that is all duplicates (a retried append) is answered from the
+// first statement's snapshot without taking the lock or writing anything. The statement of a
+// batch of more than 8 events is prepared once per connection and sent with its parameters
+// encoded in the binary format in one pass (directwire.go). The keys and eventIds
+// compare as bytes (COLLATE "C", migration 0010), whatever the database's collation.
 //
 // Concurrent one-statement appends of small batches (at most 8 events) are committed together
 // (group.go): an append that finds no group running leads one, and runs what is queued in one

@@ -112,6 +112,10 @@ func (g *grouper) run(calls []*directCall) {
 	defer cancel()
 	if len(calls) == 1 {
 		c := calls[0]
+		if len(c.events) > maxGroupedEvents && g.s.wireDirect() {
+			g.s.runWire(ctx, c) // parameters encoded in one pass (directwire.go)
+			return
+		}
 		rows, _ := g.s.pool.Query(ctx, c.q, c.args...)
 		c.answer(rows)
 		return
