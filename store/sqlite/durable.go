@@ -49,6 +49,13 @@ type durability struct {
 	mu      sync.Mutex
 	advance chan struct{} // closed (and replaced) whenever durable moves
 
+	// The syncer's state, for the writer (commitWait); guarded by mu but syncTook.
+	started   uint64        // the last commit number a sync has started to cover
+	syncing   bool          // a sync is in flight
+	syncStart time.Time     // when it started
+	syncEvent chan struct{} // closed (and replaced) when a sync starts or ends
+	syncTook  atomic.Int64  // the average sync's duration (ns)
+
 	failed atomic.Pointer[error] // the sync failure that made the store unusable
 
 	walPath string
@@ -61,6 +68,7 @@ type durability struct {
 func (d *durability) init(dbPath string) {
 	d.walPath = dbPath + "-wal"
 	d.advance = make(chan struct{})
+	d.syncEvent = make(chan struct{})
 }
 
 // err returns the sync failure that made the store unusable, or nil.
@@ -181,7 +189,10 @@ func (s *Store) syncer() {
 		err := d.err()
 		if err == nil {
 			start := time.Now()
-			if err = d.syncWAL(); err != nil && d.failed.CompareAndSwap(nil, &err) {
+			d.startSync(batch[len(batch)-1].n, start)
+			err = d.syncWAL()
+			d.endSync(time.Since(start))
+			if err != nil && d.failed.CompareAndSwap(nil, &err) {
 				s.log.Error("sqlite store: syncing the WAL failed; the store refuses writes until sessiond restarts", "dir", s.dir, "err", err)
 			}
 			if f := s.obs.Synced; f != nil && err == nil {
@@ -238,4 +249,58 @@ func syncFile(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// commitWait tells the writer, whose group's transaction is open and whose queue is empty,
+// whether to keep the group open a little longer, and for how long at most: until ch is
+// closed (the syncer starts or ends a sync) or until the deadline, when it is not zero. The
+// writer commits once per sync, just before the sync in flight is expected to end (the
+// average sync's duration less commitTook, what its commits take), so that the next sync
+// finds the group committed and the disk does not wait for the commit:
+//   - a commit is queued and its sync has not started: wait for that sync to start (the group
+//     would only be synced by the sync after it anyway);
+//   - a sync is in flight: wait until it is expected to end, less commitTook;
+//   - otherwise (nothing is being synced: a lone writer, say), or after a failed sync, commit
+//     now.
+func (d *durability) commitWait(now time.Time, commitTook time.Duration) (ch <-chan struct{}, deadline time.Time, wait bool) {
+	if d.err() != nil {
+		return nil, time.Time{}, false // the group fails at its commit (writer.commit)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.committing.Load() > d.started {
+		return d.syncEvent, time.Time{}, true
+	}
+	if !d.syncing {
+		return nil, time.Time{}, false
+	}
+	deadline = d.syncStart.Add(time.Duration(d.syncTook.Load()) - commitTook)
+	if !now.Before(deadline) {
+		return nil, time.Time{}, false
+	}
+	return d.syncEvent, deadline, true
+}
+
+// startSync and endSync bracket each sync of the syncer, which covers the commits up to n
+// (commitWait).
+func (d *durability) startSync(n uint64, at time.Time) {
+	d.mu.Lock()
+	d.started, d.syncing, d.syncStart = n, true, at
+	close(d.syncEvent)
+	d.syncEvent = make(chan struct{})
+	d.mu.Unlock()
+}
+
+func (d *durability) endSync(took time.Duration) {
+	d.mu.Lock()
+	d.syncing = false
+	// The average sync's duration, weighted 1/8 to the latest.
+	if avg := d.syncTook.Load(); avg == 0 {
+		d.syncTook.Store(int64(took))
+	} else {
+		d.syncTook.Store(avg + (int64(took)-avg)/8)
+	}
+	close(d.syncEvent)
+	d.syncEvent = make(chan struct{})
+	d.mu.Unlock()
 }
