@@ -235,9 +235,13 @@ func (w *writer) take(r *request) {
 		}
 		w.inTx = true
 	}
-	if err := w.exec(`SAVEPOINT req`); err != nil {
-		w.abort(w.taken, fatal("savepoint", err))
-		return
+	// A request that can only fail before it writes anything needs no savepoint (oneWrite).
+	savepoint := !oneWrite(r)
+	if savepoint {
+		if err := w.exec(`SAVEPOINT req`); err != nil {
+			w.abort(w.taken, fatal("savepoint", err))
+			return
+		}
 	}
 	var err error
 	if r.op != nil {
@@ -251,17 +255,26 @@ func (w *writer) take(r *request) {
 		w.abort(w.taken, err)
 		return
 	}
+	if err != nil && !savepoint && len(r.inserted) > 0 {
+		// Not expected (oneWrite), but with no savepoint the insert cannot be undone alone.
+		w.abort(w.taken, fatal("append without a savepoint", fmt.Errorf("refused after its insert: %w", err)))
+		return
+	}
 	if err != nil {
 		r.err = err
 		r.results, r.commit, r.sess = nil, nil, nil
-		if rerr := w.exec(`ROLLBACK TO req`); rerr != nil {
-			w.abort(w.taken, fatal("roll back to savepoint", rerr))
-			return
+		if savepoint {
+			if rerr := w.exec(`ROLLBACK TO req`); rerr != nil {
+				w.abort(w.taken, fatal("roll back to savepoint", rerr))
+				return
+			}
 		}
 	}
-	if rerr := w.exec(`RELEASE req`); rerr != nil {
-		w.abort(w.taken, fatal("release savepoint", rerr))
-		return
+	if savepoint {
+		if rerr := w.exec(`RELEASE req`); rerr != nil {
+			w.abort(w.taken, fatal("release savepoint", rerr))
+			return
+		}
 	}
 	if r.err == nil && r.sess != nil {
 		r.sess.last = r.newLast
@@ -273,6 +286,17 @@ func (w *writer) take(r *request) {
 			return
 		}
 	}
+}
+
+// oneWrite reports whether r is an append of one event that store.Unconditional accepts
+// whenever its key and eventId are new (no run status event, no lease to check): its plan
+// either refuses it or answers it as a duplicate before anything is written, or inserts the
+// event as its last step (appendLookup.Stored), after which only database failures (fatal to
+// the group) remain: the heartbeat and the command result. Such a request runs without a
+// savepoint of its own, saving two statements per single-event append; should it be refused
+// after all once its event is inserted, the group is aborted rather than left half-written.
+func oneWrite(r *request) bool {
+	return r.op == nil && len(r.events) == 1 && store.Unconditional(r.events, r.opts)
 }
 
 // commit commits the group's transaction and hands it to the syncer, which answers the
