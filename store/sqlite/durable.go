@@ -49,12 +49,12 @@ type durability struct {
 	mu      sync.Mutex
 	advance chan struct{} // closed (and replaced) whenever durable moves
 
-	// The syncer's state, for the writer (commitWait); guarded by mu but syncTook.
+	// The syncer's state, for the writer (commitWait); guarded by mu.
 	started   uint64        // the last commit number a sync has started to cover
 	syncing   bool          // a sync is in flight
 	syncStart time.Time     // when it started
 	syncEvent chan struct{} // closed (and replaced) when a sync starts or ends
-	syncTook  atomic.Int64  // the average sync's duration (ns)
+	syncTook  time.Duration // the average sync's duration
 
 	failed atomic.Pointer[error] // the sync failure that made the store unusable
 
@@ -274,7 +274,7 @@ func (d *durability) commitWait(now time.Time, commitTook time.Duration) (ch <-c
 	if !d.syncing {
 		return nil, time.Time{}, false
 	}
-	deadline = d.syncStart.Add(time.Duration(d.syncTook.Load()) - commitTook)
+	deadline = d.syncStart.Add(d.syncTook - commitTook)
 	if !now.Before(deadline) {
 		return nil, time.Time{}, false
 	}
@@ -295,10 +295,10 @@ func (d *durability) endSync(took time.Duration) {
 	d.mu.Lock()
 	d.syncing = false
 	// The average sync's duration, weighted 1/8 to the latest.
-	if avg := d.syncTook.Load(); avg == 0 {
-		d.syncTook.Store(int64(took))
+	if d.syncTook == 0 {
+		d.syncTook = took
 	} else {
-		d.syncTook.Store(avg + (int64(took)-avg)/8)
+		d.syncTook += (took - d.syncTook) / 8
 	}
 	close(d.syncEvent)
 	d.syncEvent = make(chan struct{})
