@@ -158,6 +158,7 @@ func (w *writer) runGroup(first *request) bool {
 	w.taken, w.takenEvents, w.inTx, w.broken = w.taken[:0], 0, false, false
 	defer func() { clear(w.taken[:cap(w.taken)]) }()
 	w.take(first)
+	w.s.dur.at(hookTaken)
 	open := true
 	for !w.broken && len(w.taken) < maxGroupRequests && w.takenEvents < maxGroupEvents {
 		select {
@@ -167,6 +168,7 @@ func (w *writer) runGroup(first *request) bool {
 				break
 			}
 			w.take(r)
+			w.s.dur.at(hookTaken)
 			continue
 		default:
 		}
@@ -183,6 +185,7 @@ func (w *writer) runGroup(first *request) bool {
 			w.timer.Reset(time.Until(deadline))
 			timeout = w.timer.C
 		}
+		w.s.dur.at(hookWriterWait)
 		select {
 		case r, ok := <-w.s.reqs:
 			if !ok {
@@ -190,6 +193,7 @@ func (w *writer) runGroup(first *request) bool {
 				break
 			}
 			w.take(r)
+			w.s.dur.at(hookTaken)
 			continue
 		case <-ch:
 			continue
@@ -200,6 +204,7 @@ func (w *writer) runGroup(first *request) bool {
 	if !w.broken && w.inTx {
 		w.commit()
 	}
+	w.s.dur.at(hookGroupEnd)
 	return open
 }
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -74,5 +75,124 @@ func TestOneCommitPerSync(t *testing.T) {
 	// that it is held); everything after that waits for the next sync and commits together.
 	if rest := groups[1:]; len(rest) > 2 {
 		t.Errorf("the %d appends made during one sync took %d group commits %v, want at most 2", later, len(rest), rest)
+	}
+}
+
+// hookPoints installs a test hook (durability.hook) that reports every point it is called at
+// on the returned channel, dropping reports nobody takes; blocking, when not nil, runs first
+// and may hold the goroutine that reached the point.
+func hookPoints(t *testing.T, st *Store, blocking func(hookPoint)) <-chan hookPoint {
+	t.Helper()
+	points := make(chan hookPoint, 256)
+	hook := func(p hookPoint) {
+		if blocking != nil {
+			blocking(p)
+		}
+		select {
+		case points <- p:
+		default:
+		}
+	}
+	st.dur.hook.Store(&hook)
+	t.Cleanup(func() { st.dur.hook.Store(nil) })
+	return points
+}
+
+// waitPoint waits until some goroutine reaches point p (hookPoints), failing the test after 5 s.
+func waitPoint(t *testing.T, points <-chan hookPoint, p hookPoint) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case q := <-points:
+			if q == p {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no goroutine reached hook point %d within 5 s", p)
+		}
+	}
+}
+
+// TestFailedSyncAnswersOpenGroup: a group the writer keeps open while it waits for the next
+// sync to start is answered (with the failure) when a sync fails, and Close returns: once a sync
+// has failed the syncer starts no other, so the writer must never be left waiting for one.
+// The syncer is held, after the failed sync has ended, until the writer has reacted to its end.
+func TestFailedSyncAnswersOpenGroup(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const S, T = "S-a", "S-b"
+	for _, id := range []string{S, T} {
+		if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "e0", "k0", "x")}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := make(chan struct{})
+	failSync := func() error { <-gate; return errors.New("injected I/O error") }
+	st.dur.beforeSync.Store(&failSync)
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	errs := make(chan error, 3)
+	appendOne := func(id, key string) {
+		_, err := st.Append(ctx, id, []*contract.EncodedEvent{storetest.EventWithID(t, id, "e"+key, key, "x")}, store.AppendOptions{})
+		errs <- err
+	}
+	go appendOne(T, "k1") // commit k; its sync is held, and fails
+	waitCommitted(t, st, T, 1)
+	for {
+		st.dur.mu.Lock()
+		syncing := st.dur.syncing
+		st.dur.syncTook = time.Nanosecond // the sync is "expected" over: the next group commits at once
+		st.dur.mu.Unlock()
+		if syncing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go appendOne(T, "k2") // commit k+1, waiting for its sync to start
+	waitCommitted(t, st, T, 2)
+	writer := make(chan hookPoint, 16)
+	points := hookPoints(t, st, func(p hookPoint) {
+		switch p {
+		case hookWriterWait, hookGroupEnd:
+			select {
+			case writer <- p:
+			default:
+			}
+		case hookSyncEnded:
+			// The writer reacts to the end of the sync before the syncer goes on.
+			select {
+			case <-writer:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	go appendOne(S, "k3") // a new group, kept open until the sync of k+1 starts
+	waitPoint(t, points, hookWriterWait)
+	<-writer
+	release()
+	for i := range 3 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Errorf("answer %d: an append succeeded although its sync, or the one before, failed", i)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("answer %d: none within 5 s: an append taken into the open group is never answered", i)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return within 5 s")
 	}
 }
