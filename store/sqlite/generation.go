@@ -349,12 +349,29 @@ func (w *writer) openIndex(ss *sessState) (*openIndex, error) {
 	return x, nil
 }
 
-// setOpen makes x ss's open index and publishes it to readers.
+// setOpen makes x ss's open index. Readers are shown it once the group commits (publishOpen).
 func (w *writer) setOpen(ss *sessState, x *openIndex) {
 	ss.open = x
 	ss.openBytes = openEntryBytes * x.entries()
 	w.filterBytes += ss.openBytes
-	w.s.openIdx.Store(ss.sk, x)
+	w.unpublished = append(w.unpublished, ss)
+}
+
+// publishOpen shows readers the open indexes set in the group just committed (commit n): those
+// its sessions still have. An index built inside a group holds what the group's transaction
+// sees, which may lack events that committed snapshots still hold (a compaction of the same
+// group deleted them), and a reader trusts a published index's absence (eventBy). Published
+// only once the commit is numbered, an index's absence makes the reader wait for that commit
+// to be durable (visible), as a scan that finds the events gone would. Until then readers of
+// the session find no index and scan the open generation's rows of their snapshot.
+func (w *writer) publishOpen() {
+	for _, ss := range w.unpublished {
+		if ss.open != nil {
+			w.s.openIdx.Store(ss.sk, ss.open)
+		}
+	}
+	clear(w.unpublished)
+	w.unpublished = w.unpublished[:0]
 }
 
 // dropOpen forgets ss's open index (readers see it dead).

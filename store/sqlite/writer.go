@@ -106,6 +106,10 @@ type writer struct {
 	inTx        bool
 	broken      bool
 
+	// the sessions whose open index was set in the group, to be shown to readers once it
+	// commits (publishOpen)
+	unpublished []*sessState
+
 	commitTook time.Duration // what a COMMIT takes, averaged, plus commitMargin
 	timer      *time.Timer   // runGroup's wait for the time to commit
 
@@ -326,6 +330,7 @@ func (w *writer) commit() {
 		w.s.syncq <- committed{n: n}
 		return
 	}
+	w.publishOpen()
 	// What a commit takes, averaged (weighted 1/8 to the latest), with a margin for waking
 	// the writer up: the writer commits that long before a sync is expected to end.
 	took := time.Since(start) + commitMargin
@@ -365,6 +370,8 @@ func (w *writer) failAll(group []*request, err error) {
 		w.dropOpen(ss)
 	}
 	clear(w.cache)
+	clear(w.unpublished)
+	w.unpublished = w.unpublished[:0]
 	w.filterBytes, w.evictedTo = 0, 0
 	for _, r := range group {
 		r.results, r.commit = nil, nil

@@ -196,3 +196,88 @@ func TestFailedSyncAnswersOpenGroup(t *testing.T) {
 		t.Fatal("Close did not return within 5 s")
 	}
 }
+
+// TestAbsenceInOpenGroupWaitsForSync: while a compaction is in a group the writer keeps open
+// (a sync is in flight), a lookup of a compacted event still finds it, and once an append to
+// the same session in that group has rebuilt the session's open index: an event's absence is
+// only answered once the compaction is durable (TestAbsenceWaitsForSync, for the open group).
+func TestAbsenceInOpenGroupWaitsForSync(t *testing.T) {
+	ctx := context.Background()
+	st := openAt(t, t.TempDir())
+	const S, T = "S-a", "S-b"
+	for _, id := range []string{S, T} {
+		if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"k0", "k1", "k2"} {
+		if _, err := st.Append(ctx, S, []*contract.EncodedEvent{storetest.EventWithID(t, S, "e"+k, k, "x")}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Append(ctx, T, []*contract.EncodedEvent{storetest.EventWithID(t, T, "t0", "t0", "x")}, store.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EventByIdempotencyKey(ctx, S, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	gate1, gate2 := make(chan struct{}), make(chan struct{})
+	hold1 := func() error { <-gate1; return nil }
+	st.dur.beforeSync.Store(&hold1)
+	var once1, once2 sync.Once
+	release1 := func() { once1.Do(func() { close(gate1) }) }
+	release2 := func() { once2.Do(func() { close(gate2) }) }
+	t.Cleanup(func() { release1(); release2() })
+	go st.Append(ctx, T, []*contract.EncodedEvent{storetest.EventWithID(t, T, "t1", "t1", "x")}, store.AppendOptions{})
+	waitCommitted(t, st, T, 1) // commit k, its sync held
+	for {
+		st.dur.mu.Lock()
+		syncing := st.dur.syncing
+		if syncing {
+			st.dur.syncTook = time.Minute // the sync is "expected" to last: the next group stays open
+		}
+		st.dur.mu.Unlock()
+		if syncing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	k := st.dur.committing.Load()
+	points := hookPoints(t, st, nil)
+	compacted := make(chan error, 1)
+	go func() { _, err := st.CompactEvents(ctx, S, 0); compacted <- err }()
+	waitPoint(t, points, hookTaken)
+	go st.Append(ctx, S, []*contract.EncodedEvent{storetest.EventWithID(t, S, "ek3", "k3", "x")}, store.AppendOptions{})
+	waitPoint(t, points, hookTaken)
+	if c := st.dur.committing.Load(); c != k {
+		t.Fatalf("committing moved %d -> %d: the group did not stay open", k, c)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := st.EventByIdempotencyKey(ctx, S, "k0"); got <- err }()
+	waitPoint(t, points, hookReadWait) // the lookup is done and waits for sync k
+	hold2 := func() error { <-gate2; return nil }
+	st.dur.beforeSync.Store(&hold2)
+	release1()
+	var lookupErr error
+	select {
+	case lookupErr = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lookup of k0 was not answered within 5 s of its sync")
+	}
+	if durable := st.dur.durable.Load(); errors.Is(lookupErr, store.ErrEventNotFound) && durable <= k {
+		t.Errorf("k0 answered absent while the compaction that deleted it is not durable (durable %d, compaction's commit %d)", durable, k+1)
+	} else if lookupErr != nil && !errors.Is(lookupErr, store.ErrEventNotFound) {
+		t.Fatal(lookupErr)
+	}
+	release2()
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+	// Once the compaction is durable, k0 is gone and k3, found through the open index, is there.
+	if _, err := st.EventByIdempotencyKey(ctx, S, "k0"); !errors.Is(err, store.ErrEventNotFound) {
+		t.Errorf("k0 after the compaction: %v, want ErrEventNotFound", err)
+	}
+	if _, err := st.EventByIdempotencyKey(ctx, S, "k3"); err != nil {
+		t.Errorf("k3: %v", err)
+	}
+}
