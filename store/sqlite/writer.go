@@ -299,11 +299,14 @@ func (w *writer) take(r *request) {
 
 // oneWrite reports whether r is an append of one event that store.Unconditional accepts
 // whenever its key and eventId are new (no run status event, no lease to check): its plan
-// either refuses it or answers it as a duplicate before anything is written, or inserts the
-// event as its last step (appendLookup.Stored), after which only database failures (fatal to
-// the group) remain: the heartbeat and the command result. Such a request runs without a
-// savepoint of its own, saving two statements per single-event append; should it be refused
-// after all once its event is inserted, the group is aborted rather than left half-written.
+// either refuses it or answers it as a duplicate before any event is written (looking its key
+// up may store a sealed generation's missing filter first: derived data, right kept or rolled
+// back, see writer.filter), or inserts the event as its last step (appendLookup.Stored), after
+// which only database failures (fatal to the group) remain: the heartbeat and the command
+// result. Such a request runs without a savepoint of its own, saving two statements per
+// single-event append; should it be refused after all once its event is inserted (unreachable
+// under the planner's rules), the group is aborted rather than left half-written: every other
+// request of the group fails with it.
 func oneWrite(r *request) bool {
 	return r.op == nil && len(r.events) == 1 && store.Unconditional(r.events, r.opts)
 }
