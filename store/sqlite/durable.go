@@ -49,6 +49,13 @@ type durability struct {
 	mu      sync.Mutex
 	advance chan struct{} // closed (and replaced) whenever durable moves
 
+	// The syncer's state, for the writer (commitWait); guarded by mu.
+	started   uint64        // the last commit number a sync has started to cover
+	syncing   bool          // a sync is in flight
+	syncStart time.Time     // when it started
+	syncEvent chan struct{} // closed (and replaced) when a sync starts or ends
+	syncTook  time.Duration // the average sync's duration
+
 	failed atomic.Pointer[error] // the sync failure that made the store unusable
 
 	walPath string
@@ -56,11 +63,34 @@ type durability struct {
 	walIno  uint64
 
 	beforeSync atomic.Pointer[func() error] // tests: runs before each sync; an error fails it
+
+	// hook, when set (tests only), is called at the points of the pipeline named by hookPoint,
+	// on the goroutine that reaches them; it may block to order them against each other.
+	hook atomic.Pointer[func(hookPoint)]
+}
+
+// hookPoint names a point of the pipeline where tests can step in (durability.hook).
+type hookPoint int
+
+const (
+	hookTaken      hookPoint = iota // the writer has run a request taken into its group
+	hookWriterWait                  // the writer keeps its group open and waits (commitWait)
+	hookGroupEnd                    // the writer has committed or aborted its group
+	hookSyncEnded                   // the syncer has ended a sync, before it answers the callers
+	hookReadWait                    // a read waits for the commits it could have seen (visible)
+)
+
+// at calls the test hook, if any, at point p.
+func (d *durability) at(p hookPoint) {
+	if h := d.hook.Load(); h != nil {
+		(*h)(p)
+	}
 }
 
 func (d *durability) init(dbPath string) {
 	d.walPath = dbPath + "-wal"
 	d.advance = make(chan struct{})
+	d.syncEvent = make(chan struct{})
 }
 
 // err returns the sync failure that made the store unusable, or nil.
@@ -88,6 +118,7 @@ func (s *Store) visible(ctx context.Context) error {
 		if d.durable.Load() >= target {
 			return nil
 		}
+		d.at(hookReadWait)
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -181,9 +212,12 @@ func (s *Store) syncer() {
 		err := d.err()
 		if err == nil {
 			start := time.Now()
-			if err = d.syncWAL(); err != nil && d.failed.CompareAndSwap(nil, &err) {
+			d.startSync(batch[len(batch)-1].n, start)
+			err = d.syncWAL()
+			if d.endSync(time.Since(start), err) {
 				s.log.Error("sqlite store: syncing the WAL failed; the store refuses writes until sessiond restarts", "dir", s.dir, "err", err)
 			}
+			d.at(hookSyncEnded)
 			if f := s.obs.Synced; f != nil && err == nil {
 				f(time.Since(start), len(batch))
 			}
@@ -238,4 +272,72 @@ func syncFile(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// commitWait tells the writer, whose group's transaction is open and whose queue is empty,
+// whether to keep the group open a little longer, and for how long at most: until ch is
+// closed (the syncer starts or ends a sync) or until the deadline, when it is not zero. The
+// writer commits once per sync, just before the sync in flight is expected to end (the
+// average sync's duration less commitTook, what its commits take), so that the next sync
+// finds the group committed and the disk does not wait for the commit:
+//   - a commit is queued and its sync has not started: wait for that sync to start (the group
+//     would only be synced by the sync after it anyway);
+//   - a sync is in flight: wait until it is expected to end, less commitTook;
+//   - otherwise (nothing is being synced: a lone writer, say), or after a failed sync, commit
+//     now.
+//
+// Every channel it hands out is closed: failed is set under mu in the same step as the
+// syncEvent of the failed sync is closed (endSync), so a channel handed out while failed is
+// nil is closed by the next startSync or endSync, and one of them always comes: a sync is in
+// flight (endSync follows), or a commit is queued (the syncer starts its sync, or skips it
+// only once failed is set, which closed the channel already). Reading failed before taking mu
+// would let the writer take a channel after the failed sync's close and before failed is
+// set, and wait for a sync that never starts.
+func (d *durability) commitWait(now time.Time, commitTook time.Duration) (ch <-chan struct{}, deadline time.Time, wait bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failed.Load() != nil {
+		return nil, time.Time{}, false // the group fails at its commit (writer.commit)
+	}
+	if d.committing.Load() > d.started {
+		return d.syncEvent, time.Time{}, true
+	}
+	if !d.syncing {
+		return nil, time.Time{}, false
+	}
+	deadline = d.syncStart.Add(d.syncTook - commitTook)
+	if !now.Before(deadline) {
+		return nil, time.Time{}, false
+	}
+	return d.syncEvent, deadline, true
+}
+
+// startSync and endSync bracket each sync of the syncer, which covers the commits up to n
+// (commitWait). endSync records the sync's failure, err, in the same step as it tells the
+// writer that the sync ended, and reports whether err is the failure that made the store
+// unusable (the first).
+func (d *durability) startSync(n uint64, at time.Time) {
+	d.mu.Lock()
+	d.started, d.syncing, d.syncStart = n, true, at
+	close(d.syncEvent)
+	d.syncEvent = make(chan struct{})
+	d.mu.Unlock()
+}
+
+func (d *durability) endSync(took time.Duration, err error) (first bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		first = d.failed.CompareAndSwap(nil, &err)
+	}
+	d.syncing = false
+	// The average sync's duration, weighted 1/8 to the latest.
+	if d.syncTook == 0 {
+		d.syncTook = took
+	} else {
+		d.syncTook += (took - d.syncTook) / 8
+	}
+	close(d.syncEvent)
+	d.syncEvent = make(chan struct{})
+	return first
 }

@@ -16,8 +16,9 @@ import (
 // submit hands r to the writer and waits for its answer. If ctx ends before the writer has
 // taken r into a transaction, r is withdrawn and submit returns ctx's error: nothing of it is
 // written. Once the writer has taken r, its outcome is decided by the commit and submit waits
-// for it (one sync at most) whatever ctx does, so a caller never sees an answer that hides a
-// write.
+// for it whatever ctx does, so a caller never sees an answer that hides a write: the rest of
+// the time the writer keeps r's group open (until about the end of the sync in flight, or
+// until the next sync starts, see commitWait) and then the sync of its commit.
 func (s *Store) submit(ctx context.Context, r *request) error {
 	if err := s.enter(); err != nil {
 		return err

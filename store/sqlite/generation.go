@@ -170,8 +170,11 @@ func (w *writer) gen(seq int64) int64 { return seq >> w.bits }
 func (w *writer) sealed(ss *sessState) int64 { return w.gen(ss.last + 1) }
 
 // filter returns the filter of ss's sealed generation g: the cached one, else the stored one,
-// else one built from the indexes (and stored, in the current savepoint: should it roll back,
-// the next process builds it again).
+// else one built from the indexes and stored in the current transaction (in the request's
+// savepoint when it has one; a savepoint-free append, oneWrite, may be refused after this and
+// leave it in the group). Either way it is right: it is built from the generation's tables as
+// the same transaction holds them, so it goes with them, kept or rolled back (and then the next
+// process builds it again).
 func (w *writer) filter(ss *sessState, g int64) (*bloom, error) {
 	if g < int64(len(ss.filters)) && ss.filters[g] != nil {
 		return ss.filters[g], nil
@@ -325,7 +328,7 @@ func contentSums(events []*contract.EncodedEvent) []contentSum {
 // this index (zero for the events it was built from, and past the end). The writer adds
 // entries when an append's savepoint is released, before its transaction commits: readers
 // answer from a sum only below published, the entries whose commit the writer has numbered
-// (publish, durable.go), and only once that commit is durable and the index still live (an
+// (publishSums), and only once that commit is durable and the index still live (an
 // index is dropped, dead, before a failed commit is settled).
 type openIndex struct {
 	gen       int64
@@ -336,7 +339,7 @@ type openIndex struct {
 	published int
 	dead      bool
 
-	queued bool // the writer's: x is in writer.unpublished
+	queued bool // the writer's: x is in writer.sumsPending
 }
 
 // setSum records the content sum of the event at offset off (the writer, under mu).
@@ -459,12 +462,29 @@ func (w *writer) openIndex(ss *sessState) (*openIndex, error) {
 	return x, nil
 }
 
-// setOpen makes x ss's open index and publishes it to readers.
+// setOpen makes x ss's open index. Readers are shown it once the group commits (publishOpen).
 func (w *writer) setOpen(ss *sessState, x *openIndex) {
 	ss.open = x
 	ss.openBytes = x.bytes()
 	w.filterBytes += ss.openBytes
-	w.s.openIdx.Store(ss.sk, x)
+	w.unpublished = append(w.unpublished, ss)
+}
+
+// publishOpen shows readers the open indexes set in the group just committed (commit n): those
+// its sessions still have. An index built inside a group holds what the group's transaction
+// sees, which may lack events that committed snapshots still hold (a compaction of the same
+// group deleted them), and a reader trusts a published index's absence (eventBy). Published
+// only once the commit is numbered, an index's absence makes the reader wait for that commit
+// to be durable (visible), as a scan that finds the events gone would. Until then readers of
+// the session find no index and scan the open generation's rows of their snapshot.
+func (w *writer) publishOpen() {
+	for _, ss := range w.unpublished {
+		if ss.open != nil {
+			w.s.openIdx.Store(ss.sk, ss.open)
+		}
+	}
+	clear(w.unpublished)
+	w.unpublished = w.unpublished[:0]
 }
 
 // dropOpen forgets ss's open index (readers see it dead).
@@ -513,7 +533,7 @@ func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
 				x.setSum(off, e.sum)
 				if !x.queued {
 					x.queued = true
-					w.unpublished = append(w.unpublished, x)
+					w.sumsPending = append(w.sumsPending, x)
 				}
 			}
 		}
@@ -540,19 +560,19 @@ func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
 	return nil
 }
 
-// publish lets readers answer from the content sums the writer added to open indexes in the
+// publishSums lets readers answer from the content sums the writer added to open indexes in the
 // current group (openIndex.published). It runs once the group's commit is numbered, before
 // COMMIT: a reader that sees the sums then waits for that commit to be durable (Store.visible),
 // and a commit that fails drops every open index (writer.failAll) before it is settled.
-func (w *writer) publish() {
-	for _, x := range w.unpublished {
+func (w *writer) publishSums() {
+	for _, x := range w.sumsPending {
 		x.mu.Lock()
 		x.published = len(x.sums)
 		x.mu.Unlock()
 		x.queued = false
 	}
-	clear(w.unpublished)
-	w.unpublished = w.unpublished[:0]
+	clear(w.sumsPending)
+	w.sumsPending = w.sumsPending[:0]
 }
 
 // seal writes the tables and the filter of ss's generation g, which the log has just moved

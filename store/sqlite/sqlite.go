@@ -80,7 +80,7 @@ type Store struct {
 	changeSubs store.ChangeSubscribers // SubscribeChanges (changes.go)
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
-	openIdx  sync.Map // sk -> *openIndex: the writer's open generation indexes, for readers
+	openIdx  sync.Map // sk -> *openIndex: the writer's open generation indexes, for readers, shown once their group commits (publishOpen)
 	// session id -> *atomic.Int64: the last sequence of each session appended to since Open,
 	// set by the syncer once the commit that ended the log there is durable (LastSequence).
 	durableLast sync.Map

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -19,6 +20,10 @@ const (
 	stateTaken
 	stateCancelled
 )
+
+// commitMargin is added to what a COMMIT takes when the writer reckons when to commit before
+// a sync ends (commitWait): the time to wake the writer up and hand the commit over.
+const commitMargin = 200 * time.Microsecond
 
 // request is one unit of work for the writer: an append, or a session write (op).
 type request struct {
@@ -95,7 +100,21 @@ type writer struct {
 
 	changesSeen int64 // the last change sequence handed to the syncer (changes.go)
 
-	unpublished []*openIndex // the open indexes given content sums in this group (publish)
+	sumsPending []*openIndex // the open indexes given content sums in this group (publishSums)
+
+	// the group being run (runGroup): the requests taken into it, their events, whether its
+	// transaction is open, and whether a database failure ended it (every request answered)
+	taken       []*request
+	takenEvents int
+	inTx        bool
+	broken      bool
+
+	// the sessions whose open index was set in the group, to be shown to readers once it
+	// commits (publishOpen)
+	unpublished []*sessState
+
+	commitTook time.Duration // what a COMMIT takes, averaged, plus commitMargin
+	timer      *time.Timer   // runGroup's wait for the time to commit
 
 	// work since the checkpointer was last asked to run
 	commits, events int
@@ -120,107 +139,190 @@ func (w *writer) run() {
 	defer close(w.s.syncq)
 	defer w.conn.Close()
 	defer w.st.close()
-	group := make([]*request, 0, maxGroupRequests)
+	w.taken = make([]*request, 0, maxGroupRequests)
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
 	for {
 		r, ok := <-w.s.reqs
 		if !ok {
 			return
 		}
-		group = append(group[:0], r)
-		events := len(r.events)
-		open := true
-	drain:
-		for len(group) < maxGroupRequests && events < maxGroupEvents {
-			select {
-			case r, ok := <-w.s.reqs:
-				if !ok {
-					open = false
-					break drain
-				}
-				group = append(group, r)
-				events += len(r.events)
-			default:
-				break drain
-			}
-		}
-		w.commitGroup(group)
-		clear(group)
-		if !open {
+		if !w.runGroup(r) {
 			return
 		}
 	}
 }
 
-// commitGroup runs the requests of group in one transaction, a savepoint each, and commits
-// once; the syncer answers them once the commit is synced (durable.go). Subscribers hear of
-// each append that added events, in order, before its caller is answered. A request that
-// fails before the commit is answered here.
-func (w *writer) commitGroup(group []*request) {
-	taken := group[:0]
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			if r.state.CompareAndSwap(statePending, stateCancelled) {
-				r.err = err
-				close(r.done)
+// runGroup runs one group commit: first and the requests queued behind it, each in a savepoint
+// of one transaction. While a sync is in flight the group stays open and takes the requests
+// that arrive meanwhile: they could not be synced before that sync ends anyway, and one commit
+// per sync writes the pages the commits share (page 1, interior pages, the last change) and
+// runs BEGIN, COMMIT and the last-change query once instead of once per commit. The group
+// commits as soon as nothing is being synced (at once when no sync is in flight: a lone
+// writer waits for nothing), or when it is full. It reports false when the request channel
+// was closed.
+func (w *writer) runGroup(first *request) bool {
+	w.taken, w.takenEvents, w.inTx, w.broken = w.taken[:0], 0, false, false
+	defer func() { clear(w.taken[:cap(w.taken)]) }()
+	w.take(first)
+	w.s.dur.at(hookTaken)
+	open := true
+	for !w.broken && len(w.taken) < maxGroupRequests && w.takenEvents < maxGroupEvents {
+		select {
+		case r, ok := <-w.s.reqs:
+			if !ok {
+				open = false
+				break
 			}
+			w.take(r)
+			w.s.dur.at(hookTaken)
 			continue
+		default:
 		}
-		if r.state.CompareAndSwap(statePending, stateTaken) {
-			taken = append(taken, r)
+		if !open || !w.inTx {
+			break
 		}
+		// The queue is empty: wait for a request or the time to commit (commitWait).
+		ch, deadline, wait := w.s.dur.commitWait(time.Now(), w.commitTook)
+		if !wait {
+			break
+		}
+		var timeout <-chan time.Time
+		if !deadline.IsZero() {
+			w.timer.Reset(time.Until(deadline))
+			timeout = w.timer.C
+		}
+		w.s.dur.at(hookWriterWait)
+		select {
+		case r, ok := <-w.s.reqs:
+			if !ok {
+				open = false
+				break
+			}
+			w.take(r)
+			w.s.dur.at(hookTaken)
+			continue
+		case <-ch:
+			continue
+		case <-timeout:
+		}
+		break
 	}
-	if len(taken) == 0 {
-		return
+	if !w.broken && w.inTx {
+		w.commit()
 	}
-	if err := w.s.dur.err(); err != nil {
-		// Nothing more is written after a failed sync (durable.go).
-		w.failAll(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
-		return
-	}
-	w.groups++
-	if err := w.exec(`BEGIN IMMEDIATE`); err != nil {
-		w.failAll(taken, fatal("begin transaction", err))
-		return
-	}
-	for _, r := range taken {
-		if err := w.exec(`SAVEPOINT req`); err != nil {
-			w.abort(taken, fatal("savepoint", err))
-			return
-		}
-		var err error
-		if r.op != nil {
-			w.ops++
-			err = r.op(w)
-		} else {
-			err = w.appendEvents(r)
-		}
-		var fe *fatalError
-		if errors.As(err, &fe) {
-			w.abort(taken, err)
-			return
-		}
-		if err != nil {
+	w.s.dur.at(hookGroupEnd)
+	return open
+}
+
+// take runs r in the group's transaction, in a savepoint of its own, beginning the
+// transaction if r is its first request. A request whose context has ended before it is taken
+// is answered with the context's error. A database failure aborts the group (w.broken): every
+// request taken so far fails.
+func (w *writer) take(r *request) {
+	if err := r.ctx.Err(); err != nil {
+		if r.state.CompareAndSwap(statePending, stateCancelled) {
 			r.err = err
-			r.results, r.commit, r.sess = nil, nil, nil
-			if rerr := w.exec(`ROLLBACK TO req`); rerr != nil {
-				w.abort(taken, fatal("roll back to savepoint", rerr))
-				return
-			}
+			close(r.done)
 		}
-		if rerr := w.exec(`RELEASE req`); rerr != nil {
-			w.abort(taken, fatal("release savepoint", rerr))
+		return
+	}
+	if !r.state.CompareAndSwap(statePending, stateTaken) {
+		return
+	}
+	w.taken = append(w.taken, r)
+	w.takenEvents += len(r.events)
+	if !w.inTx {
+		if err := w.s.dur.err(); err != nil {
+			// Nothing more is written after a failed sync (durable.go).
+			w.broken = true
+			w.failAll(w.taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
 			return
 		}
-		if r.err == nil && r.sess != nil {
-			r.sess.last = r.newLast
-			if r.hbMs != 0 {
-				r.sess.hbMs, r.sess.hbOps = r.hbMs, w.ops
-			}
-			if err := w.noteInserted(r.sess, r.inserted); err != nil {
-				w.abort(taken, err)
+		w.groups++
+		if err := w.exec(`BEGIN IMMEDIATE`); err != nil {
+			w.broken = true
+			w.failAll(w.taken, fatal("begin transaction", err))
+			return
+		}
+		w.inTx = true
+	}
+	// A request that can only fail before it writes anything needs no savepoint (oneWrite).
+	savepoint := !oneWrite(r)
+	if savepoint {
+		if err := w.exec(`SAVEPOINT req`); err != nil {
+			w.abort(w.taken, fatal("savepoint", err))
+			return
+		}
+	}
+	var err error
+	if r.op != nil {
+		w.ops++
+		err = r.op(w)
+	} else {
+		err = w.appendEvents(r)
+	}
+	var fe *fatalError
+	if errors.As(err, &fe) {
+		w.abort(w.taken, err)
+		return
+	}
+	if err != nil && !savepoint && len(r.inserted) > 0 {
+		// Not expected (oneWrite), but with no savepoint the insert cannot be undone alone.
+		w.abort(w.taken, fatal("append without a savepoint", fmt.Errorf("refused after its insert: %w", err)))
+		return
+	}
+	if err != nil {
+		r.err = err
+		r.results, r.commit, r.sess = nil, nil, nil
+		if savepoint {
+			if rerr := w.exec(`ROLLBACK TO req`); rerr != nil {
+				w.abort(w.taken, fatal("roll back to savepoint", rerr))
 				return
 			}
 		}
+	}
+	if savepoint {
+		if rerr := w.exec(`RELEASE req`); rerr != nil {
+			w.abort(w.taken, fatal("release savepoint", rerr))
+			return
+		}
+	}
+	if r.err == nil && r.sess != nil {
+		r.sess.last = r.newLast
+		if r.hbMs != 0 {
+			r.sess.hbMs, r.sess.hbOps = r.hbMs, w.ops
+		}
+		if err := w.noteInserted(r.sess, r.inserted); err != nil {
+			w.abort(w.taken, err)
+			return
+		}
+	}
+}
+
+// oneWrite reports whether r is an append of one event that store.Unconditional accepts
+// whenever its key and eventId are new (no run status event, no lease to check): its plan
+// either refuses it or answers it as a duplicate before any event is written (looking its key
+// up may store a sealed generation's missing filter first: derived data, right kept or rolled
+// back, see writer.filter), or inserts the event as its last step (appendLookup.Stored), after
+// which only database failures (fatal to the group) remain: the heartbeat and the command
+// result. Such a request runs without a savepoint of its own, saving two statements per
+// single-event append; should it be refused after all once its event is inserted (unreachable
+// under the planner's rules), the group is aborted rather than left half-written: every other
+// request of the group fails with it.
+func oneWrite(r *request) bool {
+	return r.op == nil && len(r.events) == 1 && store.Unconditional(r.events, r.opts)
+}
+
+// commit commits the group's transaction and hands it to the syncer, which answers the
+// requests once the commit is durable (durable.go). Subscribers hear of each append that
+// added events, in order, before its caller is answered.
+func (w *writer) commit() {
+	taken := w.taken
+	if err := w.s.dur.err(); err != nil {
+		// A sync failed while the group was open: nothing more is written (durable.go).
+		w.abort(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
+		return
 	}
 	lastChange, err := w.lastChange()
 	if err != nil {
@@ -228,12 +330,18 @@ func (w *writer) commitGroup(group []*request) {
 		return
 	}
 	n := w.s.dur.committing.Add(1)
-	w.publish()
+	w.publishSums()
+	start := time.Now()
 	if err := w.exec(`COMMIT`); err != nil {
 		w.abort(taken, fatal("commit", err))
 		w.s.syncq <- committed{n: n}
 		return
 	}
+	w.publishOpen()
+	// What a commit takes, averaged (weighted 1/8 to the latest), with a margin for waking
+	// the writer up: the writer commits that long before a sync is expected to end.
+	took := time.Since(start) + commitMargin
+	w.commitTook += (took - w.commitTook) / 8
 	w.commits++
 	events := 0
 	for _, r := range taken {
@@ -249,7 +357,6 @@ func (w *writer) commitGroup(group []*request) {
 		w.commits, w.events = 0, 0
 		w.s.kickCheckpointer()
 	}
-	// The syncer answers the callers once the commit is durable (durable.go).
 	c := committed{n: n, group: append([]*request(nil), taken...)}
 	if lastChange > w.changesSeen {
 		c.changes, w.changesSeen = lastChange, lastChange
@@ -260,6 +367,7 @@ func (w *writer) commitGroup(group []*request) {
 // abort rolls the group's transaction back and fails every request of it. The cache is
 // dropped: it may hold sequences of the rolled back transaction.
 func (w *writer) abort(group []*request, err error) {
+	w.broken = true
 	_ = w.exec(`ROLLBACK`)
 	w.failAll(group, err)
 }
@@ -271,6 +379,8 @@ func (w *writer) failAll(group []*request, err error) {
 	clear(w.cache)
 	clear(w.unpublished)
 	w.unpublished = w.unpublished[:0]
+	clear(w.sumsPending)
+	w.sumsPending = w.sumsPending[:0]
 	w.filterBytes, w.evictedTo = 0, 0
 	for _, r := range group {
 		r.results, r.commit = nil, nil

@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/storetest"
+)
+
+// BenchmarkAppendSingle64Sessions is W2 of docs/benchmarks.md at the store, without HTTP: 64
+// writers, each appending single events of about 700 bytes (UUIDv4 eventId and idempotency
+// key) to its own session, each waiting for its answer before the next. Besides events/s it
+// reports what the process wrote per event (WAL frames and checkpoints: wchar), its CPU per
+// event, and how the writer and the syncer grouped the appends: group commits per sync and
+// events per group commit.
+func BenchmarkAppendSingle64Sessions(b *testing.B) {
+	const writers = 64
+	ids := make([]string, writers)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("S-%d", i)
+	}
+	var groups, syncs, events atomic.Int64
+	st, err := Open(context.Background(), b.TempDir(), Options{Observer: store.Observer{
+		GroupCommitted: func(_, n int) { groups.Add(1); events.Add(int64(n)) },
+		Synced:         func(time.Duration, int) { syncs.Add(1) },
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range ids {
+		if err := st.CreateSession(context.Background(), storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := max((b.N+writers-1)/writers, 200)
+	evs := make([][]*contract.EncodedEvent, writers)
+	for w, id := range ids {
+		evs[w] = make([]*contract.EncodedEvent, per)
+		for i := range evs[w] {
+			evs[w][i] = storetest.EventWithID(b, id, uuid.NewString(), uuid.NewString(), benchChunk+benchChunk)
+		}
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	groups.Store(0)
+	syncs.Store(0)
+	events.Store(0)
+	written, cpu := bytesWritten(), singleCPU()
+	b.ResetTimer()
+	start := time.Now()
+	for w, id := range ids {
+		wg.Add(1)
+		go func(id string, list []*contract.EncodedEvent) {
+			defer wg.Done()
+			for _, ev := range list {
+				if _, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(id, evs[w])
+	}
+	wg.Wait()
+	d := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	n := per * writers
+	report(b, n, d)
+	b.ReportMetric(float64(bytesWritten()-written)/float64(n), "written-B/event")
+	b.ReportMetric(float64((singleCPU()-cpu).Microseconds())/float64(n), "cpu-µs/event")
+	b.ReportMetric(float64(groups.Load())/float64(max(syncs.Load(), 1)), "commits/sync")
+	b.ReportMetric(float64(events.Load())/float64(max(groups.Load(), 1)), "events/commit")
+}
+
+// singleCPU is the process's user and system CPU time so far.
+func singleCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
