@@ -344,8 +344,9 @@ type openIndex struct {
 
 // setSum records the content sum of the event at offset off (the writer, under mu).
 func (x *openIndex) setSum(off int32, sum contentSum) {
-	for len(x.sums) <= int(off) {
-		x.sums = append(x.sums, contentSum{})
+	if n, had := int(off)+1, len(x.sums); had < n {
+		x.sums = slices.Grow(x.sums, n-had)[:n]
+		clear(x.sums[had:]) // no sum for the offsets in between
 	}
 	x.sums[off] = sum
 }

@@ -379,6 +379,9 @@ func (w *writer) failAll(group []*request, err error) {
 	clear(w.cache)
 	clear(w.unpublished)
 	w.unpublished = w.unpublished[:0]
+	for _, x := range w.sumsPending {
+		x.queued = false // dead now (dropOpen above), but not left claiming a place in the list
+	}
 	clear(w.sumsPending)
 	w.sumsPending = w.sumsPending[:0]
 	w.filterBytes, w.evictedTo = 0, 0
