@@ -17,13 +17,41 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// readBody reads the whole request body within the size limit.
+// readBody reads the whole request body within the size limit. A body whose length the
+// request declares (within the limit) is read into one buffer of that size, not grown from
+// 512 bytes by doubling as io.ReadAll does (a batch of 64 events, about 40 KB, took seven
+// allocations and copies).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	var buf []byte
+	if n := r.ContentLength; n > 0 && n <= s.opt.MaxBodyBytes {
+		buf = make([]byte, 0, n+1) // +1: the read that meets the end needs no larger buffer
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes), buf)
 	if err != nil {
 		return nil, bodyError(err, "request body", "; split it into smaller requests")
 	}
 	return body, nil
+}
+
+// readAll reads rd to its end as io.ReadAll does, appending to buf (whose capacity is the
+// first guess of the size; nil starts at 512 bytes).
+func readAll(rd io.Reader, buf []byte) ([]byte, error) {
+	if buf == nil {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow (by append's rule)
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // bodyError is the API error for a body that could not be read: over its limit, not arrived
