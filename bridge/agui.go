@@ -129,7 +129,7 @@ func AppendAGUI(b []byte, op *Op, r AGUIRun) []byte {
 			}
 			b = append(b, '{')
 			b = append(b, `"id":`...)
-			b = appendString(b, a.ApprovalID)
+			b = contract.AppendString(b, a.ApprovalID)
 			b = appendField(b, "reason", "approval")
 			b = appendField(b, "message", a.Title)
 			if a.ToolCallID != "" {

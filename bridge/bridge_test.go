@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func event(t testing.TB, run, typ, payload string) []byte {
@@ -89,22 +88,6 @@ func TestFold(t *testing.T) {
 	if got := NewFold("r").Apply(e); len(got) != 0 {
 		t.Fatalf("another run's event: %+v", got)
 	}
-}
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a\"b\\c", "\x00\x1f\n\t", "\u2028\u2029", "\xff\xfe", "é✓"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("%q encodes to invalid JSON %s: %v", s, b, err)
-		}
-		if utf8.ValidString(s) && back != s {
-			t.Fatalf("%q came back as %q", s, back)
-		}
-	})
 }
 
 // FuzzRequests: any body the server's strict decoder lets through is checked without a panic.

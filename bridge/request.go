@@ -217,7 +217,7 @@ func (m *AGUIInMessage) Parts() ([]contract.RawJSON, error) {
 }
 
 func textPart(s string) contract.RawJSON {
-	return contract.RawJSON(append(appendString([]byte(`{"type":"text","text":`), s), '}'))
+	return contract.RawJSON(append(contract.AppendString([]byte(`{"type":"text","text":`), s), '}'))
 }
 
 // RunIDFor is the id of the run a user message queues through a bridge: derived from the

@@ -3,7 +3,6 @@ package importer
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/contract"
 )
@@ -17,21 +16,21 @@ import (
 func appendEvent(buf []byte, e *contract.Event) ([]byte, bool) {
 	start := len(buf)
 	buf = append(buf, `{"contract":`...)
-	buf = appendString(buf, e.Contract)
+	buf = contract.AppendString(buf, e.Contract)
 	buf = append(buf, `,"eventId":`...)
-	buf = appendString(buf, e.EventID)
+	buf = contract.AppendString(buf, e.EventID)
 	buf = append(buf, `,"sessionId":`...)
-	buf = appendString(buf, e.SessionID)
+	buf = contract.AppendString(buf, e.SessionID)
 	buf = optString(buf, `,"runId":`, e.RunID)
 	buf = optString(buf, `,"sourceMessageId":`, e.SourceMessageID)
 	buf = append(buf, `,"sequence":`...)
 	buf = strconv.AppendInt(buf, e.Sequence, 10)
 	buf = append(buf, `,"idempotencyKey":`...)
-	buf = appendString(buf, e.IdempotencyKey)
+	buf = contract.AppendString(buf, e.IdempotencyKey)
 	buf = append(buf, `,"occurredAt":`...)
-	buf = appendString(buf, e.OccurredAt)
+	buf = contract.AppendString(buf, e.OccurredAt)
 	buf = append(buf, `,"eventType":`...)
-	buf = appendString(buf, e.EventType)
+	buf = contract.AppendString(buf, e.EventType)
 	buf = append(buf, `,"payload":`...)
 	var ok bool
 	if buf, ok = appendPayload(buf, e.Payload); !ok {
@@ -46,11 +45,11 @@ func appendPayload(buf []byte, p contract.Payload) ([]byte, bool) {
 	switch p := p.(type) {
 	case *contract.MessagePayload:
 		buf = append(buf, `{"messageId":`...)
-		buf = appendString(buf, p.MessageID)
+		buf = contract.AppendString(buf, p.MessageID)
 		buf = append(buf, `,"role":`...)
-		buf = appendString(buf, p.Role)
+		buf = contract.AppendString(buf, p.Role)
 		buf = append(buf, `,"operation":`...)
-		buf = appendString(buf, p.Operation)
+		buf = contract.AppendString(buf, p.Operation)
 		buf = append(buf, `,"parts":`...)
 		if p.Parts == nil {
 			buf = append(buf, "null"...)
@@ -69,10 +68,10 @@ func appendPayload(buf []byte, p contract.Payload) ([]byte, bool) {
 		buf = optString(buf, `,"status":`, p.Status)
 	case *contract.StatusPayload:
 		buf = append(buf, `{"status":`...)
-		buf = appendString(buf, p.Status)
+		buf = contract.AppendString(buf, p.Status)
 		if p.Detail != nil {
 			buf = append(buf, `,"detail":`...)
-			buf = appendString(buf, *p.Detail)
+			buf = contract.AppendString(buf, *p.Detail)
 		}
 		buf = optString(buf, `,"startedAt":`, p.StartedAt)
 		buf = optString(buf, `,"stoppingRequestedAt":`, p.StoppingRequestedAt)
@@ -105,11 +104,11 @@ func appendPayload(buf []byte, p contract.Payload) ([]byte, bool) {
 		}
 	case *contract.ToolPayload:
 		buf = append(buf, `{"toolCallId":`...)
-		buf = appendString(buf, p.ToolCallID)
+		buf = contract.AppendString(buf, p.ToolCallID)
 		buf = append(buf, `,"toolName":`...)
-		buf = appendString(buf, p.ToolName)
+		buf = contract.AppendString(buf, p.ToolName)
 		buf = append(buf, `,"status":`...)
-		buf = appendString(buf, p.Status)
+		buf = contract.AppendString(buf, p.Status)
 		if len(p.Input) > 0 {
 			if buf, ok = appendRaw(append(buf, `,"input":`...), p.Input); !ok {
 				return buf, false
@@ -122,28 +121,28 @@ func appendPayload(buf []byte, p contract.Payload) ([]byte, bool) {
 		}
 		if p.Error != nil {
 			buf = append(buf, `,"error":`...)
-			buf = appendString(buf, *p.Error)
+			buf = contract.AppendString(buf, *p.Error)
 		}
 		buf = optString(buf, `,"startedAt":`, p.StartedAt)
 		buf = optString(buf, `,"completedAt":`, p.CompletedAt)
 	case *contract.ReasoningPayload:
 		buf = append(buf, `{"reasoningId":`...)
-		buf = appendString(buf, p.ReasoningID)
+		buf = contract.AppendString(buf, p.ReasoningID)
 		buf = append(buf, `,"text":`...)
-		buf = appendString(buf, p.Text)
+		buf = contract.AppendString(buf, p.Text)
 		buf = append(buf, `,"status":`...)
-		buf = appendString(buf, p.Status)
+		buf = contract.AppendString(buf, p.Status)
 	case *contract.SummaryPayload:
 		buf = append(buf, `{"summaryId":`...)
-		buf = appendString(buf, p.SummaryID)
+		buf = contract.AppendString(buf, p.SummaryID)
 		buf = append(buf, `,"runId":`...)
-		buf = appendString(buf, p.RunID)
+		buf = contract.AppendString(buf, p.RunID)
 		buf = append(buf, `,"text":`...)
-		buf = appendString(buf, p.Text)
+		buf = contract.AppendString(buf, p.Text)
 		buf = appendStrings(append(buf, `,"highlights":`...), p.Highlights)
 		buf = appendStrings(append(buf, `,"pendingItems":`...), p.PendingItems)
 		buf = append(buf, `,"status":`...)
-		buf = appendString(buf, p.Status)
+		buf = contract.AppendString(buf, p.Status)
 	default:
 		return buf, false
 	}
@@ -169,7 +168,7 @@ func optString(buf []byte, key, s string) []byte {
 	if s == "" {
 		return buf
 	}
-	return appendString(append(buf, key...), s)
+	return contract.AppendString(append(buf, key...), s)
 }
 
 // appendStrings appends ss as a JSON array (null when nil).
@@ -182,7 +181,7 @@ func appendStrings(buf []byte, ss []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, s)
+		buf = contract.AppendString(buf, s)
 	}
 	return append(buf, ']')
 }
@@ -241,61 +240,4 @@ func appendCompactJSON(buf, v []byte) []byte {
 		buf = append(buf, c)
 	}
 	return buf
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string as encoding/json does without HTML escaping: '"',
-// '\\' and control characters escaped (\b, \f, \n, \r, \t short), invalid UTF-8 as \ufffd,
-// U+2028 and U+2029 escaped.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }

@@ -117,8 +117,8 @@ func TestAppendStringIsMarshal(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := bytes.TrimSuffix(one.Bytes(), []byte("\n"))
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		if got := contract.AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("contract.AppendString(%q) = %s, want %s", s, got, want)
 		}
 		// The string inside a free JSON value with white space around and in it.
 		raw := contract.RawJSON(" [ " + string(want) + " ,\t{ \"k\" :\n" + string(want) + " } ]\r\n")
