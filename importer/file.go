@@ -45,10 +45,12 @@ type FileImport struct {
 // Import reads the files with ParseFile, as many at once as there are processors, and writes
 // each file's transcripts as soon as it is read, as [Writer.Write] does (Concurrency
 // sessions at a time; a continuation after the session it branches from): reading and
-// writing overlap, and a file is held in memory only until its transcripts are written. A
-// reader waits while Concurrency transcripts are being written. A continuation whose parent
-// is in a file not read yet waits for it; one whose parent is in none of the files is written
-// as a session of its own after the last file is read. Progress's total grows as files are
+// writing overlap, and a file is held in memory only until its transcripts are written,
+// except a continuation waiting for its parent. A reader waits while Concurrency transcripts
+// are being written. A continuation whose parent is in a file not read yet waits for it, held
+// in memory (a set of files listing many sub-agents before their parents holds them all); one
+// whose parent is in none of the files is written as a session of its own after the last file
+// is read. Progress's total grows as files are
 // read. Import returns what it did with each file, in the order of names.
 func (w *Writer) Import(ctx context.Context, format string, names []string) []FileImport {
 	out := make([]FileImport, len(names))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -45,15 +46,20 @@ const maxWireBuf = 1 << 20
 var wireBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // wireDirect says whether the Store may send one-statement appends by runWire: its
-// connections prepare and cache statements (pgx's default). A connection string that asks for
-// another mode (a pooler in transaction mode, say) keeps pgx's own path.
+// connections prepare and keep named statements (pgx's default mode). A connection string that
+// asks for another mode keeps pgx's own path: cache_describe, for one, is what a pooler in
+// transaction mode needs, where a named statement prepared on one server connection may be
+// executed on another.
 func (s *Store) wireDirect() bool {
-	m := s.pool.Config().ConnConfig.DefaultQueryExecMode
-	return m == pgx.QueryExecModeCacheStatement || m == pgx.QueryExecModeCacheDescribe
+	return s.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
 
 // runWire runs c's statement alone on a connection of the pool, its parameters encoded by
-// encodeDirectParams, and sets c's answer as directCall.answer does.
+// encodeDirectParams, and sets c's answer as directCall.answer does. When the server refuses
+// the prepared statement itself (its plan went stale after a schema change, or the server no
+// longer has it), nothing ran: the statement is prepared again and run once more. After any
+// other failure but a unique violation it is deallocated, so that the connection's next
+// append prepares it afresh rather than failing the same way until the connection is closed.
 func (s *Store) runWire(ctx context.Context, c *directCall) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -61,6 +67,28 @@ func (s *Store) runWire(ctx context.Context, c *directCall) {
 		return
 	}
 	defer conn.Release()
+	for attempt := 0; ; attempt++ {
+		s.runWireOn(ctx, conn, c)
+		var pgErr *pgconn.PgError
+		if !c.failed || !errors.As(c.err, &pgErr) {
+			return
+		}
+		// The statement as the connection holds it is of no more use.
+		_ = conn.Conn().Deallocate(ctx, directStatementName(c.variant))
+		if attempt > 0 || !staleStatement(pgErr.Code) {
+			return
+		}
+	}
+}
+
+// staleStatement reports whether a server error code says that a prepared statement could not
+// run as prepared, before it did anything: "cached plan must not change result type" (a
+// column's type or collation changed under it; feature_not_supported) or an unknown statement.
+func staleStatement(code string) bool { return code == "0A000" || code == "26000" }
+
+// runWireOn is runWire on an acquired connection, once.
+func (s *Store) runWireOn(ctx context.Context, conn *pgxpool.Conn, c *directCall) {
+	c.failed = false
 	sd, err := conn.Conn().Prepare(ctx, directStatementName(c.variant), c.q)
 	if err != nil {
 		c.out, c.final, c.ok, c.err = appendOutcome{}, nil, false, fmt.Errorf("append in one statement: prepare: %w", err)

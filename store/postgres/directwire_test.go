@@ -152,3 +152,36 @@ func TestLargeBatchAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestWireStatementAfterSchemaChange: a column of the prepared statement's result changes
+// under it (here its collation, as a later migration run by another instance might): the
+// next large appends on the connection prepare the statement again and succeed, instead of
+// failing with "cached plan must not change result type" until the connection is closed.
+func TestWireStatementAfterSchemaChange(t *testing.T) {
+	url, schema := pgtest.NewSchema(t)
+	st := openURL(t, url+"&pool_max_conns=2")
+	ctx := context.Background()
+	const sid = "S-wire-stale"
+	if err := st.CreateSession(ctx, storetest.NewSession(sid, storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	n := maxGroupedEvents + 8
+	batch := func(prefix string) []*contract.EncodedEvent {
+		out := make([]*contract.EncodedEvent, n)
+		for i := range out {
+			out[i] = storetest.EventWithID(t, sid, fmt.Sprintf("%s-id-%d", prefix, i), fmt.Sprintf("%s-key-%d", prefix, i), "chunk")
+		}
+		return out
+	}
+	if _, err := st.Append(ctx, sid, batch("warm"), serviceOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `ALTER TABLE `+pgx.Identifier{schema, "events"}.Sanitize()+` ALTER COLUMN event_id TYPE text COLLATE "POSIX"`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := st.Append(ctx, sid, batch(fmt.Sprintf("after-%d", i)), serviceOpts()); err != nil {
+			t.Fatalf("append %d after the schema change: %v", i, err)
+		}
+	}
+}
