@@ -32,13 +32,29 @@ type Client struct {
 }
 
 // New returns a client for the server at base (e.g. "http://127.0.0.1:7420"). A nil hc uses a
-// client without an overall timeout (streams are long-lived); cancel through contexts.
+// client without an overall timeout (streams are long-lived; cancel through contexts) whose
+// connections are shared by all clients New makes so, and kept open for reuse up to
+// maxIdlePerServer per server: net/http's default keeps two, so a program with more requests
+// in flight at once (a worker pool, an import writing several sessions) closed and dialled a
+// connection for nearly every request.
 func New(base string, hc *http.Client) *Client {
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: sharedTransport}
 	}
 	return &Client{base: strings.TrimRight(base, "/"), http: hc}
 }
+
+// maxIdlePerServer is how many idle connections to one server New's default client keeps.
+const maxIdlePerServer = 64
+
+// sharedTransport is the transport of New's default client: net/http's default one with
+// maxIdlePerServer idle connections per server.
+var sharedTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerServer)
+	t.MaxIdleConnsPerHost = maxIdlePerServer
+	return t
+}()
 
 // WithKey returns a copy of the client that sends key (an API key, sk_…, or an OIDC token)
 // as Authorization: Bearer <key> on every request, for a server that requires credentials
