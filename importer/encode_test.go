@@ -93,9 +93,10 @@ func TestAppendEventIsMarshal(t *testing.T) {
 	}
 }
 
-// TestAppendStringIsMarshal: appendString escapes random strings (any bytes: control
-// characters, invalid UTF-8, U+2028, HTML characters) as encoding/json does without HTML
-// escaping, and compacts random free JSON values as it does.
+// TestAppendStringIsMarshal: contract.AppendString, which the encoder writes strings with,
+// escapes random strings (any bytes: control characters, invalid UTF-8, U+2028, HTML
+// characters) as encoding/json does without HTML escaping, and appendRaw compacts random free
+// JSON values holding them as it does.
 func TestAppendStringIsMarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 19))
 	pieces := []string{"a", " ", "\"", "\\", "<", "&", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "\u2029", "🙂", "\xff", "\xe2\x80", "\xed\xa0\x80"}
