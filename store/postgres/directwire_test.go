@@ -88,13 +88,7 @@ func TestLargeBatchAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := maxGroupedEvents + 8
-	batch := func(prefix string) []*contract.EncodedEvent {
-		out := make([]*contract.EncodedEvent, n)
-		for i := range out {
-			out[i] = storetest.EventWithID(t, sid, fmt.Sprintf("%s-id-%d", prefix, i), fmt.Sprintf("%s-key-%d", prefix, i), "chunk")
-		}
-		return out
-	}
+	batch := func(prefix string) []*contract.EncodedEvent { return largeBatch(t, sid, prefix, n) }
 	first := batch("a")
 	res, err := st.Append(ctx, sid, first, serviceOpts())
 	if err != nil {
@@ -166,13 +160,7 @@ func TestWireStatementAfterSchemaChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := maxGroupedEvents + 8
-	batch := func(prefix string) []*contract.EncodedEvent {
-		out := make([]*contract.EncodedEvent, n)
-		for i := range out {
-			out[i] = storetest.EventWithID(t, sid, fmt.Sprintf("%s-id-%d", prefix, i), fmt.Sprintf("%s-key-%d", prefix, i), "chunk")
-		}
-		return out
-	}
+	batch := func(prefix string) []*contract.EncodedEvent { return largeBatch(t, sid, prefix, n) }
 	if _, err := st.Append(ctx, sid, batch("warm"), serviceOpts()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +172,15 @@ func TestWireStatementAfterSchemaChange(t *testing.T) {
 			t.Fatalf("append %d after the schema change: %v", i, err)
 		}
 	}
+}
+
+// largeBatch returns n events of session sid with eventIds "<prefix>-id-<i>" and keys
+// "<prefix>-key-<i>": with n > maxGroupedEvents, an append that takes the wire path.
+func largeBatch(t *testing.T, sid, prefix string, n int) []*contract.EncodedEvent {
+	t.Helper()
+	out := make([]*contract.EncodedEvent, n)
+	for i := range out {
+		out[i] = storetest.EventWithID(t, sid, fmt.Sprintf("%s-id-%d", prefix, i), fmt.Sprintf("%s-key-%d", prefix, i), "chunk")
+	}
+	return out
 }

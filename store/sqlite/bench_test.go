@@ -57,9 +57,16 @@ func benchEventsOf(b *testing.B, id string, n int, k idKind, prefix string) []*c
 	return out
 }
 
+// benchOpen opens a store in dir with the default options and creates the sessions.
 func benchOpen(b *testing.B, dir string, sessions ...string) *Store {
 	b.Helper()
-	st, err := Open(context.Background(), dir)
+	return benchOpenWith(b, dir, Options{}, sessions...)
+}
+
+// benchOpenWith is benchOpen with options.
+func benchOpenWith(b *testing.B, dir string, opt Options, sessions ...string) *Store {
+	b.Helper()
+	st, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package sqlite
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -29,19 +27,11 @@ func BenchmarkAppendSingle64Sessions(b *testing.B) {
 		ids[i] = fmt.Sprintf("S-%d", i)
 	}
 	var groups, syncs, events atomic.Int64
-	st, err := Open(context.Background(), b.TempDir(), Options{Observer: store.Observer{
+	st := benchOpenWith(b, b.TempDir(), Options{Observer: store.Observer{
 		GroupCommitted: func(_, n int) { groups.Add(1); events.Add(int64(n)) },
 		Synced:         func(time.Duration, int) { syncs.Add(1) },
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	}}, ids...)
 	defer st.Close()
-	for _, id := range ids {
-		if err := st.CreateSession(context.Background(), storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
-			b.Fatal(err)
-		}
-	}
 	per := max((b.N+writers-1)/writers, 200)
 	evs := make([][]*contract.EncodedEvent, writers)
 	for w, id := range ids {
@@ -50,34 +40,13 @@ func BenchmarkAppendSingle64Sessions(b *testing.B) {
 			evs[w][i] = storetest.EventWithID(b, id, uuid.NewString(), uuid.NewString(), benchChunk+benchChunk)
 		}
 	}
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
 	groups.Store(0)
 	syncs.Store(0)
 	events.Store(0)
 	written, cpu := bytesWritten(), singleCPU()
 	b.ResetTimer()
-	start := time.Now()
-	for w, id := range ids {
-		wg.Add(1)
-		go func(id string, list []*contract.EncodedEvent) {
-			defer wg.Done()
-			for _, ev := range list {
-				if _, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(id, evs[w])
-	}
-	wg.Wait()
-	d := time.Since(start)
+	d := appendPerSession(b, st, ids, evs, 1)
 	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
 	n := per * writers
 	report(b, n, d)
 	b.ReportMetric(float64(bytesWritten()-written)/float64(n), "written-B/event")

@@ -158,14 +158,13 @@ func (w *writer) run() {
 // that arrive meanwhile: they could not be synced before that sync ends anyway, and one commit
 // per sync writes the pages the commits share (page 1, interior pages, the last change) and
 // runs BEGIN, COMMIT and the last-change query once instead of once per commit. The group
-// commits as soon as nothing is being synced (at once when no sync is in flight: a lone
-// writer waits for nothing), or when it is full. It reports false when the request channel
+// commits shortly before the sync in flight is expected to end, or when it ends (commitWait),
+// at once when nothing is being synced (a lone writer waits for nothing), or when it is full. It reports false when the request channel
 // was closed.
 func (w *writer) runGroup(first *request) bool {
 	w.taken, w.takenEvents, w.inTx, w.broken = w.taken[:0], 0, false, false
 	defer func() { clear(w.taken[:cap(w.taken)]) }()
 	w.take(first)
-	w.s.dur.at(hookTaken)
 	open := true
 	for !w.broken && len(w.taken) < maxGroupRequests && w.takenEvents < maxGroupEvents {
 		select {
@@ -175,7 +174,6 @@ func (w *writer) runGroup(first *request) bool {
 				break
 			}
 			w.take(r)
-			w.s.dur.at(hookTaken)
 			continue
 		default:
 		}
@@ -200,7 +198,6 @@ func (w *writer) runGroup(first *request) bool {
 				break
 			}
 			w.take(r)
-			w.s.dur.at(hookTaken)
 			continue
 		case <-ch:
 			continue
@@ -215,11 +212,13 @@ func (w *writer) runGroup(first *request) bool {
 	return open
 }
 
-// take runs r in the group's transaction, in a savepoint of its own, beginning the
-// transaction if r is its first request. A request whose context has ended before it is taken
-// is answered with the context's error. A database failure aborts the group (w.broken): every
-// request taken so far fails.
+// take runs r in the group's transaction, in a savepoint of its own (none for a single
+// unconditional event, oneWrite), beginning the transaction if r is its first request. A
+// request whose context has ended before it is taken is answered with the context's error. A
+// database failure aborts the group (w.broken): every request taken so far fails. It passes
+// the hook point hookTaken when done.
 func (w *writer) take(r *request) {
+	defer w.s.dur.at(hookTaken)
 	if err := r.ctx.Err(); err != nil {
 		if r.state.CompareAndSwap(statePending, stateCancelled) {
 			r.err = err
