@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // BenchmarkRecordLatency measures what recording adds between an agent's session/update and
@@ -92,7 +92,7 @@ func BenchmarkRecordLatency(b *testing.B) {
 		})
 	}()
 	i := 0
-	cpu0 := cpuTime()
+	cpu0 := testenv.ProcessCPU()
 	for b.Loop() {
 		i++
 		id := fmt.Sprintf("b%d", i)
@@ -105,7 +105,7 @@ func BenchmarkRecordLatency(b *testing.B) {
 			b.Fatal("the prompt did not end")
 		}
 	}
-	cpu := cpuTime() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	mu.Lock()
 	defer mu.Unlock()
 	if len(lat) == 0 || len(appended) == 0 {
@@ -137,12 +137,4 @@ func chunkText(e contract.Event) string {
 		}
 	}
 	return ""
-}
-
-// cpuTime is the process's user and system time so far (the agent, a child process, is not
-// in it).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

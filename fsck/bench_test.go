@@ -5,12 +5,11 @@ package fsck_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/fsck"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
@@ -69,15 +68,6 @@ func fillBenchStore(dir string) (string, error) {
 	return dir, nil
 }
 
-// cpuTime is the user and system CPU time the process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkCheck checks a SQLite store of 200,000 events offline, everything included
 // (quick_check, every event against the contract, the runs' fold); events/s is the figure of
 // docs/benchmarks.md (target: at least 200,000).
@@ -91,7 +81,7 @@ func BenchmarkCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer in.Close()
-	cpu0 := cpuTime()
+	cpu0 := testenv.ProcessCPU()
 	var events int64
 	for b.Loop() {
 		rep, err := fsck.Check(context.Background(), in, fsck.Options{})
@@ -106,5 +96,5 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	// The same per second of CPU the process used (all cores), which the load of a shared
 	// machine does not change: events/s on an idle machine is about this times the cores.
-	b.ReportMetric(float64(events)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(events)/(testenv.ProcessCPU()-cpu0).Seconds(), "events/cpu-s")
 }

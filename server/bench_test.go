@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -139,7 +140,7 @@ func benchHTTPAppend(b *testing.B, bd *bundle, clients int) {
 	var next atomic.Int64 // batches claimed
 	var failed atomic.Value
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -177,7 +178,7 @@ func benchHTTPAppend(b *testing.B, bd *bundle, clients int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	b.StopTimer()
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
@@ -517,11 +518,11 @@ func runFanoutSplit(b *testing.B, subscribers, rate int, dur time.Duration) fano
 	sendNanos := make([]atomic.Int64, total)
 	cl := startFanoutClients(b, fb.ts.Listener.Addr().String(), "/v1/sessions/"+sid+"/events/stream?tail=true", subscribers, total, 0)
 	defer cl.close()
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	start := time.Now()
 	appends := fanoutWriter(b, fb, sid, rate, total, sendNanos)
 	v := cl.result(b, total, func(i int64) (commit, send int64) { return fb.commitNanos[i].Load(), sendNanos[i].Load() })
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	wall := time.Duration(int64(v[5]) - start.UnixNano())
 	deliveries := float64(total) * float64(subscribers)
 	return fanoutResult{
@@ -624,7 +625,7 @@ func TestFanoutClients(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	fmt.Println("ready")
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	for i, s := range subs {
 		recv[i] = make([]int64, total)
 		wg.Add(1)
@@ -660,7 +661,7 @@ func TestFanoutClients(t *testing.T) {
 	wg.Wait()
 	stuck.Stop()
 	doneAt := time.Now().UnixNano()
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	for _, s := range subs {
 		s.conn.Close()
 	}
@@ -701,13 +702,6 @@ type fanoutResult struct {
 	cpuShare               float64 // cores this process used while writing and delivering
 	cpuPerDel              float64 // ns of CPU (client and server) per delivered event
 	serverPerDel           float64 // the same for the server's process alone (child-process mode)
-}
-
-// processCPU is the user+system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutResult {
@@ -761,7 +755,7 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 		}()
 	}
 
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	start := time.Now()
 	appends := fanoutWriter(b, fb, sid, rate, total, sendNanos)
 	writeTime := time.Since(start)
@@ -773,7 +767,7 @@ func runFanout(b *testing.B, subscribers, rate int, dur time.Duration) fanoutRes
 	case <-done:
 	case <-time.After(10 * time.Second):
 	}
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	wall := time.Since(start)
 	for _, s := range subs {
 		s.conn.Close()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -125,11 +126,11 @@ func BenchmarkBridgeProjection(b *testing.B) {
 			// the log, which the approval's command needs anyway; connections) is not per
 			// delivered event.
 			read()
-			cpu0, start := processCPU(), time.Now()
+			cpu0, start := testenv.ProcessCPU(), time.Now()
 			for i := 0; i < b.N; i++ {
 				read()
 			}
-			cpu, wall := processCPU()-cpu0, time.Since(start)
+			cpu, wall := testenv.ProcessCPU()-cpu0, time.Since(start)
 			events := float64(b.N) * n
 			b.ReportMetric(float64(cpu.Nanoseconds())/events, "cpu-ns/event")
 			b.ReportMetric(float64(wall.Nanoseconds())/events, "wall-ns/event")
@@ -213,7 +214,7 @@ func bridgeFanout(b *testing.B, path string, marker, end []byte) {
 		ready.Wait()
 		time.Sleep(200 * time.Millisecond) // the streams are open and at the head
 		svc := fb.srv.Service()
-		cpu0, start := processCPU(), time.Now()
+		cpu0, start := testenv.ProcessCPU(), time.Now()
 		for k := 0; k < total; k++ {
 			if d := time.Until(start.Add(time.Duration(k) * time.Second / rate)); d > 0 {
 				time.Sleep(d)
@@ -232,7 +233,7 @@ func bridgeFanout(b *testing.B, path string, marker, end []byte) {
 		}
 		fb.appendAll(b, sid, runtimeEvent(sid, run, 9, "status", `{"status":"completed","completedAt":"2026-03-01T12:00:01Z","durationMs":1}`))
 		done.Wait()
-		cpus = append(cpus, float64((processCPU()-cpu0).Nanoseconds())/(streams*total))
+		cpus = append(cpus, float64((testenv.ProcessCPU()-cpu0).Nanoseconds())/(streams*total))
 		var all []int64
 		for s, l := range lat {
 			if len(l) != total {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
 	"github.com/sessiond/sessiond/store/storetest"
@@ -142,7 +143,7 @@ func runChangeFeed(b *testing.B, subscribers, rate, changes int) feedResult {
 		}()
 	}
 	b.StartTimer()
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	fb.write(b, rate, changes)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -152,7 +153,7 @@ func runChangeFeed(b *testing.B, subscribers, rate, changes int) feedResult {
 		b.Fatal("the subscribers did not receive every change within 30 s")
 	}
 	b.StopTimer()
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	for _, s := range subs {
 		s.conn.Close()
 	}
@@ -184,13 +185,13 @@ func runChangeFeedSplit(b *testing.B, subscribers, rate, changes int) feedResult
 	cl := startFanoutClients(b, fb.addr, "/v1/events/stream", subscribers, total, 1)
 	defer cl.close()
 	b.StartTimer()
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	fb.write(b, rate, changes)
 	v := cl.result(b, total, func(i int64) (commit, send int64) {
 		c := fb.commitNanos[i].Load()
 		return c, c
 	})
-	cpu := processCPU() - cpu0
+	cpu := testenv.ProcessCPU() - cpu0
 	b.StopTimer()
 	deliveries := float64(subscribers) * float64(changes)
 	return feedResult{p50: v[0], p99: v[1], max: v[2],

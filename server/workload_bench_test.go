@@ -36,6 +36,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -98,7 +99,7 @@ type workloadRun struct {
 }
 
 func startRun() workloadRun {
-	return workloadRun{start: time.Now(), w0: storageWritten(), cpu0: processCPU()}
+	return workloadRun{start: time.Now(), w0: storageWritten(), cpu0: testenv.ProcessCPU()}
 }
 
 // workloadTotals sums the runs of all of a benchmark's rounds, so that its figures cover every
@@ -114,7 +115,7 @@ type workloadTotals struct {
 func (t *workloadTotals) add(r workloadRun, events int64) {
 	t.took += time.Since(r.start)
 	t.written += storageWritten() - r.w0
-	t.cpu += processCPU() - r.cpu0
+	t.cpu += testenv.ProcessCPU() - r.cpu0
 	t.events += events
 }
 
@@ -300,7 +301,7 @@ func benchW5(b *testing.B, ids idStyle) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	var read int64
 	for range b.N {
 		after := int64(-1)
@@ -324,5 +325,5 @@ func benchW5(b *testing.B, ids idStyle) {
 	}
 	d := time.Since(start)
 	b.ReportMetric(float64(read)/d.Seconds(), "events/s")
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(read), "cpu-µs/event")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu0).Microseconds())/float64(read), "cpu-µs/event")
 }

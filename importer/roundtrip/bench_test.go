@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/importer"
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // benchCopies writes copies transcripts made from a real fixture into dir, each its turns
@@ -56,13 +56,6 @@ var benchFiles = []struct {
 	{"claude-code", "../testdata/claude-code/representative_messages.jsonl", "test_session", 40},
 }
 
-// cpuTime is the process's user and system time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkImport reads real transcripts from files (the fixtures, each copy a new session)
 // and writes them into a server on SQLite (in this process) through the HTTP API, as
 // `sessiond import` does (importer.Writer.Import: the files read concurrently, each written as
@@ -81,10 +74,10 @@ func BenchmarkImport(b *testing.B) {
 				b.StopTimer()
 				files := benchCopies(b, dir, tc.file, tc.id, 10, tc.turns)
 				b.StartTimer()
-				start, cpu0 := time.Now(), cpuTime()
+				start, cpu0 := time.Now(), testenv.ProcessCPU()
 				imported := w.Import(context.Background(), tc.format, files)
 				elapsed += time.Since(start)
-				cpu += cpuTime() - cpu0
+				cpu += testenv.ProcessCPU() - cpu0
 				for _, fi := range imported {
 					if fi.Err != nil {
 						b.Fatal(fi.Err)
@@ -119,7 +112,7 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(tc.format, func(b *testing.B) {
 			files := benchCopies(b, b.TempDir(), tc.file, tc.id, 10, tc.turns)
 			lines := 0
-			cpu0 := cpuTime()
+			cpu0 := testenv.ProcessCPU()
 			for b.Loop() {
 				for _, name := range files {
 					_, rep, err := importer.ParseFile(tc.format, name)
@@ -129,7 +122,7 @@ func BenchmarkParse(b *testing.B) {
 					lines += rep.Lines
 				}
 			}
-			b.ReportMetric(float64(lines)/(cpuTime()-cpu0).Seconds(), "lines/cpu-s")
+			b.ReportMetric(float64(lines)/(testenv.ProcessCPU()-cpu0).Seconds(), "lines/cpu-s")
 		})
 	}
 }

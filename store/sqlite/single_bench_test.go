@@ -3,13 +3,13 @@ package sqlite
 import (
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/storetest"
 )
@@ -43,21 +43,14 @@ func BenchmarkAppendSingle64Sessions(b *testing.B) {
 	groups.Store(0)
 	syncs.Store(0)
 	events.Store(0)
-	written, cpu := bytesWritten(), singleCPU()
+	written, cpu := bytesWritten(), testenv.ProcessCPU()
 	b.ResetTimer()
 	d := appendPerSession(b, st, ids, evs, 1)
 	b.StopTimer()
 	n := per * writers
 	report(b, n, d)
 	b.ReportMetric(float64(bytesWritten()-written)/float64(n), "written-B/event")
-	b.ReportMetric(float64((singleCPU()-cpu).Microseconds())/float64(n), "cpu-µs/event")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu).Microseconds())/float64(n), "cpu-µs/event")
 	b.ReportMetric(float64(groups.Load())/float64(max(syncs.Load(), 1)), "commits/sync")
 	b.ReportMetric(float64(events.Load())/float64(max(groups.Load(), 1)), "events/commit")
-}
-
-// singleCPU is the process's user and system CPU time so far.
-func singleCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
