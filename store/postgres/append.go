@@ -214,7 +214,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 
 	// Round trip 1: lock the session, then find the stored events and runs the batch names.
 	// The decision is taken while holding the lock: the log cannot move under it.
-	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events, opts.Fence != nil)
+	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events, opts.Fence)
 	if final != nil || err != nil {
 		return out, final, err
 	}
@@ -276,7 +276,8 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, _ int64, _ []byte) (st
 	return store.StoredMatch{}, nil
 }
 
-// Run answers from the runs read, which hold every run the batch names.
+// Run answers from the runs read: the runs of the batch's run status events, the active runs,
+// and, when the fence gives a lease, every run the batch names.
 func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
 	r, ok := lk.runs[runID]
 	return r, ok, nil
@@ -299,7 +300,7 @@ func (lk *appendLookup) Lease(runID string) (*store.Lease, error) { return lk.le
 // readForAppend begins the transaction on conn, locks the session's row and reads what the
 // plan needs (round trip 1). final is store.ErrSessionNotFound or an undecodable stored run, err
 // a database failure.
-func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent, fenced bool) (lk *appendLookup, final, err error) {
+func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent, fence *store.Fence) (lk *appendLookup, final, err error) {
 	keys := make([]string, len(events))
 	ids := make([]string, len(events))
 	var runIDs, leaseRuns []string
@@ -310,9 +311,15 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 			seenRun[ev.RunID] = true
 			runIDs = append(runIDs, ev.RunID)
 		}
-		if fenced && ev.RunID != "" && !seenLease[ev.RunID] {
+		if fence != nil && ev.RunID != "" && !seenLease[ev.RunID] {
 			seenLease[ev.RunID] = true
 			leaseRuns = append(leaseRuns, ev.RunID)
+			// A lease given for a run that holds none is refused when the session has the
+			// run (rule 3d of store.PlanAppend): the plan asks Run about it.
+			if fence.Lease != nil && !seenRun[ev.RunID] {
+				seenRun[ev.RunID] = true
+				runIDs = append(runIDs, ev.RunID)
+			}
 		}
 	}
 	b := &pgx.Batch{}

@@ -170,9 +170,8 @@ func (w *writer) gen(seq int64) int64 { return seq >> w.bits }
 func (w *writer) sealed(ss *sessState) int64 { return w.gen(ss.last + 1) }
 
 // filter returns the filter of ss's sealed generation g: the cached one, else the stored one,
-// else one built from the indexes and stored in the current transaction (in the request's
-// savepoint when it has one; a savepoint-free append, oneWrite, may be refused after this and
-// leave it in the group). Either way it is right: it is built from the generation's tables as
+// else one built from the indexes and stored in the current transaction (an append, which has
+// no savepoint, may be refused after this and leave it in the group). Either way it is right: it is built from the generation's tables as
 // the same transaction holds them, so it goes with them, kept or rolled back (and then the next
 // process builds it again).
 func (w *writer) filter(ss *sessState, g int64) (*bloom, error) {
@@ -326,7 +325,7 @@ func contentSums(events []*contract.EncodedEvent) []contentSum {
 //
 // sums[off] is the contentSum of the event at offset off when the writer appended it through
 // this index (zero for the events it was built from, and past the end). The writer adds
-// entries when an append's savepoint is released, before its transaction commits: readers
+// entries when an append has succeeded, before its transaction commits: readers
 // answer from a sum only below published, the entries whose commit the writer has numbered
 // (publishSums), and only once that commit is durable and the index still live (an
 // index is dropped, dead, before a failed commit is settled).
@@ -509,8 +508,8 @@ type insertedEvent struct {
 	sum     contentSum
 }
 
-// noteInserted adds the events of an append whose savepoint was released (and only then: what
-// a rolled-back append inserted never reaches the index) to ss's open index. The event that
+// noteInserted adds the events of an append that succeeded (and only then: the events of a
+// refused append were never inserted) to ss's open index. The event that
 // fills a generation seals it (seal) and opens the next one, empty.
 func (w *writer) noteInserted(ss *sessState, evs []insertedEvent) error {
 	x := ss.open

@@ -42,8 +42,8 @@ type request struct {
 	err     error
 	commit  *store.Commit
 
-	// the session's new last sequence, applied to the writer's cache once the request's
-	// savepoint is released
+	// the session's new last sequence, applied to the writer's cache once the request has
+	// succeeded
 	sess     *sessState
 	newLast  int64
 	inserted []insertedEvent // the events r inserted, for the open generation's hashes
@@ -69,6 +69,18 @@ type sessState struct {
 	// writer's ops (no session write ran since, see appendHeartbeat), 0 when unknown.
 	hbMs  int64
 	hbOps uint64
+
+	// The lease of run leaseRun as appendLookup.Lease last loaded it: leaseHeld (nil when none
+	// is held), leaseFound (false when the session has no such run). It holds only while
+	// leaseOps equals the writer's ops and leaseRun is not "": leases change only in session
+	// writes (request.op, each counted in ops before and after it runs) and in an append's run
+	// writes (appendEvents clears leaseRun before them), and a failed group drops the cache.
+	// Every append of the API is fenced, so an event with a runId looked its run's lease up
+	// for each append: a query the writer now runs once per run.
+	leaseRun   string
+	leaseHeld  *store.Lease
+	leaseFound bool
+	leaseOps   uint64
 }
 
 // fatalError marks a database failure that leaves the group's transaction in doubt: the whole
@@ -153,8 +165,8 @@ func (w *writer) run() {
 	}
 }
 
-// runGroup runs one group commit: first and the requests queued behind it, each in a savepoint
-// of one transaction. While a sync is in flight the group stays open and takes the requests
+// runGroup runs one group commit: first and the requests queued behind it, in one transaction
+// (take). While a sync is in flight the group stays open and takes the requests
 // that arrive meanwhile: they could not be synced before that sync ends anyway, and one commit
 // per sync writes the pages the commits share (page 1, interior pages, the last change) and
 // runs BEGIN, COMMIT and the last-change query once instead of once per commit. The group
@@ -212,11 +224,11 @@ func (w *writer) runGroup(first *request) bool {
 	return open
 }
 
-// take runs r in the group's transaction, in a savepoint of its own (none for a single
-// unconditional event, oneWrite), beginning the transaction if r is its first request. A
-// request whose context has ended before it is taken is answered with the context's error. A
-// database failure aborts the group (w.broken): every request taken so far fails. It passes
-// the hook point hookTaken when done.
+// take runs r in the group's transaction, beginning the transaction if r is its first request:
+// a session write (request.op) in a savepoint of its own, an append without one (appendEvents
+// writes nothing until its plan has succeeded). A request whose context has ended before it is
+// taken is answered with the context's error. A database failure aborts the group (w.broken):
+// every request taken so far fails. It passes the hook point hookTaken when done.
 func (w *writer) take(r *request) {
 	defer w.s.dur.at(hookTaken)
 	if err := r.ctx.Err(); err != nil {
@@ -246,8 +258,8 @@ func (w *writer) take(r *request) {
 		}
 		w.inTx = true
 	}
-	// A request that can only fail before it writes anything needs no savepoint (oneWrite).
-	savepoint := !oneWrite(r)
+	// An append can only fail before it writes anything (appendEvents): it needs no savepoint.
+	savepoint := r.op != nil
 	if savepoint {
 		if err := w.exec(`SAVEPOINT req`); err != nil {
 			w.abort(w.taken, fatal("savepoint", err))
@@ -256,19 +268,17 @@ func (w *writer) take(r *request) {
 	}
 	var err error
 	if r.op != nil {
+		// Counted before and after: what the writer cached about sessions before the op, or
+		// while it ran, may be stale now (sessState.hbOps, leaseOps).
 		w.ops++
 		err = r.op(w)
+		w.ops++
 	} else {
 		err = w.appendEvents(r)
 	}
 	var fe *fatalError
 	if errors.As(err, &fe) {
 		w.abort(w.taken, err)
-		return
-	}
-	if err != nil && !savepoint && len(r.inserted) > 0 {
-		// Not expected (oneWrite), but with no savepoint the insert cannot be undone alone.
-		w.abort(w.taken, fatal("append without a savepoint", fmt.Errorf("refused after its insert: %w", err)))
 		return
 	}
 	if err != nil {
@@ -297,20 +307,6 @@ func (w *writer) take(r *request) {
 			return
 		}
 	}
-}
-
-// oneWrite reports whether r is an append of one event that store.Unconditional accepts
-// whenever its key and eventId are new (no run status event, no lease to check): its plan
-// either refuses it or answers it as a duplicate before any event is written (looking its key
-// up may store a sealed generation's missing filter first: derived data, right kept or rolled
-// back, see writer.filter), or inserts the event as its last step (appendLookup.Stored), after
-// which only database failures (fatal to the group) remain: the heartbeat and the command
-// result. Such a request runs without a savepoint of its own, saving two statements per
-// single-event append; should it be refused after all once its event is inserted (unreachable
-// under the planner's rules), the group is aborted rather than left half-written: every other
-// request of the group fails with it.
-func oneWrite(r *request) bool {
-	return r.op == nil && len(r.events) == 1 && store.Unconditional(r.events, r.opts)
 }
 
 // commit commits the group's transaction and hands it to the syncer, which answers the
@@ -427,11 +423,13 @@ func (w *writer) session(id string) (*sessState, error) {
 	return ss, nil
 }
 
-// appendEvents appends r's batch inside the current savepoint: store.PlanAppend decides, asking
-// the writer's lookup (which inserts each new event as it looks it up, see appendLookup.Stored),
-// and the runs, the heartbeat and the command result are written after it. A
-// returned error that is not a *fatalError is the request's answer and the caller rolls the
-// savepoint back.
+// appendEvents appends r's batch: store.PlanAppend decides, asking the writer's lookup (which
+// notes each new event, see appendLookup.Stored), and only then are the new events, the runs,
+// the heartbeat and the command result written. It writes nothing before it can no longer
+// refuse the batch, so it needs no savepoint: a returned error that is not a *fatalError is
+// the request's answer and nothing of the request was written (save a sealed generation's
+// missing filter a lookup may have stored: derived data, see writer.filter); any error once it
+// writes is fatal to the group.
 func (w *writer) appendEvents(r *request) error {
 	ss, err := w.session(r.sessionID)
 	if err != nil {
@@ -448,19 +446,32 @@ func (w *writer) appendEvents(r *request) error {
 	plan, err := store.PlanAppend(r.sessionID, ss.last, r.events, r.opts, &w.lk)
 	w.lk = appendLookup{}
 	if err != nil {
+		r.inserted = nil
 		return err
 	}
 	r.results = plan.Results
 	if len(plan.Added) == 0 {
 		return nil
 	}
-	for _, rw := range plan.Runs {
-		data, err := json.Marshal(rw.Run)
-		if err != nil {
+	runs := make([][]byte, len(plan.Runs))
+	for i, rw := range plan.Runs {
+		if runs[i], err = json.Marshal(rw.Run); err != nil {
+			r.inserted = nil
 			return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
 		}
+	}
+	// From here on every failure is fatal: the request has no savepoint to roll back to.
+	for _, a := range plan.Added {
+		if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, a.Sequence, w.gen(a.Sequence), a.EventID, a.IdempotencyKey, a.EventType, a.RunID, a.Data); err != nil {
+			return fatal(fmt.Sprintf("insert event at sequence %d of session %q", a.Sequence, r.sessionID), err)
+		}
+	}
+	if len(plan.Runs) > 0 {
+		ss.leaseRun = "" // the run writes may change a lease (sessState.leaseRun)
+	}
+	for i, rw := range plan.Runs {
 		// A created run's ord is the session's next one: runs are written in creation order.
-		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued, rw.EndsLease); err != nil {
+		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, runs[i], max(rw.Attempt, 1), rw.Queued, rw.EndsLease); err != nil {
 			return fatal("store run", err)
 		}
 	}
@@ -504,8 +515,8 @@ func (w *writer) appendHeartbeat(r *request, ss *sessState) error {
 	return nil
 }
 
-// appendLookup answers store.PlanAppend for one append request of the writer, inside its
-// savepoint. It lives in the writer (w.lk) so that a plan costs no allocation for it.
+// appendLookup answers store.PlanAppend for one append request of the writer, before the
+// request writes anything. It lives in the writer (w.lk) so that a plan costs no allocation for it.
 type appendLookup struct {
 	w      *writer
 	ss     *sessState
@@ -538,10 +549,10 @@ func (lk *appendLookup) StoredKey(key string) (int64, []byte, bool, error) {
 }
 
 // Stored looks ev up in the log (findStored: the open generation's index, the sealed
-// generations' filters and tables) and, when neither its key nor its id is there, inserts it at
-// seq. Events of the same batch are the planner's to compare. An inserted event is noted in
-// r.inserted, for the open index once the savepoint is released; should the plan fail, the
-// savepoint is rolled back and r.inserted is dropped with it.
+// generations' filters and tables). When neither its key nor its id is there, the event will be
+// added at seq unless the plan fails: it is noted in r.inserted, for the open index once the
+// request has succeeded (appendEvents inserts the plan's events; should the plan fail,
+// r.inserted is dropped). Events of the same batch are the planner's to compare.
 func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte) (store.StoredMatch, error) {
 	w, ss := lk.w, lk.ss
 	hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
@@ -553,9 +564,6 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 	}
 	if seq > maxSequence {
 		return store.StoredMatch{}, fmt.Errorf("session %q holds %d events, as many as one log can: start a new session", lk.r.sessionID, maxSequence+1)
-	}
-	if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, w.gen(seq), ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data); err != nil {
-		return store.StoredMatch{}, fatal(fmt.Sprintf("insert event at sequence %d of session %q", seq, lk.r.sessionID), err)
 	}
 	lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi, sum: lk.sumOf(ev)})
 	return store.StoredMatch{}, nil
@@ -590,13 +598,21 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 	return out, nil
 }
 
-// Lease loads the lease held on a run as the current transaction sees it.
+// Lease loads the lease held on a run as the current transaction sees it, from the session's
+// cache when it holds the run's (sessState.leaseRun).
 func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
-	l, found, err := lk.w.loadLease(lk.ss.sk, runID)
-	if err == nil && !found {
+	ss, w := lk.ss, lk.w
+	if runID == "" || ss.leaseRun != runID || ss.leaseOps != w.ops {
+		l, found, err := w.loadLease(ss.sk, runID)
+		if err != nil {
+			return nil, err
+		}
+		ss.leaseRun, ss.leaseHeld, ss.leaseFound, ss.leaseOps = runID, l, found, w.ops
+	}
+	if !ss.leaseFound {
 		lk.absent = runID
 	}
-	return l, err
+	return ss.leaseHeld, nil
 }
 
 // loadRun loads a run of session sk as the current transaction sees it.

@@ -190,6 +190,50 @@ func (s *suite) testLeases(t *testing.T) {
 		}
 	})
 
+	t.Run("FencingSeesEachChange", func(t *testing.T) {
+		// A fenced append decides on the run's lease as the writes before it left it: a
+		// driver that remembers a lease between appends must see a release, a new claim, a
+		// renewal and the run's end.
+		t.Parallel()
+		ctx, st, _ := s.setup(t)
+		const id = "S-1"
+		queue(t, ctx, st, id, "R-1", SessionSpec{})
+		first := claim(t, ctx, st, store.ClaimFilter{}, "L-1").Lease.Ref()
+		n := 0
+		fenced := func(what string, ref store.LeaseRef, expiredBy time.Time, want string) {
+			t.Helper()
+			n++
+			ev := RunEvent(t, id, fmt.Sprintf("k-%d", n), "R-1", what)
+			_, err := st.Append(ctx, id, []*contract.EncodedEvent{ev}, store.AppendOptions{Fence: &store.Fence{Lease: &ref, ExpiredBy: expiredBy}})
+			if want == "" {
+				if err != nil {
+					t.Errorf("%s: %v, want the event appended", what, err)
+				}
+				return
+			}
+			if le := errorAs[*store.LeaseError](t, what, err); le.Reason != want {
+				t.Errorf("%s: reason %q, want %q", what, le.Reason, want)
+			}
+		}
+		fenced("the holder", first, time.Time{}, "")
+		if err := st.ReleaseLease(ctx, id, "R-1", first); err != nil {
+			t.Fatal(err)
+		}
+		fenced("the holder after its release", first, time.Time{}, store.LeaseLost)
+		second := claim(t, ctx, st, store.ClaimFilter{}, "L-2").Lease.Ref()
+		fenced("the new holder", second, time.Time{}, "")
+		fenced("the released holder", first, time.Time{}, store.LeaseLost)
+		fenced("the expirer after the expiry", second, t0.Add(2*time.Minute), "")
+		if _, err := st.RenewLease(ctx, id, "R-1", second, t0.Add(30*time.Second), t0.Add(5*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		fenced("the expirer after a renewal", second, t0.Add(2*time.Minute), store.LeaseLost)
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "r", "R-1", "M-R-1", "running")}, store.AppendOptions{Fence: &store.Fence{Lease: &second}})
+		fenced("the holder of the running run", second, time.Time{}, "")
+		mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "c", "R-1", "M-R-1", "completed")}, store.AppendOptions{Fence: &store.Fence{Lease: &second}})
+		fenced("the holder after the run ended", second, time.Time{}, store.LeaseLost)
+	})
+
 	t.Run("Expiry", func(t *testing.T) {
 		t.Parallel()
 		ctx, st, _ := s.setup(t)
