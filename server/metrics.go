@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,26 @@ type Metrics struct {
 	retention       *prometheus.CounterVec
 	retentionBytes  prometheus.Counter
 	archiveBytes    prometheus.Gauge
+
+	// The series every request and append counts into, looked up by label once
+	// (WithLabelValues checks and hashes the labels on every call): requestKey →
+	// *requestSeries, event kind → prometheus.Counter of eventsAppended. Both are bounded:
+	// routes are the route table's patterns (and "unmatched"), codes the API's statuses, kinds
+	// the contract's event types.
+	requestSeries sync.Map
+	kindSeries    sync.Map
+}
+
+// requestKey names the series of answered requests of one route and status code.
+type requestKey struct {
+	route string
+	code  int
+}
+
+// requestSeries are the series a request of one route and status code counts into.
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // latencyBuckets span 100µs to 10s: an fsync on a good disk to a stalled one.
@@ -213,14 +234,29 @@ func (m *Metrics) request(route string, code int, took time.Duration, stream boo
 	if m == nil {
 		return
 	}
-	m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	k := requestKey{route, code}
+	v, ok := m.requestSeries.Load(k)
+	if !ok {
+		v, _ = m.requestSeries.LoadOrStore(k, &requestSeries{count: m.httpRequests.WithLabelValues(route, strconv.Itoa(code)), duration: m.httpDuration.WithLabelValues(route)})
+	}
+	rs := v.(*requestSeries)
+	rs.count.Inc()
 	if !stream {
-		m.httpDuration.WithLabelValues(route).Observe(took.Seconds())
+		rs.duration.Observe(took.Seconds())
 	}
 }
 
+// appended returns the counter of added events of kind.
+func (m *Metrics) appended(kind string) prometheus.Counter {
+	if v, ok := m.kindSeries.Load(kind); ok {
+		return v.(prometheus.Counter)
+	}
+	v, _ := m.kindSeries.LoadOrStore(kind, m.eventsAppended.WithLabelValues(kind))
+	return v.(prometheus.Counter)
+}
+
 // batch counts the events of an answered append: added ones by kind, duplicates. Each run of
-// events of one kind costs one label lookup, so a batch of 100 messages costs one, not 100.
+// events of one kind costs one counter lookup, so a batch of 100 messages costs one, not 100.
 func (m *Metrics) batch(events []*contract.EncodedEvent, results []store.AppendResult) {
 	if m == nil {
 		return
@@ -233,14 +269,14 @@ func (m *Metrics) batch(events []*contract.EncodedEvent, results []store.AppendR
 		}
 		if k := events[i].EventType; k != kind {
 			if run > 0 {
-				m.eventsAppended.WithLabelValues(kind).Add(float64(run))
+				m.appended(kind).Add(float64(run))
 			}
 			kind, run = k, 0
 		}
 		run++
 	}
 	if run > 0 {
-		m.eventsAppended.WithLabelValues(kind).Add(float64(run))
+		m.appended(kind).Add(float64(run))
 	}
 	if dups > 0 {
 		m.eventDuplicates.Add(float64(dups))
