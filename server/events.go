@@ -25,8 +25,9 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		m.rejected(e)
 		writeError(w, e)
 	}
+	q := r.URL.Query() // parsed once (the guard has refused unknown and repeated parameters)
 	var expected *int64
-	if r.URL.Query().Has("expectedSequence") {
+	if q.Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
 		if aerr != nil {
 			fail(aerr)
@@ -39,8 +40,8 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	multitask := r.URL.Query().Get("multitask")
-	if r.URL.Query().Has("multitask") && !contract.ValidMultitask(multitask) {
+	multitask := q.Get("multitask")
+	if q.Has("multitask") && !contract.ValidMultitask(multitask) {
 		fail(api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
 		return
 	}
@@ -92,7 +93,8 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	if res.Added {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, out)
+	// Encoded without reflection (api.AppendResponse.AppendJSON): every append is answered so.
+	writeJSONBytes(w, status, append(out.AppendJSON(make([]byte, 0, 64+80*len(out.Results))), '\n'))
 }
 
 // appendResults are the wire form of an append's results.

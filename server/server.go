@@ -410,9 +410,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeError(w, api.Errorf(api.CodeInternal, "encode response: %v", err))
 		return
 	}
+	writeJSONBytes(w, status, append(b, '\n'))
+}
+
+// writeJSONBytes answers with status and b, a JSON document and its newline.
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {
