@@ -33,7 +33,8 @@ func (s *Server) requestID(client string) string {
 	if fitRequestID(client) {
 		return client
 	}
-	return s.reqPrefix + "-" + strconv.FormatUint(s.reqSeq.Add(1), 36)
+	var b [48]byte // the prefix (12), '-' and the counter (at most 13): one allocation, the string
+	return string(strconv.AppendUint(append(append(b[:0], s.reqPrefix...), '-'), s.reqSeq.Add(1), 36))
 }
 
 func fitRequestID(id string) bool {

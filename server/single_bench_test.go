@@ -22,7 +22,7 @@ import (
 // with fsync. The writers are raw keep-alive connections that send prebuilt requests and read
 // the answer with a minimal parser, so that nearly all of the process's CPU is the server's:
 // cpu-µs/event is the process's CPU per event (the writers' share is their two syscalls), the
-// figure the per-request work of the append path moves.
+// figure the per-request work of the append path moves, with the allocations per event.
 //
 //	go test ./server/ -run '^$' -bench HTTPAppendSingle64Sessions -benchtime 12800x -count 5
 func BenchmarkHTTPAppendSingle64Sessions(b *testing.B) {
@@ -51,6 +51,7 @@ func BenchmarkHTTPAppendSingle64Sessions(b *testing.B) {
 	}
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
+	b.ReportAllocs() // per event (an op), the writers' included: their reads allocate the body
 	b.ResetTimer()
 	cpu0 := testenv.ProcessCPU()
 	start := time.Now()

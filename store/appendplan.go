@@ -296,7 +296,9 @@ type planner struct {
 	unfenced     int                 // opts.Unfenced
 	enqueue      bool                // opts.Enqueue
 	attempts     map[string]int      // opts.Attempts
-	leases       map[string]*Lease   // the leases looked up (rule 3d)
+	leaseRun     string              // the first run whose lease was looked up (rule 3d)
+	leaseHeld    *Lease              // its lease (nil: none held)
+	leases       map[string]*Lease   // the leases of the other runs looked up: most batches name one run
 	runs         map[string]*planRun // the runs the batch has looked at, as it leaves them
 	active       map[string]*planRun // those of runs whose status is not terminal
 	activeLoaded bool                // the stored active runs are in runs
@@ -396,16 +398,23 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]
 
 // checkLease checks the lease of run runID for the new event at index i (rule 3d).
 func (p *planner) checkLease(i int, runID string) error {
-	held, ok := p.leases[runID]
+	held, ok := p.leaseHeld, p.leaseRun == runID && runID != ""
+	if !ok {
+		held, ok = p.leases[runID]
+	}
 	if !ok {
 		var err error
 		if held, err = p.lk.Lease(runID); err != nil {
 			return err
 		}
-		if p.leases == nil {
-			p.leases = map[string]*Lease{}
+		switch {
+		case p.leaseRun == "":
+			p.leaseRun, p.leaseHeld = runID, held
+		case p.leases == nil:
+			p.leases = map[string]*Lease{runID: held}
+		default:
+			p.leases[runID] = held
 		}
-		p.leases[runID] = held
 	}
 	if held == nil && p.fence.Lease != nil {
 		// A lease given for a run without one: refused unless the session does not have the

@@ -619,8 +619,11 @@ func (w *writer) cacheFilter(ss *sessState, g int64, f *bloom) {
 func (w *writer) openMatch(ss *sessState, kind byte, s string) (seq int64, data []byte, found bool, err error) {
 	var buf [4]int64
 	for _, c := range ss.open.candidates(buf[:0], keyHash(kind, s), w.bits) {
+		// Scanned into the loop's own variables: their addresses escape, which moves them to
+		// the heap, and a new event (no candidate) then allocates nothing.
 		var id, key string
-		err := w.st.eventAt.QueryRowContext(w.ctx, ss.sk, c).Scan(&id, &key, &data)
+		var row []byte
+		err := w.st.eventAt.QueryRowContext(w.ctx, ss.sk, c).Scan(&id, &key, &row)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -628,7 +631,7 @@ func (w *writer) openMatch(ss *sessState, kind byte, s string) (seq int64, data 
 			return 0, nil, false, fatal("look up event", err)
 		}
 		if (kind == 'k' && key == s) || (kind == 'i' && id == s) {
-			return c, data, true, nil
+			return c, row, true, nil
 		}
 	}
 	return 0, nil, false, nil
