@@ -106,7 +106,7 @@ func benchBatch64x8(b *testing.B, k idKind) {
 	}
 	b.ResetTimer()
 	w0 := bytesWritten()
-	d := appendPerSession(b, st, ids, evs, batch)
+	d := appendPerSession(b, st, ids, evs, batch, store.AppendOptions{})
 	b.StopTimer()
 	report(b, per*sessions, d)
 	if w0 >= 0 {
@@ -115,7 +115,7 @@ func benchBatch64x8(b *testing.B, k idKind) {
 }
 
 // appendPerSession runs one writer per session, each appending its list in batches.
-func appendPerSession(b *testing.B, st *Store, ids []string, evs [][]*contract.EncodedEvent, batch int) time.Duration {
+func appendPerSession(b *testing.B, st *Store, ids []string, evs [][]*contract.EncodedEvent, batch int, opts store.AppendOptions) time.Duration {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ids))
@@ -125,7 +125,7 @@ func appendPerSession(b *testing.B, st *Store, ids []string, evs [][]*contract.E
 		go func(id string, list []*contract.EncodedEvent) {
 			defer wg.Done()
 			for k := 0; k < len(list); k += batch {
-				if _, err := st.Append(ctx, id, list[k:min(k+batch, len(list))], store.AppendOptions{}); err != nil {
+				if _, err := st.Append(ctx, id, list[k:min(k+batch, len(list))], opts); err != nil {
 					errs <- err
 					return
 				}

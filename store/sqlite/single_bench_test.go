@@ -19,8 +19,17 @@ import (
 // key) to its own session, each waiting for its answer before the next. Besides events/s it
 // reports what the process wrote per event (WAL frames and checkpoints: wchar), its CPU per
 // event, and how the writer and the syncer grouped the appends: group commits per sync and
-// events per group commit.
+// events per group commit. fenced=false appends events without a runId and no options;
+// fenced=true appends events with a runId, fenced without a lease, as every append of the
+// HTTP API is (session.AppendWith) and as the peer benchmark's events are: the run's lease is
+// then checked for each append.
 func BenchmarkAppendSingle64Sessions(b *testing.B) {
+	for _, fenced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fenced=%t", fenced), func(b *testing.B) { benchSingle64(b, fenced) })
+	}
+}
+
+func benchSingle64(b *testing.B, fenced bool) {
 	const writers = 64
 	ids := make([]string, writers)
 	for i := range ids {
@@ -37,7 +46,11 @@ func BenchmarkAppendSingle64Sessions(b *testing.B) {
 	for w, id := range ids {
 		evs[w] = make([]*contract.EncodedEvent, per)
 		for i := range evs[w] {
-			evs[w][i] = storetest.EventWithID(b, id, uuid.NewString(), uuid.NewString(), benchChunk+benchChunk)
+			if fenced {
+				evs[w][i] = storetest.RunEvent(b, id, uuid.NewString(), "run-1", benchChunk+benchChunk)
+			} else {
+				evs[w][i] = storetest.EventWithID(b, id, uuid.NewString(), uuid.NewString(), benchChunk+benchChunk)
+			}
 		}
 	}
 	groups.Store(0)
@@ -45,7 +58,11 @@ func BenchmarkAppendSingle64Sessions(b *testing.B) {
 	events.Store(0)
 	written, cpu := bytesWritten(), testenv.ProcessCPU()
 	b.ResetTimer()
-	d := appendPerSession(b, st, ids, evs, 1)
+	var opts store.AppendOptions
+	if fenced {
+		opts.Fence = &store.Fence{}
+	}
+	d := appendPerSession(b, st, ids, evs, 1, opts)
 	b.StopTimer()
 	n := per * writers
 	report(b, n, d)
