@@ -92,10 +92,11 @@ type AppendLookup interface {
 	// Stored looks up the event that would take sequence seq with the bytes data: the stored
 	// event with its idempotency key (KeyFound), else the one with its eventId (IDFound). It
 	// is called once per event the batch does not settle by itself, in batch order, right
-	// before the event is accepted or the batch is refused. A driver may answer it by trying
-	// the insert (SQLite does: the unique index on the current generation both answers the
-	// question and writes the row); if the plan then fails, the driver must discard what it
-	// wrote, as it discards everything of a refused batch.
+	// before the event is accepted or the batch is refused: an event it finds in neither way
+	// is in the plan's Added unless the plan fails (SQLite notes it here and inserts Added
+	// once the plan has succeeded). A driver may also answer it by trying the insert; if the
+	// plan then fails, the driver must discard what it wrote, as it discards everything of a
+	// refused batch.
 	Stored(ev *contract.EncodedEvent, seq int64, data []byte) (StoredMatch, error)
 	// Run returns the session's stored run with that id.
 	Run(runID string) (run StoredRun, found bool, err error)
