@@ -12,18 +12,43 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// qUpsertRun writes a run of an append (store.RunWrite): ?1 sk, ?2 run id, ?3 status, ?4 the
-// run's JSON, ?5 the attempt of a created run, ?6 queued, ?7 ends its lease. A created run takes
-// the session's next ord and its project and agent; queued_ms keeps the time the run first
-// became queued, by the database's clock, while it stays queued.
-const qUpsertRun = `INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
-	VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4, ?5,
-		CASE WHEN ?6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
-		(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))
-	ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data,
-		queued_ms = CASE WHEN ?6 THEN COALESCE(runs.queued_ms, excluded.queued_ms) END,
-		lease_id = CASE WHEN ?7 THEN NULL ELSE runs.lease_id END,
-		lease_expires_ms = CASE WHEN ?7 THEN NULL ELSE runs.lease_expires_ms END`
+// qUpdateRun writes a stored run an append changes (store.RunWrite, not Created): ?1 sk, ?2 run
+// id, ?3 status, ?4 the run's JSON, ?5 queued, ?6 ends its lease. queued_ms keeps the time the
+// run first became queued, by the database's clock, while it stays queued.
+const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
+		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, CAST(unixepoch('subsec') * 1000 AS INTEGER)) END,
+		lease_id = CASE WHEN ?6 THEN NULL ELSE lease_id END,
+		lease_expires_ms = CASE WHEN ?6 THEN NULL ELSE lease_expires_ms END
+	WHERE sk = ?1 AND run_id = ?2`
+
+// maxRunsPerInsert is the most runs one qInsertRuns statement creates.
+const maxRunsPerInsert = 64
+
+// qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: ?1
+// sk, then for each run its id, status, JSON, attempt and whether it is queued. The runs take
+// the session's next ords in that order and its project and agent; queued_ms is when a queued
+// run became queued, by the database's clock. One statement for many runs: SQLite opens a
+// statement journal for every statement that writes runs (their change feed triggers), and
+// compiles and runs the triggers' frames once per statement, which cost more than the rows
+// themselves when each run was a statement of its own. The rows are inserted, and the
+// triggers write their changes, in the order of the VALUES list.
+func qInsertRuns(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
+	SELECT ?1, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
+		CASE WHEN v.column6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END, s.project, s.agent_id
+	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?1) AS o, (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		p := 2 + 5*i
+		fmt.Fprintf(&b, "(%d, ?%d, ?%d, ?%d, ?%d, ?%d)", i, p, p+1, p+2, p+3, p+4)
+	}
+	b.WriteString(`) AS v
+	WHERE s.sk = ?1 ORDER BY v.column1`)
+	return b.String()
+}
 
 // claimQuery is the query that finds the oldest claimable run matching f, and its arguments.
 // Project and agent filters read their own index (migration 0006); role and capabilities are

@@ -454,15 +454,8 @@ func (w *writer) appendEvents(r *request) error {
 	if len(plan.Added) == 0 {
 		return nil
 	}
-	for _, rw := range plan.Runs {
-		data, err := json.Marshal(rw.Run)
-		if err != nil {
-			return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
-		}
-		// A created run's ord is the session's next one: runs are written in creation order.
-		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued, rw.EndsLease); err != nil {
-			return fatal("store run", err)
-		}
+	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
+		return err
 	}
 	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
 	// for a heartbeat that matters (qAppendHeartbeat).
@@ -476,6 +469,49 @@ func (w *writer) appendEvents(r *request) error {
 	}
 	r.sess, r.newLast = ss, plan.Last
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
+	return nil
+}
+
+// writeRuns writes the runs of an append's plan in the plan's order, which is the order of the
+// change feed rows their triggers write: each stored run with qUpdateRun, and the created runs
+// next to each other (in creation order, so that each takes the session's next ord) with
+// qInsertRuns, up to maxRunsPerInsert at a time.
+func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
+	for i := 0; i < len(runs); {
+		rw := runs[i]
+		if !rw.Created {
+			data, err := json.Marshal(rw.Run)
+			if err != nil {
+				return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
+			}
+			if _, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease); err != nil {
+				return fatal("store run", err)
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(runs) && runs[j].Created && j-i < maxRunsPerInsert {
+			j++
+		}
+		args := make([]any, 1, 1+5*(j-i))
+		args[0] = sk
+		for _, rw := range runs[i:j] {
+			data, err := json.Marshal(rw.Run)
+			if err != nil {
+				return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
+			}
+			args = append(args, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued)
+		}
+		st, err := w.st.insertRunsStmt(w.ctx, w.conn, j-i)
+		if err != nil {
+			return fatal("store runs", err)
+		}
+		if _, err := st.ExecContext(w.ctx, args...); err != nil {
+			return fatal("store runs", err)
+		}
+		i = j
+	}
 	return nil
 }
 
@@ -641,10 +677,26 @@ const maxSequence = 1<<32 - 1
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appendHeartbeat                    *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat                    *sql.Stmt
 	insertSession, sessionRow, updateSession, heartbeat, lastChange                                       *sql.Stmt
 	all                                                                                                   []*sql.Stmt
-	control                                                                                               map[string]*sql.Stmt // txControl
+	control                                                                                               map[string]*sql.Stmt            // txControl
+	insertRuns                                                                                            [maxRunsPerInsert + 1]*sql.Stmt // insertRuns[n]: qInsertRuns(n), prepared when first used
+}
+
+// insertRunsStmt returns the statement inserting n runs (qInsertRuns), preparing it on conn the
+// first time.
+func (st *writeStmts) insertRunsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
+	if s := st.insertRuns[n]; s != nil {
+		return s, nil
+	}
+	s, err := conn.PrepareContext(ctx, qInsertRuns(n))
+	if err != nil {
+		return nil, fmt.Errorf("prepare the insert of %d runs: %w", n, err)
+	}
+	st.insertRuns[n] = s
+	st.all = append(st.all, s)
+	return s, nil
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -666,7 +718,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
 		{&st.runByID, `SELECT ord, data FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
-		{&st.upsertRun, qUpsertRun},
+		{&st.updateRun, qUpdateRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.appendHeartbeat, qAppendHeartbeat},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
@@ -701,4 +753,5 @@ func (st *writeStmts) close() {
 		s.Close()
 	}
 	st.all = nil
+	clear(st.insertRuns[:])
 }
