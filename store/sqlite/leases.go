@@ -24,8 +24,9 @@ const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
 // maxRunsPerInsert is the most runs one qInsertRuns statement creates.
 const maxRunsPerInsert = 64
 
-// qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: ?1
-// sk, then for each run its id, status, JSON, attempt and whether it is queued. The runs take
+// qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: the
+// session's sk, then for each run its id, status, JSON, attempt and whether it is queued, then
+// sk again (anonymous parameters, see qInsertEvents). The runs take
 // the session's next ords in that order and its project and agent; queued_ms is when a queued
 // run became queued, by the database's clock. One statement for many runs: SQLite opens a
 // statement journal for every statement that writes runs (their change feed triggers), and
@@ -35,18 +36,17 @@ const maxRunsPerInsert = 64
 func qInsertRuns(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
-	SELECT ?1, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
+	SELECT s.sk, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
 		CASE WHEN v.column6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END, s.project, s.agent_id
-	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?1) AS o, (VALUES `)
+	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?) AS o, (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		p := 2 + 5*i
-		fmt.Fprintf(&b, "(%d, ?%d, ?%d, ?%d, ?%d, ?%d)", i, p, p+1, p+2, p+3, p+4)
+		fmt.Fprintf(&b, "(%d, ?, ?, ?, ?, ?)", i)
 	}
 	b.WriteString(`) AS v
-	WHERE s.sk = ?1 ORDER BY v.column1`)
+	WHERE s.sk = ? ORDER BY v.column1`)
 	return b.String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,7 @@ type writer struct {
 	cache map[string]*sessState
 	ctx   context.Context
 	lk    appendLookup // the lookup of the append being planned
+	args  []any        // insertEvents' arguments, kept for the next statement
 	bits  uint         // generation size: 2^bits sequences (generation.go)
 
 	groups      uint64 // groups committed or attempted so far
@@ -303,9 +305,9 @@ func (w *writer) take(r *request) {
 // whenever its key and eventId are new (no run status event, no lease to check): its plan
 // either refuses it or answers it as a duplicate before any event is written (looking its key
 // up may store a sealed generation's missing filter first: derived data, right kept or rolled
-// back, see writer.filter), or inserts the event as its last step (appendLookup.Stored), after
-// which only database failures (fatal to the group) remain: the heartbeat and the command
-// result. Such a request runs without a savepoint of its own, saving two statements per
+// back, see writer.filter), or accepts it, and then the event is inserted once the plan is
+// made (appendEvents), after which only database failures (fatal to the group) remain: the
+// heartbeat and the command result. Such a request runs without a savepoint of its own, saving two statements per
 // single-event append; should it be refused after all once its event is inserted (unreachable
 // under the planner's rules), the group is aborted rather than left half-written: every other
 // request of the group fails with it.
@@ -428,8 +430,9 @@ func (w *writer) session(id string) (*sessState, error) {
 }
 
 // appendEvents appends r's batch inside the current savepoint: store.PlanAppend decides, asking
-// the writer's lookup (which inserts each new event as it looks it up, see appendLookup.Stored),
-// and the runs, the heartbeat and the command result are written after it. A
+// the writer's lookup (appendLookup), and the events it adds (insertEvents), the runs, the
+// heartbeat and the command result are written after it: a refused batch has written nothing
+// but, perhaps, a sealed generation's filter (writer.filter). A
 // returned error that is not a *fatalError is the request's answer and the caller rolls the
 // savepoint back.
 func (w *writer) appendEvents(r *request) error {
@@ -448,11 +451,15 @@ func (w *writer) appendEvents(r *request) error {
 	plan, err := store.PlanAppend(r.sessionID, ss.last, r.events, r.opts, &w.lk)
 	w.lk = appendLookup{}
 	if err != nil {
+		r.inserted = nil
 		return err
 	}
 	r.results = plan.Results
 	if len(plan.Added) == 0 {
 		return nil
+	}
+	if err := w.insertEvents(r.sessionID, ss.sk, plan.Added); err != nil {
+		return err
 	}
 	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
 		return err
@@ -469,6 +476,34 @@ func (w *writer) appendEvents(r *request) error {
 	}
 	r.sess, r.newLast = ss, plan.Last
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
+	return nil
+}
+
+// insertEvents inserts the events an append's plan adds (store.AppendPlan.Added), in sequence
+// order, up to maxEventsPerInsert in one statement (qInsertEvents): a statement per event cost
+// more in binding, stepping and resetting it than its row did.
+func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent) error {
+	for len(evs) > 0 {
+		n := maxEventsPerInsert
+		for n > len(evs) {
+			n /= 2
+		}
+		st, err := w.st.insertEventsStmt(w.ctx, w.conn, n)
+		if err != nil {
+			return fatal("insert events", err)
+		}
+		args := w.args[:0]
+		for i := range evs[:n] {
+			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i])
+		}
+		_, err = st.ExecContext(w.ctx, args...)
+		clear(args)
+		w.args = args[:0]
+		if err != nil {
+			return fatal(fmt.Sprintf("insert events at sequences %d to %d of session %q", evs[0].Sequence, evs[n-1].Sequence, sessionID), err)
+		}
+		evs = evs[n:]
+	}
 	return nil
 }
 
@@ -494,7 +529,7 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 		for j < len(runs) && runs[j].Created && j-i < maxRunsPerInsert {
 			j++
 		}
-		args := make([]any, 1, 1+5*(j-i))
+		args := make([]any, 1, 2+5*(j-i))
 		args[0] = sk
 		for _, rw := range runs[i:j] {
 			data, err := json.Marshal(rw.Run)
@@ -503,6 +538,7 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 			}
 			args = append(args, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued)
 		}
+		args = append(args, sk)
 		st, err := w.st.insertRunsStmt(w.ctx, w.conn, j-i)
 		if err != nil {
 			return fatal("store runs", err)
@@ -574,10 +610,12 @@ func (lk *appendLookup) StoredKey(key string) (int64, []byte, bool, error) {
 }
 
 // Stored looks ev up in the log (findStored: the open generation's index, the sealed
-// generations' filters and tables) and, when neither its key nor its id is there, inserts it at
-// seq. Events of the same batch are the planner's to compare. An inserted event is noted in
-// r.inserted, for the open index once the savepoint is released; should the plan fail, the
-// savepoint is rolled back and r.inserted is dropped with it.
+// generations' filters and tables). Events of the same batch are the planner's to compare, and
+// the rows of the batch are not inserted while the plan is made (appendEvents inserts the
+// events the plan adds once it is made), so the answer rests on the log as it was before the
+// request. An event neither of whose key and id is stored is noted in r.inserted, for the open
+// index once it is inserted and the savepoint released; should the plan fail, appendEvents
+// drops r.inserted.
 func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte) (store.StoredMatch, error) {
 	w, ss := lk.w, lk.ss
 	hk, hi := keyHash('k', ev.IdempotencyKey), keyHash('i', ev.EventID)
@@ -589,9 +627,6 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 	}
 	if seq > maxSequence {
 		return store.StoredMatch{}, fmt.Errorf("session %q holds %d events, as many as one log can: start a new session", lk.r.sessionID, maxSequence+1)
-	}
-	if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, seq, w.gen(seq), ev.EventID, ev.IdempotencyKey, ev.EventType, ev.RunID, data); err != nil {
-		return store.StoredMatch{}, fatal(fmt.Sprintf("insert event at sequence %d of session %q", seq, lk.r.sessionID), err)
 	}
 	lk.r.inserted = append(lk.r.inserted, insertedEvent{seq: seq, key: hk, id: hi, sum: lk.sumOf(ev)})
 	return store.StoredMatch{}, nil
@@ -665,36 +700,72 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 	return sr, nil
 }
 
-// qInsertEvent inserts an event row (sk, seq, gen, event_id, idem_key, event_type, run_id,
-// data); its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid table
-// so that its interior pages hold integer keys, not whole rows).
-const qInsertEvent = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES ((?1 << 32) + ?2, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`
+// maxEventsPerInsert is the most events one qInsertEvents statement inserts; insertEvents uses
+// the powers of two up to it.
+const maxEventsPerInsert = 64
+
+// qInsertEvents inserts n event rows: for each (eventRow) its rid, sk, seq, gen, event_id,
+// idem_key, event_type, run_id and data, in that order. The parameters are anonymous: the
+// driver asks SQLite for the name of every parameter it binds, which SQLite finds by a scan of
+// the statement's named ones (numbered ones, ?NNN, count as named), so numbered parameters
+// made binding a statement of many rows take time quadratic in its rows.
+func qInsertEvents(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}
+
+// eventRow appends to args the arguments of qInsertEvents for event e of session sk in
+// generation gen. Its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid
+// table so that its interior pages hold integer keys, not whole rows).
+func eventRow(args []any, sk, gen int64, e *store.StoredEvent) []any {
+	return append(args, sk<<32+e.Sequence, sk, e.Sequence, gen, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data)
+}
 
 // maxSequence is the highest sequence a session's log can hold: a sequence is the low 32 bits
-// of an event row's key (qInsertEvent).
+// of an event row's key (eventRow).
 const maxSequence = 1<<32 - 1
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat                    *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat, lastChange                                       *sql.Stmt
-	all                                                                                                   []*sql.Stmt
-	control                                                                                               map[string]*sql.Stmt            // txControl
-	insertRuns                                                                                            [maxRunsPerInsert + 1]*sql.Stmt // insertRuns[n]: qInsertRuns(n), prepared when first used
+	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat       *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange                          *sql.Stmt
+	all                                                                                      []*sql.Stmt
+	control                                                                                  map[string]*sql.Stmt              // txControl
+	insertRuns                                                                               [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
+	insertEvents                                                                             [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
+}
+
+// insertEventsStmt returns the statement inserting n events (qInsertEvents), preparing it on
+// conn the first time.
+func (st *writeStmts) insertEventsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
+	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents(n) })
 }
 
 // insertRunsStmt returns the statement inserting n runs (qInsertRuns), preparing it on conn the
 // first time.
 func (st *writeStmts) insertRunsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
-	if s := st.insertRuns[n]; s != nil {
-		return s, nil
+	return st.prepareOnce(ctx, conn, &st.insertRuns[n], "the insert of runs", func() string { return qInsertRuns(n) })
+}
+
+// prepareOnce returns *slot, first preparing the statement q gives (what it is, for an error)
+// on conn when *slot is nil.
+func (st *writeStmts) prepareOnce(ctx context.Context, conn *sql.Conn, slot **sql.Stmt, what string, q func() string) (*sql.Stmt, error) {
+	if *slot != nil {
+		return *slot, nil
 	}
-	s, err := conn.PrepareContext(ctx, qInsertRuns(n))
+	s, err := conn.PrepareContext(ctx, q())
 	if err != nil {
-		return nil, fmt.Errorf("prepare the insert of %d runs: %w", n, err)
+		return nil, fmt.Errorf("prepare %s: %w", what, err)
 	}
-	st.insertRuns[n] = s
+	*slot = s
 	st.all = append(st.all, s)
 	return s, nil
 }
@@ -705,7 +776,6 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.insertEvent, qInsertEvent},
 		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
 		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`},
 		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
@@ -754,4 +824,5 @@ func (st *writeStmts) close() {
 	}
 	st.all = nil
 	clear(st.insertRuns[:])
+	clear(st.insertEvents[:])
 }
