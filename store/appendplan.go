@@ -93,9 +93,9 @@ type AppendLookup interface {
 	// event with its idempotency key (KeyFound), else the one with its eventId (IDFound). It
 	// is called once per event the batch does not settle by itself, in batch order, right
 	// before the event is accepted or the batch is refused. A driver may answer it by trying
-	// the insert (SQLite does: the unique index on the current generation both answers the
-	// question and writes the row); if the plan then fails, the driver must discard what it
-	// wrote, as it discards everything of a refused batch.
+	// the insert (a unique index both answering the question and writing the row); if the plan
+	// then fails, the driver must discard what it wrote, as it discards everything of a refused
+	// batch. SQLite answers from its indexes and writes AppendPlan.Added once the plan is made.
 	Stored(ev *contract.EncodedEvent, seq int64, data []byte) (StoredMatch, error)
 	// Run returns the session's stored run with that id.
 	Run(runID string) (run StoredRun, found bool, err error)
