@@ -199,10 +199,15 @@ func (w *writer) loadLease(sk int64, runID string) (held *store.Lease, found boo
 	if err != nil {
 		return nil, false, fatal("load lease", err)
 	}
+	return leaseOf(id, token, exp), true, nil
+}
+
+// leaseOf is the lease a run's lease columns hold: nil when lease_id is NULL.
+func leaseOf(id sql.NullString, token int64, exp sql.NullInt64) *store.Lease {
 	if !id.Valid {
-		return nil, true, nil
+		return nil
 	}
-	return &store.Lease{LeaseID: id.String, Token: token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}, true, nil
+	return &store.Lease{LeaseID: id.String, Token: token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}
 }
 
 // RunLeases returns the lease state of the session's runs, in creation order.

@@ -588,7 +588,80 @@ type appendLookup struct {
 	// lease is checked before the run status is applied), and nothing writes runs while the
 	// plan is made, so Run answers not found without looking again.
 	absent string
+	// runs holds, once Run or Lease is first asked about a run of a batch that names more
+	// than one run, every run the batch names as stored (nil for one that is not), read with
+	// one query (loadRuns) instead of one or two per run; nothing writes runs while the plan
+	// is made.
+	runs   map[string]*storedRunRow
+	loaded bool
 }
+
+// storedRunRow is a stored run's row as loadRuns reads it: its order and JSON, and its lease.
+type storedRunRow struct {
+	ord     int64
+	data    []byte
+	leaseID sql.NullString
+	token   int64
+	expMs   sql.NullInt64
+}
+
+// batchRun returns what loadRuns read of the run: known is false when it did not read it (the
+// batch names fewer than two runs, or not this one), and row is nil for a run not stored.
+func (lk *appendLookup) batchRun(runID string) (row *storedRunRow, known bool, err error) {
+	if !lk.loaded {
+		lk.loaded = true
+		if err := lk.loadRuns(); err != nil {
+			return nil, false, err
+		}
+	}
+	row, known = lk.runs[runID]
+	return row, known, nil
+}
+
+// loadRuns reads the stored runs the request's events name (qBatchRuns), when they name more
+// than one.
+func (lk *appendLookup) loadRuns() error {
+	var ids []string
+	seen := map[string]bool{}
+	for _, ev := range lk.r.events {
+		if ev.RunID != "" && !seen[ev.RunID] {
+			seen[ev.RunID] = true
+			ids = append(ids, ev.RunID)
+		}
+	}
+	if len(ids) < 2 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("load runs: %w", err)
+	}
+	rows, err := lk.w.st.batchRuns.QueryContext(lk.w.ctx, lk.ss.sk, list)
+	if err != nil {
+		return fatal("load runs", err)
+	}
+	defer rows.Close()
+	lk.runs = make(map[string]*storedRunRow, len(ids))
+	for _, id := range ids {
+		lk.runs[id] = nil
+	}
+	for rows.Next() {
+		var id string
+		row := &storedRunRow{}
+		if err := rows.Scan(&id, &row.ord, &row.data, &row.leaseID, &row.token, &row.expMs); err != nil {
+			return fatal("load runs", err)
+		}
+		lk.runs[id] = row
+	}
+	if err := rows.Err(); err != nil {
+		return fatal("load runs", err)
+	}
+	return nil
+}
+
+// qBatchRuns reads the stored runs of session ?1 whose ids are in the JSON array ?2.
+const qBatchRuns = `SELECT run_id, ord, data, lease_id, lease_token, lease_expires_ms FROM runs
+	WHERE sk = ?1 AND run_id IN (SELECT value FROM json_each(?2))`
 
 // sumOf returns the content sum of ev, an event of the request (zero when unknown). The planner
 // asks Stored about the events in batch order, so the search goes on from the last one.
@@ -637,6 +710,16 @@ func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
 	if runID != "" && runID == lk.absent {
 		return store.StoredRun{}, false, nil
 	}
+	row, known, err := lk.batchRun(runID)
+	switch {
+	case err != nil:
+		return store.StoredRun{}, false, err
+	case known && row == nil:
+		return store.StoredRun{}, false, nil
+	case known:
+		sr, err := storedRun(row.ord, row.data)
+		return sr, err == nil, err
+	}
 	return lk.w.loadRun(lk.ss.sk, runID)
 }
 
@@ -663,6 +746,15 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 
 // Lease loads the lease held on a run as the current transaction sees it.
 func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
+	row, known, err := lk.batchRun(runID)
+	switch {
+	case err != nil:
+		return nil, err
+	case known && row == nil:
+		return nil, nil
+	case known:
+		return leaseOf(row.leaseID, row.token, row.expMs), nil
+	}
 	l, found, err := lk.w.loadLease(lk.ss.sk, runID)
 	if err == nil && !found {
 		lk.absent = runID
@@ -693,9 +785,14 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 	if err != nil {
 		return sr, fatal("load run", err)
 	}
-	sr.Run = new(contract.Run)
+	return storedRun(sr.Ord, data)
+}
+
+// storedRun decodes a stored run's JSON; a failure is fatal.
+func storedRun(ord int64, data []byte) (store.StoredRun, error) {
+	sr := store.StoredRun{Ord: ord, Run: new(contract.Run)}
 	if err := json.Unmarshal(data, sr.Run); err != nil {
-		return sr, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
+		return store.StoredRun{}, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
 	}
 	return sr, nil
 }
@@ -734,13 +831,13 @@ const maxSequence = 1<<32 - 1
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat       *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat, lastChange                          *sql.Stmt
-	all                                                                                      []*sql.Stmt
-	control                                                                                  map[string]*sql.Stmt              // txControl
-	insertRuns                                                                               [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
-	insertEvents                                                                             [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
+	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs      *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange                               *sql.Stmt
+	all                                                                                           []*sql.Stmt
+	control                                                                                       map[string]*sql.Stmt              // txControl
+	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
+	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
 }
 
 // insertEventsStmt returns the statement inserting n events (qInsertEvents), preparing it on
@@ -790,6 +887,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
 		{&st.updateRun, qUpdateRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
+		{&st.batchRuns, qBatchRuns},
 		{&st.appendHeartbeat, qAppendHeartbeat},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
