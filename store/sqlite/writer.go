@@ -307,10 +307,10 @@ func (w *writer) take(r *request) {
 // up may store a sealed generation's missing filter first: derived data, right kept or rolled
 // back, see writer.filter), or accepts it, and then the event is inserted once the plan is
 // made (appendEvents), after which only database failures (fatal to the group) remain: the
-// heartbeat and the command result. Such a request runs without a savepoint of its own, saving two statements per
-// single-event append; should it be refused after all once its event is inserted (unreachable
-// under the planner's rules), the group is aborted rather than left half-written: every other
-// request of the group fails with it.
+// heartbeat and the command result. Such a request runs without a savepoint of its own,
+// saving two statements per single-event append; should it be refused after all once its
+// event is inserted (unreachable under the planner's rules), the group is aborted rather than
+// left half-written: every other request of the group fails with it.
 func oneWrite(r *request) bool {
 	return r.op == nil && len(r.events) == 1 && store.Unconditional(r.events, r.opts)
 }
