@@ -26,13 +26,13 @@ const maxRunsPerInsert = 64
 
 // qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: the
 // session's sk, then for each run its id, status, JSON, attempt and whether it is queued, then
-// sk again (anonymous parameters, see qInsertEvents). The runs take
-// the session's next ords in that order and its project and agent; queued_ms is when a queued
-// run became queued, by the database's clock. One statement for many runs: SQLite opens a
-// statement journal for every statement that writes runs (their change feed triggers), and
-// compiles and runs the triggers' frames once per statement, which cost more than the rows
-// themselves when each run was a statement of its own. The rows are inserted, and the
-// triggers write their changes, in the order of the VALUES list.
+// sk again (anonymous parameters, see qInsertEvents). Run i of the list takes the session's
+// next ord plus i (column1 of the VALUES list), and the session's project and agent; queued_ms
+// is when a queued run became queued, by the database's clock. The rows are inserted, and
+// their change feed triggers write their changes, in the order of the list. One statement for
+// many runs: every statement that writes runs is a multi-row write to SQLite (the triggers),
+// so it opens a statement journal, and it opens and closes its cursors and the trigger's
+// program, which cost more than the row itself when each run was a statement of its own.
 func qInsertRuns(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
