@@ -117,7 +117,7 @@ func (m *ccMessage) contentBlocks() ([]ccBlock, bool) {
 // the test misses fails the decoding), and an image block, which is kept as the file has it
 // (imageBlock) and so needs the raw content.
 func decodeCCBlocks(raw []byte) (l ccLine, ok bool) {
-	if bytes.Contains(raw, []byte(`"content":"`)) || bytes.Contains(raw, []byte(`"content": "`)) {
+	if bytes.Contains(raw, []byte(`"content":"`)) || bytes.Contains(raw, []byte(`"content": "`)) || mayRepeatContent(raw) {
 		return ccLine{}, false
 	}
 	var line struct {
@@ -147,6 +147,38 @@ func decodeCCBlocks(raw []byte) (l ccLine, ok bool) {
 		l.ToolAgent = line.ToolUseResult.AgentID
 	}
 	return l, true
+}
+
+// mayRepeatContent reports whether the line may hold a message's content twice: a second
+// "content" (or "message") key, which encoding/json matches whatever its case, or a \u escape or
+// a long s (ſ, which folds to s), with which a key can spell either name without the text
+// matching. decodeCCRaw keeps the last content as the file has it; decoding a second array into
+// the blocks of the first would reuse their fields, so such a line is decoded as before.
+// Another "content" anywhere (a tool_result block's) only sends the line the slower way.
+func mayRepeatContent(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u`)) || bytes.Contains(raw, []byte("ſ")) {
+		return true
+	}
+	return countKey(raw, `"content"`) > 1 || countKey(raw, `"message"`) > 1
+}
+
+// countKey counts the occurrences in raw of the quoted ASCII text key, ignoring ASCII case,
+// followed by a colon (after spaces): every time an object has that key, and perhaps more.
+func countKey(raw []byte, key string) int {
+	n := 0
+	for i := bytes.IndexByte(raw, key[0]); i >= 0 && i+len(key) <= len(raw); {
+		if bytes.EqualFold(raw[i:i+len(key)], []byte(key)) {
+			if rest := bytes.TrimLeft(raw[i+len(key):], " \t\r\n"); len(rest) > 0 && rest[0] == ':' {
+				n++
+			}
+		}
+		j := bytes.IndexByte(raw[i+1:], key[0])
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return n
 }
 
 // ccUsage is an assistant message's token usage.

@@ -97,6 +97,13 @@ func FuzzDecodeCCBlocks(f *testing.F) {
 		`{"type":"user","toolUseResult":{"agentId":"a"},"message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}],"is_error":true}]}}`,
 		`{"type":"user","toolUseResult":"a string","message":{"content":[{"type":"text","text":"x"}]}}`,
 		`{"type":"user","Message":{"Content":[{"Type":"text","TEXT":"case"}]}}`,
+		// A content or message key twice, in any case or spelled with an escape: the last one
+		// counts, as decodeCCRaw keeps it (a second array decoded into the first's blocks kept
+		// their fields).
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"rm -rf x"}}],"content":[{"type":"tool_use","id":"b"}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"Content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}]},"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"\u0063ontent":[{"type":"tool_result","tool_use_id":"t"}]}}`,
 	} {
 		f.Add([]byte(l))
 	}
