@@ -106,7 +106,12 @@ func (c *Client) send(ctx context.Context, method, path string, header http.Head
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return resp.StatusCode, nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if ar, ok := out.(*api.AppendResponse); ok {
+		err = decodeAppendResponse(data, ar)
+	} else {
+		err = json.Unmarshal(data, out)
+	}
+	if err != nil {
 		return resp.StatusCode, fmt.Errorf("%s %s: decode response: %w", method, path, err)
 	}
 	return resp.StatusCode, nil

@@ -13,7 +13,7 @@ import (
 // input) that must not make a whole batch of events fail.
 func CleanJSON(raw RawJSON) RawJSON {
 	lim := Limits{MaxBytes: len(raw) + 1, MaxDepth: DefaultMaxDepth - 8}
-	if _, err := Parse(raw, lim); err == nil {
+	if accepts(raw, lim) {
 		return raw
 	}
 	var v any
@@ -21,7 +21,7 @@ func CleanJSON(raw RawJSON) RawJSON {
 	d.UseNumber()
 	if d.Decode(&v) == nil {
 		if b, err := Marshal(v); err == nil {
-			if _, err := Parse(b, Limits{MaxBytes: len(b) + 1, MaxDepth: lim.MaxDepth}); err == nil {
+			if accepts(b, Limits{MaxBytes: len(b) + 1, MaxDepth: lim.MaxDepth}) {
 				return b
 			}
 		}

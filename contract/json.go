@@ -119,6 +119,15 @@ func parse(data []byte, lim Limits) (Value, error) {
 	return v, err
 }
 
+// accepts reports whether [Parse] accepts data within lim, without keeping the value: a scratch
+// parse, which costs no allocation once the pooled parser's arenas have grown.
+func accepts(data []byte, lim Limits) bool {
+	p := getParser(data, lim.orDefault(), true)
+	_, err := p.document()
+	p.release()
+	return err == nil
+}
+
 // getParser returns a parser for data from the pool. With scratch set, the parse is for use
 // inside this package only: decoded strings without escapes share memory with data, and the
 // members and elements live in arenas that the parser reuses after release. Such a Value must

@@ -321,14 +321,15 @@ func bulkLoad(tb testing.TB, n int, k idKind) (string, error) {
 	if err != nil {
 		return dir, err
 	}
-	ins, err := tx.Prepare(qInsertEvent)
+	ins, err := tx.Prepare(qInsertEvents(1))
 	if err != nil {
 		return dir, err
 	}
 	prefix := uuid.NewString()
 	for i := 0; i < n; i++ {
 		id, key := k.id(), k.key(prefix, i)
-		if _, err := ins.Exec(sk, i, i>>bits, id, key, "terminal", "", []byte(tmpl(id, key, int64(i)))); err != nil {
+		e := store.StoredEvent{Sequence: int64(i), EventID: id, IdempotencyKey: key, EventType: "terminal", Data: []byte(tmpl(id, key, int64(i)))}
+		if _, err := ins.Exec(eventRow(nil, sk, int64(i>>bits), &e)...); err != nil {
 			return dir, err
 		}
 	}

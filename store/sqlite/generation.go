@@ -171,9 +171,9 @@ func (w *writer) sealed(ss *sessState) int64 { return w.gen(ss.last + 1) }
 
 // filter returns the filter of ss's sealed generation g: the cached one, else the stored one,
 // else one built from the indexes and stored in the current transaction (an append, which has
-// no savepoint, may be refused after this and leave it in the group). Either way it is right: it is built from the generation's tables as
-// the same transaction holds them, so it goes with them, kept or rolled back (and then the next
-// process builds it again).
+// no savepoint, may be refused after this and leave it in the group). Either way it is right:
+// it is built from the generation's tables as the same transaction holds them, so it goes with
+// them, kept or rolled back (and then the next process builds it again).
 func (w *writer) filter(ss *sessState, g int64) (*bloom, error) {
 	if g < int64(len(ss.filters)) && ss.filters[g] != nil {
 		return ss.filters[g], nil

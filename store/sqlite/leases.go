@@ -12,18 +12,43 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// qUpsertRun writes a run of an append (store.RunWrite): ?1 sk, ?2 run id, ?3 status, ?4 the
-// run's JSON, ?5 the attempt of a created run, ?6 queued, ?7 ends its lease. A created run takes
-// the session's next ord and its project and agent; queued_ms keeps the time the run first
-// became queued, by the database's clock, while it stays queued.
-const qUpsertRun = `INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
-	VALUES (?1, ?2, (SELECT COALESCE(MAX(ord), -1) + 1 FROM runs WHERE sk = ?1), ?3, ?4, ?5,
-		CASE WHEN ?6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
-		(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))
-	ON CONFLICT (sk, run_id) DO UPDATE SET status = excluded.status, data = excluded.data,
-		queued_ms = CASE WHEN ?6 THEN COALESCE(runs.queued_ms, excluded.queued_ms) END,
-		lease_id = CASE WHEN ?7 THEN NULL ELSE runs.lease_id END,
-		lease_expires_ms = CASE WHEN ?7 THEN NULL ELSE runs.lease_expires_ms END`
+// qUpdateRun writes a stored run an append changes (store.RunWrite, not Created): ?1 sk, ?2 run
+// id, ?3 status, ?4 the run's JSON, ?5 queued, ?6 ends its lease. queued_ms keeps the time the
+// run first became queued, by the database's clock, while it stays queued.
+const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
+		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, CAST(unixepoch('subsec') * 1000 AS INTEGER)) END,
+		lease_id = CASE WHEN ?6 THEN NULL ELSE lease_id END,
+		lease_expires_ms = CASE WHEN ?6 THEN NULL ELSE lease_expires_ms END
+	WHERE sk = ?1 AND run_id = ?2`
+
+// maxRunsPerInsert is the most runs one qInsertRuns statement creates.
+const maxRunsPerInsert = 64
+
+// qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: the
+// session's sk, then for each run its id, status, JSON, attempt and whether it is queued, then
+// sk again (anonymous parameters, see qInsertEvents). Run i of the list takes the session's
+// next ord plus i (column1 of the VALUES list), and the session's project and agent; queued_ms
+// is when a queued run became queued, by the database's clock. The rows are inserted, and
+// their change feed triggers write their changes, in the order of the list. One statement for
+// many runs: every statement that writes runs is a multi-row write to SQLite (the triggers),
+// so it opens a statement journal, and it opens and closes its cursors and the trigger's
+// program, which cost more than the row itself when each run was a statement of its own.
+func qInsertRuns(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
+	SELECT s.sk, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
+		CASE WHEN v.column6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END, s.project, s.agent_id
+	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?) AS o, (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, ?, ?, ?, ?, ?)", i)
+	}
+	b.WriteString(`) AS v
+	WHERE s.sk = ? ORDER BY v.column1`)
+	return b.String()
+}
 
 // claimQuery is the query that finds the oldest claimable run matching f, and its arguments.
 // Project and agent filters read their own index (migration 0006); role and capabilities are
@@ -174,10 +199,15 @@ func (w *writer) loadLease(sk int64, runID string) (held *store.Lease, found boo
 	if err != nil {
 		return nil, false, fatal("load lease", err)
 	}
+	return leaseOf(id, token, exp), true, nil
+}
+
+// leaseOf is the lease a run's lease columns hold: nil when lease_id is NULL.
+func leaseOf(id sql.NullString, token int64, exp sql.NullInt64) *store.Lease {
 	if !id.Valid {
-		return nil, true, nil
+		return nil
 	}
-	return &store.Lease{LeaseID: id.String, Token: token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}, true, nil
+	return &store.Lease{LeaseID: id.String, Token: token, ExpiresAt: time.UnixMilli(exp.Int64).UTC()}
 }
 
 // RunLeases returns the lease state of the session's runs, in creation order.

@@ -299,16 +299,8 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete "+table, err)
 			}
 		}
-		// One statement for every event: preparing it per event was half the import's time.
-		ins, err := w.conn.PrepareContext(w.ctx, qInsertEvent)
-		if err != nil {
-			return fatal("prepare insert event", err)
-		}
-		defer ins.Close()
-		for _, e := range imp.Events {
-			if _, err := ins.ExecContext(w.ctx, sk, e.Sequence, w.gen(e.Sequence), e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data); err != nil {
-				return fatal("insert event", err)
-			}
+		if err := w.insertEvents(id, sk, imp.Events); err != nil {
+			return err
 		}
 		ss := &sessState{sk: sk, last: last}
 		for g := range w.gen(last + 1) {

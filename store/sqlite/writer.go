@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,7 @@ type writer struct {
 	cache map[string]*sessState
 	ctx   context.Context
 	lk    appendLookup // the lookup of the append being planned
+	args  []any        // insertEvents' arguments, kept for the next statement
 	bits  uint         // generation size: 2^bits sequences (generation.go)
 
 	groups      uint64 // groups committed or attempted so far
@@ -453,27 +455,15 @@ func (w *writer) appendEvents(r *request) error {
 	if len(plan.Added) == 0 {
 		return nil
 	}
-	runs := make([][]byte, len(plan.Runs))
-	for i, rw := range plan.Runs {
-		if runs[i], err = json.Marshal(rw.Run); err != nil {
-			r.inserted = nil
-			return fmt.Errorf("store run %q: %w", rw.Run.RunID, err)
-		}
-	}
 	// From here on every failure is fatal: the request has no savepoint to roll back to.
-	for _, a := range plan.Added {
-		if _, err := w.st.insertEvent.ExecContext(w.ctx, ss.sk, a.Sequence, w.gen(a.Sequence), a.EventID, a.IdempotencyKey, a.EventType, a.RunID, a.Data); err != nil {
-			return fatal(fmt.Sprintf("insert event at sequence %d of session %q", a.Sequence, r.sessionID), err)
-		}
+	if err := w.insertEvents(r.sessionID, ss.sk, plan.Added); err != nil {
+		return err
 	}
 	if len(plan.Runs) > 0 {
 		ss.leaseRun = "" // the run writes may change a lease (sessState.leaseRun)
 	}
-	for i, rw := range plan.Runs {
-		// A created run's ord is the session's next one: runs are written in creation order.
-		if _, err := w.st.upsertRun.ExecContext(w.ctx, ss.sk, rw.Run.RunID, rw.Run.Status, runs[i], max(rw.Attempt, 1), rw.Queued, rw.EndsLease); err != nil {
-			return fatal("store run", err)
-		}
+	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
+		return err
 	}
 	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
 	// for a heartbeat that matters (qAppendHeartbeat).
@@ -487,6 +477,78 @@ func (w *writer) appendEvents(r *request) error {
 	}
 	r.sess, r.newLast = ss, plan.Last
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
+	return nil
+}
+
+// insertEvents inserts the events an append's plan adds (store.AppendPlan.Added), in sequence
+// order, up to maxEventsPerInsert in one statement (qInsertEvents): a statement per event cost
+// more in binding, stepping and resetting it than its row did.
+func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent) error {
+	for len(evs) > 0 {
+		n := maxEventsPerInsert
+		for n > len(evs) {
+			n /= 2
+		}
+		st, err := w.st.insertEventsStmt(w.ctx, w.conn, n)
+		if err != nil {
+			return fatal("insert events", err)
+		}
+		args := w.args[:0]
+		for i := range evs[:n] {
+			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i])
+		}
+		_, err = st.ExecContext(w.ctx, args...)
+		clear(args)
+		w.args = args[:0]
+		if err != nil {
+			return fatal(fmt.Sprintf("insert events at sequences %d to %d of session %q", evs[0].Sequence, evs[n-1].Sequence, sessionID), err)
+		}
+		evs = evs[n:]
+	}
+	return nil
+}
+
+// writeRuns writes the runs of an append's plan in the plan's order, which is the order of the
+// change feed rows their triggers write: each stored run with qUpdateRun, and the created runs
+// next to each other (in creation order, so that each takes the session's next ord) with
+// qInsertRuns, up to maxRunsPerInsert at a time.
+func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
+	for i := 0; i < len(runs); {
+		rw := runs[i]
+		if !rw.Created {
+			data, err := json.Marshal(rw.Run)
+			if err != nil {
+				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), err) // events are written: no way back
+			}
+			if _, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease); err != nil {
+				return fatal("store run", err)
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(runs) && runs[j].Created && j-i < maxRunsPerInsert {
+			j++
+		}
+		args := make([]any, 1, 2+5*(j-i))
+		args[0] = sk
+		for _, rw := range runs[i:j] {
+			data, err := json.Marshal(rw.Run)
+			if err != nil {
+				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), err) // events are written: no way back
+			}
+			args = append(args, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued)
+		}
+		args = append(args, sk)
+		st, err := w.st.insertRunsStmt(w.ctx, w.conn, j-i)
+		if err != nil {
+			return fatal("store runs", err)
+		}
+		if _, err := st.ExecContext(w.ctx, args...); err != nil {
+			return fatal("store runs", err)
+		}
+		i = j
+	}
 	return nil
 }
 
@@ -527,7 +589,80 @@ type appendLookup struct {
 	// lease is checked before the run status is applied), and nothing writes runs while the
 	// plan is made, so Run answers not found without looking again.
 	absent string
+	// runs holds, once Run or Lease is first asked about a run of a batch that names more
+	// than one run, every run the batch names as stored (nil for one that is not), read with
+	// one query (loadRuns) instead of one or two per run; nothing writes runs while the plan
+	// is made.
+	runs   map[string]*storedRunRow
+	loaded bool
 }
+
+// storedRunRow is a stored run's row as loadRuns reads it: its order and JSON, and its lease.
+type storedRunRow struct {
+	ord     int64
+	data    []byte
+	leaseID sql.NullString
+	token   int64
+	expMs   sql.NullInt64
+}
+
+// batchRun returns what loadRuns read of the run: known is false when it did not read it (the
+// batch names fewer than two runs, or not this one), and row is nil for a run not stored.
+func (lk *appendLookup) batchRun(runID string) (row *storedRunRow, known bool, err error) {
+	if !lk.loaded {
+		lk.loaded = true
+		if err := lk.loadRuns(); err != nil {
+			return nil, false, err
+		}
+	}
+	row, known = lk.runs[runID]
+	return row, known, nil
+}
+
+// loadRuns reads the stored runs the request's events name (qBatchRuns), when they name more
+// than one.
+func (lk *appendLookup) loadRuns() error {
+	var ids []string
+	seen := map[string]bool{}
+	for _, ev := range lk.r.events {
+		if ev.RunID != "" && !seen[ev.RunID] {
+			seen[ev.RunID] = true
+			ids = append(ids, ev.RunID)
+		}
+	}
+	if len(ids) < 2 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("load runs: %w", err)
+	}
+	rows, err := lk.w.st.batchRuns.QueryContext(lk.w.ctx, lk.ss.sk, list)
+	if err != nil {
+		return fatal("load runs", err)
+	}
+	defer rows.Close()
+	lk.runs = make(map[string]*storedRunRow, len(ids))
+	for _, id := range ids {
+		lk.runs[id] = nil
+	}
+	for rows.Next() {
+		var id string
+		row := &storedRunRow{}
+		if err := rows.Scan(&id, &row.ord, &row.data, &row.leaseID, &row.token, &row.expMs); err != nil {
+			return fatal("load runs", err)
+		}
+		lk.runs[id] = row
+	}
+	if err := rows.Err(); err != nil {
+		return fatal("load runs", err)
+	}
+	return nil
+}
+
+// qBatchRuns reads the stored runs of session ?1 whose ids are in the JSON array ?2.
+const qBatchRuns = `SELECT run_id, ord, data, lease_id, lease_token, lease_expires_ms FROM runs
+	WHERE sk = ?1 AND run_id IN (SELECT value FROM json_each(?2))`
 
 // sumOf returns the content sum of ev, an event of the request (zero when unknown). The planner
 // asks Stored about the events in batch order, so the search goes on from the last one.
@@ -574,6 +709,16 @@ func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
 	if runID != "" && runID == lk.absent {
 		return store.StoredRun{}, false, nil
 	}
+	row, known, err := lk.batchRun(runID)
+	switch {
+	case err != nil:
+		return store.StoredRun{}, false, err
+	case known && row == nil:
+		return store.StoredRun{}, false, nil
+	case known:
+		sr, err := storedRun(row.ord, row.data)
+		return sr, err == nil, err
+	}
 	return lk.w.loadRun(lk.ss.sk, runID)
 }
 
@@ -602,6 +747,15 @@ func (lk *appendLookup) ActiveRuns() ([]store.StoredRun, error) {
 // cache when it holds the run's (sessState.leaseRun).
 func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
 	ss, w := lk.ss, lk.w
+	row, known, err := lk.batchRun(runID)
+	switch {
+	case err != nil:
+		return nil, err
+	case known && row == nil:
+		return nil, nil
+	case known:
+		return leaseOf(row.leaseID, row.token, row.expMs), nil
+	}
 	if runID == "" || ss.leaseRun != runID || ss.leaseOps != w.ops {
 		l, found, err := w.loadLease(ss.sk, runID)
 		if err != nil {
@@ -638,29 +792,86 @@ func scanRun(row interface{ Scan(...any) error }) (store.StoredRun, error) {
 	if err != nil {
 		return sr, fatal("load run", err)
 	}
-	sr.Run = new(contract.Run)
+	return storedRun(sr.Ord, data)
+}
+
+// storedRun decodes a stored run's JSON; a failure is fatal.
+func storedRun(ord int64, data []byte) (store.StoredRun, error) {
+	sr := store.StoredRun{Ord: ord, Run: new(contract.Run)}
 	if err := json.Unmarshal(data, sr.Run); err != nil {
-		return sr, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
+		return store.StoredRun{}, fatal("load run", fmt.Errorf("stored run %s: %w", data, err))
 	}
 	return sr, nil
 }
 
-// qInsertEvent inserts an event row (sk, seq, gen, event_id, idem_key, event_type, run_id,
-// data); its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid table
-// so that its interior pages hold integer keys, not whole rows).
-const qInsertEvent = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES ((?1 << 32) + ?2, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`
+// maxEventsPerInsert is the most events one qInsertEvents statement inserts; insertEvents uses
+// the powers of two up to it.
+const maxEventsPerInsert = 64
+
+// qInsertEvents inserts n event rows: for each (eventRow) its rid, sk, seq, gen, event_id,
+// idem_key, event_type, run_id and data, in that order. The parameters are anonymous: the
+// driver asks SQLite for the name of every parameter it binds, which SQLite finds by a scan of
+// the statement's named ones (numbered ones, ?NNN, count as named), so numbered parameters
+// made binding a statement of many rows take time quadratic in its rows.
+func qInsertEvents(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}
+
+// eventRow appends to args the arguments of qInsertEvents for event e of session sk in
+// generation gen. Its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid
+// table so that its interior pages hold integer keys, not whole rows).
+func eventRow(args []any, sk, gen int64, e *store.StoredEvent) []any {
+	return append(args, sk<<32+e.Sequence, sk, e.Sequence, gen, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data)
+}
 
 // maxSequence is the highest sequence a session's log can hold: a sequence is the low 32 bits
-// of an event row's key (qInsertEvent).
+// of an event row's key (eventRow).
 const maxSequence = 1<<32 - 1
 
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
-	sessionSeq, insertEvent, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, upsertRun, runLease, appendHeartbeat                    *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat, lastChange                                       *sql.Stmt
-	all                                                                                                   []*sql.Stmt
-	control                                                                                               map[string]*sql.Stmt // txControl
+	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs      *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange                               *sql.Stmt
+	all                                                                                           []*sql.Stmt
+	control                                                                                       map[string]*sql.Stmt              // txControl
+	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
+	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
+}
+
+// insertEventsStmt returns the statement inserting n events (qInsertEvents), preparing it on
+// conn the first time.
+func (st *writeStmts) insertEventsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
+	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents(n) })
+}
+
+// insertRunsStmt returns the statement inserting n runs (qInsertRuns), preparing it on conn the
+// first time.
+func (st *writeStmts) insertRunsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
+	return st.prepareOnce(ctx, conn, &st.insertRuns[n], "the insert of runs", func() string { return qInsertRuns(n) })
+}
+
+// prepareOnce returns *slot, first preparing the statement q gives (what it is, for an error)
+// on conn when *slot is nil.
+func (st *writeStmts) prepareOnce(ctx context.Context, conn *sql.Conn, slot **sql.Stmt, what string, q func() string) (*sql.Stmt, error) {
+	if *slot != nil {
+		return *slot, nil
+	}
+	s, err := conn.PrepareContext(ctx, q())
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", what, err)
+	}
+	*slot = s
+	st.all = append(st.all, s)
+	return s, nil
 }
 
 func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -669,7 +880,6 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.insertEvent, qInsertEvent},
 		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
 		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`},
 		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
@@ -682,8 +892,9 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.storeFilter, `INSERT OR REPLACE INTO event_filters (sk, gen, bits) VALUES (?, ?, ?)`},
 		{&st.runByID, `SELECT ord, data FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.activeRuns, `SELECT ord, data FROM runs WHERE sk = ? AND status NOT IN ('stopped', 'completed', 'failed') ORDER BY ord`},
-		{&st.upsertRun, qUpsertRun},
+		{&st.updateRun, qUpdateRun},
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
+		{&st.batchRuns, qBatchRuns},
 		{&st.appendHeartbeat, qAppendHeartbeat},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
@@ -717,4 +928,6 @@ func (st *writeStmts) close() {
 		s.Close()
 	}
 	st.all = nil
+	clear(st.insertRuns[:])
+	clear(st.insertEvents[:])
 }

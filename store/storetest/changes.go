@@ -171,6 +171,72 @@ func (s *suite) testChanges(t *testing.T) {
 		}
 	})
 
+	t.Run("ManyRunsInOneBatch", func(t *testing.T) {
+		// A batch that creates many runs (more than a driver may write in one statement) and
+		// changes a stored one records their changes in the order the batch changed them, and
+		// the runs keep the order they were created in.
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st := s.h.Open(t)
+		if err := st.CreateSession(ctx, NewSession("S-1", SessionSpec{})); err != nil {
+			t.Fatal(err)
+		}
+		var evs []*contract.EncodedEvent
+		want := []wantChange{{store.ChangeSessionCreated, "S-1", "", "running", ""}}
+		var order []string
+		ends := []string{"completed", "failed"}
+		for i := range 70 {
+			run, end := fmt.Sprintf("R-%02d", i), ends[i%len(ends)]
+			evs = append(evs, RunStatusEvent(t, "S-1", run+"-a", run, "M-"+run, "running"),
+				RunStatusEvent(t, "S-1", run+"-b", run, "M-"+run, end))
+			want = append(want, wantChange{store.ChangeRunFinished, "S-1", run, end, ""})
+			order = append(order, run)
+		}
+		evs = append(evs, RunStatusEvent(t, "S-1", "Q-a", "Q", "M-Q", "queued"))
+		want = append(want, wantChange{store.ChangeRunQueued, "S-1", "Q", "queued", ""})
+		order = append(order, "Q")
+		mustAppend(t, ctx, st, "S-1", evs, store.AppendOptions{Fence: &store.Fence{}})
+		// The stored run first, then new runs after it.
+		mustAppend(t, ctx, st, "S-1", []*contract.EncodedEvent{
+			RunStatusEvent(t, "S-1", "Q-b", "Q", "M-Q", "running"),
+			RunStatusEvent(t, "S-1", "Q-c", "Q", "M-Q", "completed"),
+			RunStatusEvent(t, "S-1", "N-a", "N", "M-N", "running"),
+			RunStatusEvent(t, "S-1", "N-b", "N", "M-N", "completed"),
+			RunStatusEvent(t, "S-1", "O-a", "O", "M-O", "queued"),
+		}, store.AppendOptions{Fence: &store.Fence{}})
+		want = append(want, wantChange{store.ChangeRunFinished, "S-1", "Q", "completed", "queued"},
+			wantChange{store.ChangeRunFinished, "S-1", "N", "completed", ""},
+			wantChange{store.ChangeRunQueued, "S-1", "O", "queued", ""})
+		order = append(order, "N", "O")
+		waitChanges(t, ctx, st, int64(len(want)))
+		if got := gotChanges(t, 0, readAllChanges(t, ctx, st, 0, store.ChangeFilter{}, 0)); !slices.Equal(got, want) {
+			t.Fatalf("changes:\n got %v\nwant %v", got, want)
+		}
+		runs, err := st.Runs(ctx, "S-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.RunID)
+		}
+		if !slices.Equal(got, order) {
+			t.Fatalf("runs in order %v, want %v", got, order)
+		}
+		leases, err := st.RunLeases(ctx, "S-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leases) != len(order) || leases[len(leases)-1].RunID != "O" || leases[len(leases)-1].Attempt != 1 {
+			t.Fatalf("run leases %+v: want %d, the last O with attempt 1", leases, len(order))
+		}
+		c := claim(t, ctx, st, store.ClaimFilter{}, "L-1")
+		if c.SessionID != "S-1" || c.Run.RunID != "O" {
+			t.Fatalf("claimed %s %s, want S-1 O", c.SessionID, c.Run.RunID)
+		}
+	})
+
 	t.Run("SubscribeAndResumeAfterReopen", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
