@@ -323,9 +323,9 @@ func (e *fnError) Error() string { return e.err.Error() }
 
 // streamOnce runs one connection; got reports whether it connected (so tail mode is over).
 // Blocks are named as docs/api.md says: "ev.<eventType>" for an event, "stream.error" for the
-// server's final message. The server opens each stream with an "id:" line and no data that says where it starts, so a
-// tail stream that drops before its first event still resumes from the right place; cursor is
-// updated on every id it dispatches.
+// server's final message. The server opens each stream with an "id:" line and no data that
+// says where it starts, so a tail stream that drops before its first event still resumes from
+// the right place; cursor is updated on every id it dispatches.
 func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail bool, fn func(StreamEvent) error) (got bool, err error) {
 	path := "/v1/sessions/" + url.PathEscape(id) + "/events/stream"
 	if tail {

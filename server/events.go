@@ -25,7 +25,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		m.rejected(e)
 		writeError(w, e)
 	}
-	q := r.URL.Query() // parsed once (the guard has refused unknown and repeated parameters)
+	q := r.URL.Query() // the guard has refused unknown and repeated parameters; queryInt parses again only when expectedSequence is given
 	var expected *int64
 	if q.Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)

@@ -57,8 +57,9 @@ type Metrics struct {
 
 // requestKey names the series of answered requests of one route and status code.
 type requestKey struct {
-	route string
-	code  int
+	route  string
+	code   int
+	stream bool
 }
 
 // requestSeries are the series a request of one route and status code counts into.
@@ -234,14 +235,20 @@ func (m *Metrics) request(route string, code int, took time.Duration, stream boo
 	if m == nil {
 		return
 	}
-	k := requestKey{route, code}
+	k := requestKey{route, code, stream}
 	v, ok := m.requestSeries.Load(k)
 	if !ok {
-		v, _ = m.requestSeries.LoadOrStore(k, &requestSeries{count: m.httpRequests.WithLabelValues(route, strconv.Itoa(code)), duration: m.httpDuration.WithLabelValues(route)})
+		rs := &requestSeries{count: m.httpRequests.WithLabelValues(route, strconv.Itoa(code))}
+		if !stream {
+			// A stream's duration is not observed: it has no duration series at all (an empty
+			// histogram would give dashboards a NaN quantile for its route).
+			rs.duration = m.httpDuration.WithLabelValues(route)
+		}
+		v, _ = m.requestSeries.LoadOrStore(k, rs)
 	}
 	rs := v.(*requestSeries)
 	rs.count.Inc()
-	if !stream {
+	if rs.duration != nil {
 		rs.duration.Observe(took.Seconds())
 	}
 }

@@ -39,6 +39,27 @@ func TestMetricsBatch(t *testing.T) {
 	}
 }
 
+// TestMetricsStreamHasNoDuration: a stream request is counted but its duration is not
+// observed, and its route gets no duration series at all (an empty histogram would show on
+// /metrics and give a NaN quantile); a request of the same route and status that is not a
+// stream is observed.
+func TestMetricsStreamHasNoDuration(t *testing.T) {
+	m := NewMetrics()
+	const route = "GET /v1/sessions/{id}/events/stream"
+	m.request(route, 200, time.Second, true)
+	m.request(route, 200, time.Second, true)
+	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues(route, "200")); got != 2 {
+		t.Errorf("requests = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(m.httpDuration); n != 0 {
+		t.Errorf("duration series after stream requests only: %d, want 0", n)
+	}
+	m.request(route, 200, time.Second, false)
+	if n := testutil.CollectAndCount(m.httpDuration); n != 1 {
+		t.Errorf("duration series after a request that is not a stream: %d, want 1", n)
+	}
+}
+
 // BenchmarkMetricsPerAppend is what metrics add to one HTTP append of 100 events: the request
 // counter and histogram, the batch's counts, the append histogram, and the store's
 // group-commit and sync hooks (as if each append were a group of its own: the worst case).

@@ -292,7 +292,8 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // Subscribe registers fn to be called after every commit that added events, once the commit is
 // synced, once per append, in commit order, before the append's caller is answered. fn runs on
-// the syncer goroutine: it must not block and must not call the store's methods. The returned func unregisters fn; it is safe to call twice.
+// the syncer goroutine: it must not block and must not call the store's methods. The returned
+// func unregisters fn; it is safe to call twice.
 func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
 
 // Close stops accepting work, waits for appends already submitted to be committed and

@@ -173,8 +173,8 @@ func (w *writer) run() {
 // per sync writes the pages the commits share (page 1, interior pages, the last change) and
 // runs BEGIN, COMMIT and the last-change query once instead of once per commit. The group
 // commits shortly before the sync in flight is expected to end, or when it ends (commitWait),
-// at once when nothing is being synced (a lone writer waits for nothing), or when it is full. It reports false when the request channel
-// was closed.
+// at once when nothing is being synced (a lone writer waits for nothing), or when it is full.
+// It reports false when the request channel was closed.
 func (w *writer) runGroup(first *request) bool {
 	w.taken, w.takenEvents, w.inTx, w.broken = w.taken[:0], 0, false, false
 	defer func() { clear(w.taken[:cap(w.taken)]) }()
@@ -456,6 +456,18 @@ func (w *writer) appendEvents(r *request) error {
 		return nil
 	}
 	// From here on every failure is fatal: the request has no savepoint to roll back to.
+	if err := w.writeAppend(r, ss, plan); err != nil {
+		return asFatal("append to session "+r.sessionID, err)
+	}
+	r.sess, r.newLast = ss, plan.Last
+	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
+	return nil
+}
+
+// writeAppend writes what an append's plan decided: its new events, its runs, the heartbeat and
+// the command result. Its caller makes any error fatal to the group (asFatal): once the first
+// row is written the request cannot be refused alone.
+func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) error {
 	if err := w.insertEvents(r.sessionID, ss.sk, plan.Added); err != nil {
 		return err
 	}
@@ -475,9 +487,16 @@ func (w *writer) appendEvents(r *request) error {
 			return fatal("store command result", err)
 		}
 	}
-	r.sess, r.newLast = ss, plan.Last
-	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
 	return nil
+}
+
+// asFatal returns err as a *fatalError (wrapped with what when it is not one already).
+func asFatal(what string, err error) error {
+	var fe *fatalError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return fatal(what, err)
 }
 
 // insertEvents inserts the events an append's plan adds (store.AppendPlan.Added), in sequence
@@ -511,7 +530,8 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 // writeRuns writes the runs of an append's plan in the plan's order, which is the order of the
 // change feed rows their triggers write: each stored run with qUpdateRun, and the created runs
 // next to each other (in creation order, so that each takes the session's next ord) with
-// qInsertRuns, up to maxRunsPerInsert at a time.
+// qInsertRuns, in statements of a power of two runs up to maxRunsPerInsert (as insertEvents:
+// seven statements at most are prepared, each with its compiled triggers).
 func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 	for i := 0; i < len(runs); {
 		rw := runs[i]
@@ -520,8 +540,13 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 			if err != nil {
 				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), err) // events are written: no way back
 			}
-			if _, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease); err != nil {
+			res, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease)
+			if err != nil {
 				return fatal("store run", err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				// The plan found the run stored in this transaction: a miss is a broken invariant.
+				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), fmt.Errorf("updated %d rows, want 1 (%v)", n, err))
 			}
 			i++
 			continue
@@ -529,6 +554,12 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 		j := i + 1
 		for j < len(runs) && runs[j].Created && j-i < maxRunsPerInsert {
 			j++
+		}
+		for n := maxRunsPerInsert; ; n /= 2 {
+			if n <= j-i {
+				j = i + n
+				break
+			}
 		}
 		args := make([]any, 1, 2+5*(j-i))
 		args[0] = sk
