@@ -106,8 +106,8 @@ func (c *Client) send(ctx context.Context, method, path string, header http.Head
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return resp.StatusCode, nil
 	}
-	if ar, ok := out.(*api.AppendResponse); ok {
-		err = decodeAppendResponse(data, ar)
+	if d, ok := out.(interface{ DecodeJSON([]byte) error }); ok {
+		err = d.DecodeJSON(data) // a wire type that decodes itself (api.AppendResponse)
 	} else {
 		err = json.Unmarshal(data, out)
 	}
