@@ -183,12 +183,10 @@ func (w *writer) runGroup(first *request) bool {
 	for !w.broken && len(w.taken) < maxGroupRequests && w.takenEvents < maxGroupEvents {
 		select {
 		case r, ok := <-w.s.reqs:
-			if !ok {
-				open = false
-				break
+			if open = ok; ok {
+				w.take(r)
+				continue
 			}
-			w.take(r)
-			continue
 		default:
 		}
 		if !open || !w.inTx {
@@ -207,12 +205,10 @@ func (w *writer) runGroup(first *request) bool {
 		w.s.dur.at(hookWriterWait)
 		select {
 		case r, ok := <-w.s.reqs:
-			if !ok {
-				open = false
-				break
+			if open = ok; ok {
+				w.take(r)
+				continue
 			}
-			w.take(r)
-			continue
 		case <-ch:
 			continue
 		case <-timeout:
@@ -616,10 +612,6 @@ type appendLookup struct {
 	r      *request
 	sealed int64 // the first generation of ss that was not sealed when the request began
 	next   int   // the index in r.events after the last event Stored was asked about
-	// absent is the last run Lease found not stored: the planner asks Run for it next (the
-	// lease is checked before the run status is applied), and nothing writes runs while the
-	// plan is made, so Run answers not found without looking again.
-	absent string
 	// runs holds, once Run or Lease is first asked about a run of a batch that names more
 	// than one run, every run the batch names as stored (nil for one that is not), read with
 	// one query (loadRuns) instead of one or two per run; nothing writes runs while the plan
@@ -737,7 +729,9 @@ func (lk *appendLookup) Stored(ev *contract.EncodedEvent, seq int64, data []byte
 
 // Run loads a stored run as the current transaction sees it.
 func (lk *appendLookup) Run(runID string) (store.StoredRun, bool, error) {
-	if runID != "" && runID == lk.absent {
+	if ss := lk.ss; ss.leaseKnown(runID, lk.w.ops) && !ss.leaseFound {
+		// Lease found no such run (the planner asks Lease first, then Run), and nothing has
+		// written runs since.
 		return store.StoredRun{}, false, nil
 	}
 	row, known, err := lk.batchRun(runID)
@@ -787,17 +781,21 @@ func (lk *appendLookup) Lease(runID string) (*store.Lease, error) {
 	case known:
 		return leaseOf(row.leaseID, row.token, row.expMs), nil
 	}
-	if runID == "" || ss.leaseRun != runID || ss.leaseOps != w.ops {
+	if !ss.leaseKnown(runID, w.ops) {
 		l, found, err := w.loadLease(ss.sk, runID)
 		if err != nil {
 			return nil, err
 		}
 		ss.leaseRun, ss.leaseHeld, ss.leaseFound, ss.leaseOps = runID, l, found, w.ops
 	}
-	if !ss.leaseFound {
-		lk.absent = runID
-	}
 	return ss.leaseHeld, nil
+}
+
+// leaseKnown reports whether ss's lease cache holds run runID's lease (or its absence) as the
+// writer's transaction sees it: it was loaded while the writer's ops were ops, and no append
+// has written runs since (sessState.leaseRun).
+func (ss *sessState) leaseKnown(runID string, ops uint64) bool {
+	return runID != "" && ss.leaseRun == runID && ss.leaseOps == ops
 }
 
 // loadRun loads a run of session sk as the current transaction sees it.
