@@ -55,14 +55,16 @@ type Metrics struct {
 	kindSeries    sync.Map
 }
 
-// requestKey names the series of answered requests of one route and status code.
+// requestKey names the series of answered requests of one route and status code, streams
+// apart (they have no duration series).
 type requestKey struct {
 	route  string
 	code   int
 	stream bool
 }
 
-// requestSeries are the series a request of one route and status code counts into.
+// requestSeries are the series a request of one requestKey counts into (duration nil for a
+// stream).
 type requestSeries struct {
 	count    prometheus.Counter
 	duration prometheus.Observer
