@@ -457,20 +457,29 @@ type readStmts struct {
 
 const eventCols = `seq, event_id, idem_key, event_type, run_id, data`
 
+// The reads of session ?1's events: after sequence ?2, at most ?3, in order (each arm in key
+// order, and a session's rows in events before its rows in the tail: inBothTables); the event
+// at sequence ?2.
+var (
+	qReadEvents     = inBothTables(`SELECT `+eventCols+` FROM %[1]s WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`) + ` LIMIT ?3`
+	qReadEventsData = inBothTables(`SELECT data FROM %[1]s WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`) + ` LIMIT ?3`
+	qEventAt        = inBothTables(`SELECT ` + eventCols + ` FROM %[1]s WHERE rid = (?1 << 32) + ?2`)
+	qKeyAt          = inBothTables(`SELECT idem_key, data FROM %[1]s WHERE rid = (?1 << 32) + ?2`)
+)
+
 // eventByGen is the query that finds the event with a given col (?2) in a session (?1): in the
 // open generation's rows, from sequence ?5 on, when ?4; in the sealed generations ?3 down to 0,
 // through table, one index lookup each (generation.go).
 func eventByGen(table, col string) string {
-	return fmt.Sprintf(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM events
-WHERE ?4 AND rid >= (?1 << 32) + ?5 AND rid < ((?1 + 1) << 32) AND %[2]s = ?2
-UNION ALL
-SELECT * FROM (
+	open := fmt.Sprintf(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM %%[1]s
+WHERE ?4 AND rid >= (?1 << 32) + ?5 AND rid < ((?1 + 1) << 32) AND %[1]s = ?2`, col)
+	sealed := fmt.Sprintf(`SELECT * FROM (
     WITH RECURSIVE g(n) AS (SELECT ?3 WHERE ?3 >= 0 UNION ALL SELECT n - 1 FROM g WHERE n > 0)
     SELECT e.seq, e.event_id, e.idem_key, e.event_type, e.run_id, e.data
     FROM g CROSS JOIN %[1]s AS k ON k.sk = ?1 AND k.gen = g.n AND k.%[2]s = ?2
-    JOIN events AS e ON e.rid = (?1 << 32) + k.seq
-)
-LIMIT 1`, table, col)
+    JOIN %%[1]s AS e ON e.rid = (?1 << 32) + k.seq
+)`, table, col)
+	return inBothTables(open) + "\nUNION ALL\n" + inBothTables(sealed) + "\nLIMIT 1"
 }
 
 func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -481,10 +490,10 @@ func (st *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.session, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.sessionKey, `SELECT sk FROM sessions WHERE id = ?`},
 		{&st.lastSeq, `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.events, `SELECT ` + eventCols + ` FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`},
-		{&st.eventsData, `SELECT data FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`},
-		{&st.eventAt, `SELECT ` + eventCols + ` FROM events WHERE rid = (?1 << 32) + ?2`},
-		{&st.keyAt, `SELECT idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
+		{&st.events, qReadEvents},
+		{&st.eventsData, qReadEventsData},
+		{&st.eventAt, qEventAt},
+		{&st.keyAt, qKeyAt},
 		{&st.eventByID, eventByGen("event_ids", "event_id")},
 		{&st.eventByKey, eventByGen("event_keys", "idem_key")},
 		{&st.runs, `SELECT data FROM runs WHERE sk = ? ORDER BY ord`},

@@ -697,9 +697,9 @@ func (w *writer) probeKey(ss *sessState, g int64, key string) (seq int64, data [
 
 // qSealKeys and qSealIDs write the keys and ids of session ?1's generation ?2 (sequences ?3 to
 // ?4) into its table, in key order.
-const (
-	qSealKeys = `INSERT INTO event_keys (sk, gen, idem_key, seq)
-	SELECT sk, ?2, idem_key, seq FROM events WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4 ORDER BY idem_key`
-	qSealIDs = `INSERT INTO event_ids (sk, gen, event_id, seq)
-	SELECT sk, ?2, event_id, seq FROM events WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4 ORDER BY event_id`
+var (
+	qSealKeys = `INSERT INTO event_keys (sk, gen, idem_key, seq) ` +
+		inBothTables(`SELECT sk, ?2, idem_key, seq FROM %[1]s WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4`) + ` ORDER BY 3`
+	qSealIDs = `INSERT INTO event_ids (sk, gen, event_id, seq) ` +
+		inBothTables(`SELECT sk, ?2, event_id, seq FROM %[1]s WHERE rid BETWEEN (?1 << 32) + ?3 AND (?1 << 32) + ?4`) + ` ORDER BY 3`
 )

@@ -26,7 +26,7 @@ func assertUniqueRows(t *testing.T, dir string) {
 	}
 	defer db.Close()
 	for _, col := range []string{"idem_key", "event_id"} {
-		rows, err := db.Query(`SELECT sk, ` + col + `, count(*) FROM events GROUP BY sk, ` + col + ` HAVING count(*) > 1`)
+		rows, err := db.Query(`SELECT sk, ` + col + `, count(*) FROM (SELECT sk, ` + col + ` FROM events UNION ALL SELECT sk, ` + col + ` FROM event_tail_live) GROUP BY sk, ` + col + ` HAVING count(*) > 1`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func assertUniqueRows(t *testing.T, dir string) {
 const randomizedSeeds = 4
 
 // TestGenerationsRandomized plays random histories against a store with generations of 4
-// events: two writers per session append batches that cross generations, with repeats of
+// events (and a tail moved into events at 1, 2, 5 or 1024 events): two writers per session append batches that cross generations, with repeats of
 // stored events, batches refused by a conflict, conditional repeats, eventIds reused under new
 // keys, compactions and restarts, under filter budgets from 1 byte to 64 MiB. Every repeat must
 // be answered as a duplicate of its sequence, every reuse as a conflict, and at the end no log
@@ -59,6 +59,7 @@ func TestGenerationsRandomized(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			setGenerationBits(t, dir, 2)
+			setTailRows(t, dir, []int{1, 5, 1024, 2}[seed%4])
 			st, err := Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)

@@ -246,7 +246,7 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 		return fmt.Errorf("session %q: command results: %w", id, err)
 	}
 	raw.Events = func(visit func(*store.StoredEvent) error) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, event_id, idem_key, event_type, run_id, data FROM events WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32) ORDER BY rid`, sk)
+		rows, err := tx.QueryContext(ctx, inBothTables(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM %[1]s WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`), sk)
 		if err != nil {
 			return fmt.Errorf("session %q: events: %w", id, err)
 		}

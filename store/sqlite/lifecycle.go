@@ -197,13 +197,24 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > ss.last {
 			return fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, ss.last)
 		}
-		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM events WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through)
-		if err != nil {
-			return fatal("delete events", err)
+		// The tail's rows that a move pass has copied into events are counted there (tail.go).
+		if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM event_tail_live WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through).Scan(&n); err != nil {
+			return fatal("count events", err)
 		}
-		if n, err = res.RowsAffected(); err != nil {
-			return fatal("delete events", err)
+		for _, table := range []string{"events", "event_tail"} {
+			res, err := w.conn.ExecContext(w.ctx, `DELETE FROM `+table+` WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through)
+			if err != nil {
+				return fatal("delete events", err)
+			}
+			if table == "events" {
+				k, err := res.RowsAffected()
+				if err != nil {
+					return fatal("delete events", err)
+				}
+				n += k
+			}
 		}
+		w.tail.known = false
 		// The sealed generations' entries of the deleted events go with them; the open index
 		// is rebuilt from the rows left at the next append.
 		for _, q := range []string{`DELETE FROM event_keys WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`, `DELETE FROM event_ids WHERE sk = ?1 AND gen <= ?2 AND seq <= ?3`} {
@@ -279,7 +290,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("load lifecycle", err)
 			}
 			var left int
-			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32) LIMIT 1)`, sk).Scan(&left); err != nil {
+			if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM (`+inBothTables(`SELECT 1 FROM %[1]s WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`)+` LIMIT 1)`, sk).Scan(&left); err != nil {
 				return fatal("count events", err)
 			}
 			if status != contract.SessionStatusArchived || lc.CompactedThrough == nil || *lc.CompactedThrough != curLast || curLast != last || left > 0 {

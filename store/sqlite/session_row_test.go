@@ -132,7 +132,9 @@ func TestLastSequenceAfterCompaction(t *testing.T) {
 }
 
 // TestEventQueryPlans: every read of the events table is a range or a point of its integer key
-// (rid = sk * 2^32 + seq), never a scan of the table.
+// (rid = sk * 2^32 + seq), never a scan of the table, and every read of event_tail goes through
+// its index on rid; a range read reads one after the other, without a sort or a merge
+// (inBothTables: each arm in key order).
 func TestEventQueryPlans(t *testing.T) {
 	st, err := Open(context.Background(), t.TempDir())
 	if err != nil {
@@ -144,13 +146,25 @@ func TestEventQueryPlans(t *testing.T) {
 		q    string
 		args []any
 	}{
-		{"read", `SELECT ` + eventCols + ` FROM events WHERE rid > (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32) ORDER BY rid LIMIT ?3`, []any{1, -1, 10}},
+		{"read", qReadEvents, []any{1, -1, 10}},
+		{"read the bytes", qReadEventsData, []any{1, -1, 10}},
+		{"event at a sequence", qEventAt, []any{1, 5}},
+		{"key at a sequence", qKeyAt, []any{1, 5}},
 		{"last sequence", `SELECT ` + lastSeqExpr + ` FROM sessions WHERE id = ?`, []any{"S-1"}},
-		{"insert's lookup by key", eventByGen("event_keys", "idem_key"), []any{1, "k", 0, true, 0}},
+		{"lookup by key", eventByGen("event_keys", "idem_key"), []any{1, "k", 0, true, 0}},
+		{"lookup by id", eventByGen("event_ids", "event_id"), []any{1, "k", 0, true, 0}},
+		{"seal's keys", qSealKeys, []any{1, 0, 0, 15}},
+		{"seal's ids", qSealIDs, []any{1, 0, 0, 15}},
 	} {
 		all := queryPlan(t, st, tc.q, tc.args...)
-		if strings.Contains(all, "SCAN events") || strings.Contains(all, "SCAN e ") || strings.HasSuffix(all, "SCAN e") || !strings.Contains(all, "INTEGER PRIMARY KEY") {
-			t.Errorf("%s: plan %q, want the events table searched by its integer key", tc.name, all)
+		if strings.Contains(all, "SCAN events") || strings.Contains(all, "SCAN event_tail") || strings.Contains(all, "SCAN e ") || strings.HasSuffix(all, "SCAN e") ||
+			!strings.Contains(all, "SEARCH events USING INTEGER PRIMARY KEY") && !strings.Contains(all, "SEARCH e USING INTEGER PRIMARY KEY") ||
+			!strings.Contains(all, "INDEX event_tail_rid") {
+			t.Errorf("%s: plan %q, want the events table searched by its integer key and event_tail by its index on rid", tc.name, all)
+		}
+		if strings.HasPrefix(tc.name, "read") && (strings.Contains(all, "TEMP B-TREE") || strings.Contains(all, "MERGE") ||
+			strings.Index(all, "SEARCH events") > strings.Index(all, "SEARCH event_tail")) {
+			t.Errorf("%s: plan %q, want events then event_tail, each searched in key order", tc.name, all)
 		}
 	}
 }

@@ -18,7 +18,9 @@ const sessionCols = `sk, record, snapshot, lineage, active_branch, ` + lastSeqEx
 // not kept in step with the log: it holds the last sequence as of the last write that
 // removed the log's tail (CompactEvents) or wrote a whole log (ImportSession), and -1 until
 // then. Events are only ever removed by those, so the two together are the log's end.
-const lastSeqExpr = `max(sessions.last_seq, coalesce((SELECT e.seq FROM events AS e WHERE e.rid >= (sessions.sk << 32) AND e.rid < ((sessions.sk + 1) << 32) ORDER BY e.rid DESC LIMIT 1), -1))`
+const lastSeqExpr = `max(sessions.last_seq,
+	coalesce((SELECT e.seq FROM events AS e WHERE e.rid >= (sessions.sk << 32) AND e.rid < ((sessions.sk + 1) << 32) ORDER BY e.rid DESC LIMIT 1), -1),
+	coalesce((SELECT e.seq FROM event_tail AS e WHERE e.rid >= (sessions.sk << 32) AND e.rid < ((sessions.sk + 1) << 32) ORDER BY e.rid DESC LIMIT 1), -1))`
 
 // scanSession decodes a row of sessionCols.
 func scanSession(sc interface{ Scan(...any) error }) (int64, *store.Session, error) {

@@ -68,6 +68,7 @@ type Store struct {
 	writerDone chan struct{}
 
 	bits     uint           // generation size: 2^bits sequences (generation.go)
+	tailRows int            // the tail_rows setting: a move pass starts when the tail holds this many rows (tail.go)
 	dur      durability     // the sync pipeline (durable.go)
 	syncq    chan committed // the writer's commits, to be synced
 	syncDone chan struct{}
@@ -257,6 +258,9 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetConnMaxIdleTime(0)
 	s.rdb.SetConnMaxLifetime(0)
 	if s.bits, err = readGenerationBits(ctx, s.wdb); err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if s.tailRows, err = readTailRows(ctx, s.wdb); err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	if err := s.rd.prepare(ctx, s.rdb); err != nil {

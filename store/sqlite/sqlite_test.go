@@ -29,12 +29,15 @@ func openAt(t testing.TB, dir string) *Store {
 
 // TestConformance runs the storage conformance suite on the driver, with the default generation
 // size and with generations of 16 events, so that every scenario of the suite also runs across
-// many generations of the log (generation.go).
+// many generations of the log (generation.go), and with those and a tail moved into events
+// whenever it holds 3 events, so that every scenario reads logs split between the two tables
+// and appends while the tail moves (tail.go).
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		bits uint
-	}{{"default", 0}, {"generations-of-16", 4}} {
+		tail int
+	}{{"default", 0, 0}, {"generations-of-16", 4, 0}, {"generations-of-16-tail-of-3", 4, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var (
@@ -46,6 +49,9 @@ func TestConformance(t *testing.T) {
 					dir := t.TempDir()
 					if tc.bits != 0 {
 						setGenerationBits(t, dir, tc.bits)
+					}
+					if tc.tail != 0 {
+						setTailRows(t, dir, tc.tail)
 					}
 					st := openAt(t, dir)
 					mu.Lock()
@@ -91,6 +97,27 @@ func setGenerationBits(t testing.TB, dir string, bits uint) {
 		t.Fatalf("generation size of a store with %d events (%v)", n, err)
 	}
 	if _, err := db.Exec(`UPDATE settings SET value = ? WHERE name = 'generation_bits'`, bits); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setTailRows sets the tail_rows setting of the store in dir (creating it): the tail is moved
+// into events whenever it holds n events (tail.go).
+func setTailRows(t testing.TB, dir string, n int) {
+	t.Helper()
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE settings SET value = ? WHERE name = 'tail_rows'`, n); err != nil {
 		t.Fatal(err)
 	}
 }

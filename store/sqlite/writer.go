@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +105,8 @@ type writer struct {
 	lk    appendLookup // the lookup of the append being planned
 	args  []any        // insertEvents' arguments, kept for the next statement
 	bits  uint         // generation size: 2^bits sequences (generation.go)
+
+	tail tailState // event_tail as the group's transaction holds it (tail.go)
 
 	groups      uint64 // groups committed or attempted so far
 	ops         uint64 // session writes (request.op) run so far: each may change any session row
@@ -287,6 +288,7 @@ func (w *writer) take(r *request) {
 				w.abort(w.taken, fatal("roll back to savepoint", rerr))
 				return
 			}
+			w.tail.known = false // the session write may have written to the tail
 		}
 	}
 	if savepoint {
@@ -315,6 +317,10 @@ func (w *writer) commit() {
 	if err := w.s.dur.err(); err != nil {
 		// A sync failed while the group was open: nothing more is written (durable.go).
 		w.abort(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
+		return
+	}
+	if err := w.moveTail(); err != nil {
+		w.abort(taken, err)
 		return
 	}
 	lastChange, err := w.lastChange()
@@ -378,6 +384,7 @@ func (w *writer) failAll(group []*request, err error) {
 	clear(w.sumsPending)
 	w.sumsPending = w.sumsPending[:0]
 	w.filterBytes, w.evictedTo = 0, 0
+	w.tail.known = false
 	for _, r := range group {
 		r.results, r.commit = nil, nil
 		if r.err == nil {
@@ -499,17 +506,31 @@ func asFatal(what string, err error) error {
 // order, up to maxEventsPerInsert in one statement (qInsertEvents): a statement per event cost
 // more in binding, stepping and resetting it than its row did.
 func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent) error {
+	tail, err := w.toTail(sk, evs)
+	if err != nil {
+		return err
+	}
+	if tail {
+		if err := w.loadTail(); err != nil {
+			return err
+		}
+		w.tail.rows += len(evs)
+	}
 	for len(evs) > 0 {
 		n := maxEventsPerInsert
 		for n > len(evs) {
 			n /= 2
 		}
-		st, err := w.st.insertEventsStmt(w.ctx, w.conn, n)
+		st, err := w.st.insertEventsStmt(w.ctx, w.conn, tail, n)
 		if err != nil {
 			return fatal("insert events", err)
 		}
 		args := w.args[:0]
 		for i := range evs[:n] {
+			if tail {
+				args = append(args, w.tail.nextPos)
+				w.tail.nextPos++
+			}
 			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i])
 		}
 		_, err = st.ExecContext(w.ctx, args...)
@@ -837,23 +858,6 @@ func storedRun(ord int64, data []byte) (store.StoredRun, error) {
 // the powers of two up to it.
 const maxEventsPerInsert = 64
 
-// qInsertEvents inserts n event rows: for each (eventRow) its rid, sk, seq, gen, event_id,
-// idem_key, event_type, run_id and data, in that order. The parameters are anonymous: the
-// driver asks SQLite for the name of every parameter it binds, which SQLite finds by a scan of
-// the statement's named ones (numbered ones, ?NNN, count as named), so numbered parameters
-// made binding a statement of many rows take time quadratic in its rows.
-func qInsertEvents(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return b.String()
-}
-
 // eventRow appends to args the arguments of qInsertEvents for event e of session sk in
 // generation gen. Its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid
 // table so that its interior pages hold integer keys, not whole rows).
@@ -873,13 +877,18 @@ type writeStmts struct {
 	all                                                                                           []*sql.Stmt
 	control                                                                                       map[string]*sql.Stmt              // txControl
 	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
-	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
+	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents("events", n), prepared when first used
+	insertTail                                                                                    [maxEventsPerInsert + 1]*sql.Stmt // insertTail[n]: qInsertTail(n), the same
+	tailHas, tailState, setTailMove, tailBound, copyTail, dropTail                                *sql.Stmt                         // tail.go
 }
 
-// insertEventsStmt returns the statement inserting n events (qInsertEvents), preparing it on
-// conn the first time.
-func (st *writeStmts) insertEventsStmt(ctx context.Context, conn *sql.Conn, n int) (*sql.Stmt, error) {
-	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents(n) })
+// insertEventsStmt returns the statement inserting n events (qInsertEvents) into event_tail
+// when tail, else into events, preparing it on conn the first time.
+func (st *writeStmts) insertEventsStmt(ctx context.Context, conn *sql.Conn, tail bool, n int) (*sql.Stmt, error) {
+	if tail {
+		return st.prepareOnce(ctx, conn, &st.insertTail[n], "the insert of events", func() string { return qInsertTail(n) })
+	}
+	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents("events", n) })
 }
 
 // insertRunsStmt returns the statement inserting n runs (qInsertRuns), preparing it on conn the
@@ -909,10 +918,16 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		q string
 	}{
 		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
-		{&st.eventAt, `SELECT event_id, idem_key, data FROM events WHERE rid = (?1 << 32) + ?2`},
-		{&st.openRows, `SELECT seq, event_id, idem_key FROM events WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`},
-		{&st.eventByKey, `SELECT k.seq, e.data FROM event_keys AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.idem_key = ?`},
-		{&st.eventByID, `SELECT k.seq FROM event_ids AS k JOIN events AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ? AND k.gen = ? AND k.event_id = ?`},
+		{&st.eventAt, inBothTables(`SELECT event_id, idem_key, data FROM %[1]s WHERE rid = (?1 << 32) + ?2`)},
+		{&st.openRows, inBothTables(`SELECT seq, event_id, idem_key FROM %[1]s WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`)},
+		{&st.eventByKey, inBothTables(`SELECT k.seq, e.data FROM event_keys AS k JOIN %[1]s AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ?1 AND k.gen = ?2 AND k.idem_key = ?3`)},
+		{&st.eventByID, inBothTables(`SELECT k.seq FROM event_ids AS k JOIN %[1]s AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ?1 AND k.gen = ?2 AND k.event_id = ?3`)},
+		{&st.tailHas, qTailHas},
+		{&st.tailState, qTailState},
+		{&st.setTailMove, qSetTailMove},
+		{&st.tailBound, qTailBound},
+		{&st.copyTail, qCopyTail},
+		{&st.dropTail, qDropTail},
 		{&st.genKeys, `SELECT idem_key FROM event_keys WHERE sk = ? AND gen = ?`},
 		{&st.genIDs, `SELECT event_id FROM event_ids WHERE sk = ? AND gen = ?`},
 		{&st.sealKeys, qSealKeys},
@@ -959,4 +974,5 @@ func (st *writeStmts) close() {
 	st.all = nil
 	clear(st.insertRuns[:])
 	clear(st.insertEvents[:])
+	clear(st.insertTail[:])
 }

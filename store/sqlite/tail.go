@@ -1,0 +1,209 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// The tail (migration 0011). events is clustered by session, so an append of a few events
+// writes into the last leaf page of its session's range, and with many sessions appending one
+// event each every commit rewrote one leaf per session, and split full leaves in the middle of
+// the tree by sharing them out with their neighbours: about three 4 KiB pages written per
+// ~700-byte event (docs/benchmarks.md). So the events of a small append (less than
+// tailBelowBytes of canonical JSON) go to event_tail instead, keyed by insertion order (pos,
+// which the writer numbers): a commit's small appends fill the tail's last pages one after the
+// other, whatever their sessions. A larger append writes into events directly, as before: its
+// events fill pages of their own.
+//
+// The move. Once the tail holds tail_rows rows (a setting, 1024 by default), a pass starts
+// over the rows it holds then (pos up to tail_move.pos): each group, just before it commits,
+// copies the next moveChunk of them into events in rid order (several events to each session's
+// page) and records how far it got (tail_move.rid); the group that copies the last ones
+// deletes the pass's rows from the tail, a range of its key, and ends the pass. Copying the
+// whole tail in one group cost that group 10–20 ms; a chunk costs each group of the pass about
+// an eighth of it.
+//
+// An event is read from exactly one place: events, or event_tail_live (the view of the tail
+// without the rows the pass has copied). The pass's state commits with the rows it copies, so
+// a reader sees a copied row in events or in the tail, never in both nor neither. And a
+// session's rows in events all come before its live rows in the tail (in sequence): a small
+// append's events are the session's newest; a large append goes to events only when the
+// session has no live row in the tail (insertEvents), else to the tail as well; a pass copies
+// the oldest rows of each session it reaches (rows of a later pos have later sequences), in
+// rid order; a compaction deletes a prefix of both. So every read of events reads events,
+// then the tail (inBothTables), through their keys: a range read in order is the range of
+// events followed by that of the tail, with no merge. The tail is a layout of the same rows,
+// nothing more: what an append writes, when it is durable, and what readers see are unchanged.
+
+// tailBelowBytes: an append whose new events take fewer bytes of canonical JSON than this
+// writes them to event_tail; a larger one fills pages of its own in events.
+const tailBelowBytes = 4096
+
+// moveChunks is how many groups a pass takes at least: each copies tail_rows/moveChunks rows.
+const moveChunks = 8
+
+// inBothTables returns the SELECT q over events, UNION ALL, q over event_tail_live: q names
+// its table %[1]s (a fmt verb) wherever it reads events, and holds no other verb. SQLite runs
+// the arms one after the other, each in the order of the key it searches
+// (TestEventQueryPlans), so a range of a session's rids comes out in order. A compound SELECT
+// takes its ORDER BY and LIMIT after the last arm; its numbered parameters (?1) are shared by
+// the arms.
+func inBothTables(q string) string {
+	return fmt.Sprintf(q, "events") + "\nUNION ALL\n" + fmt.Sprintf(q, "event_tail_live")
+}
+
+// small reports whether an append's new events take fewer than tailBelowBytes.
+func small(evs []store.StoredEvent) bool {
+	n := 0
+	for i := range evs {
+		if n += len(evs[i].Data); n >= tailBelowBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// toTail reports whether the new events evs of session sk go to event_tail: when they are few
+// (small), or when the session has live rows there, which must stay after its rows in events.
+func (w *writer) toTail(sk int64, evs []store.StoredEvent) (bool, error) {
+	if small(evs) {
+		return true, nil
+	}
+	var live bool
+	if err := w.st.tailHas.QueryRowContext(w.ctx, sk).Scan(&live); err != nil {
+		return false, fatal("look the session up in the tail", err)
+	}
+	return live, nil
+}
+
+// readTailRows reads the database's tail_rows setting.
+func readTailRows(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var n int64
+	if err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'tail_rows'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read tail_rows setting: %w", err)
+	}
+	if n < 1 || n > 1<<20 {
+		return 0, fmt.Errorf("tail_rows setting is %d, want 1 to 1048576", n)
+	}
+	return int(n), nil
+}
+
+// tailState is what the writer knows of the tail in the group's transaction; loaded (load)
+// when it is not known: at the first move, and after a failed group or anything else that may
+// have changed the tail behind the writer's back (a rolled back session write, a compaction).
+type tailState struct {
+	known   bool
+	rows    int   // rows in event_tail, copied ones included
+	nextPos int64 // the pos of the next row inserted
+	movePos int64 // the pass in progress moves the rows up to this pos; 0: no pass
+	moveRid int64 // ... and has copied those below this rid
+}
+
+// Statements of the tail.
+const (
+	qTailHas     = `SELECT EXISTS (SELECT 1 FROM event_tail_live WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32))`
+	qTailState   = `SELECT (SELECT count(*) FROM event_tail), (SELECT coalesce(max(pos), 0) FROM event_tail), pos, rid FROM tail_move`
+	qSetTailMove = `UPDATE tail_move SET pos = ?1, rid = ?2`
+	// qTailBound is the rid of the row after the next chunk of the pass (?1: the rid it has
+	// reached, ?2: its last pos, ?3: the chunk's size); no row when the chunk is the last.
+	qTailBound = `SELECT rid FROM event_tail WHERE rid >= ?1 AND pos <= ?2 ORDER BY rid LIMIT 1 OFFSET ?3`
+	qCopyTail  = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)
+	SELECT rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data FROM event_tail
+	WHERE rid >= ?1 AND rid < ?2 AND pos <= ?3 ORDER BY rid`
+	qDropTail = `DELETE FROM event_tail WHERE pos <= ?1`
+)
+
+// loadTail reads the tail's state when the writer does not know it.
+func (w *writer) loadTail() error {
+	t := &w.tail
+	if t.known {
+		return nil
+	}
+	var maxPos int64
+	if err := w.st.tailState.QueryRowContext(w.ctx).Scan(&t.rows, &maxPos, &t.movePos, &t.moveRid); err != nil {
+		return fatal("read the tail's state", err)
+	}
+	// Past every pos a row holds or the pass covers: a new row never takes the pos of a row
+	// the pass has copied and deleted, nor one below the pass's last.
+	t.nextPos = max(maxPos, t.movePos) + 1
+	t.known = true
+	return nil
+}
+
+// moveTail runs the move's next step in the group's transaction, just before it commits: it
+// starts a pass when the tail holds the tail_rows setting's rows, and copies the pass's next
+// chunk. A failure is fatal to the group.
+func (w *writer) moveTail() error {
+	if err := w.loadTail(); err != nil {
+		return err
+	}
+	t := &w.tail
+	if t.movePos == 0 {
+		if t.rows < w.s.tailRows {
+			return nil
+		}
+		t.movePos, t.moveRid = t.nextPos-1, 0
+	}
+	bound := int64(math.MaxInt64)
+	err := w.st.tailBound.QueryRowContext(w.ctx, t.moveRid, t.movePos, max(w.s.tailRows/moveChunks, 1)).Scan(&bound)
+	last := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !last {
+		return fatal("move the tail's events", err)
+	}
+	if _, err := w.st.copyTail.ExecContext(w.ctx, t.moveRid, bound, t.movePos); err != nil {
+		return fatal("move the tail's events", err)
+	}
+	if last {
+		if _, err := w.st.dropTail.ExecContext(w.ctx, t.movePos); err != nil {
+			return fatal("move the tail's events", err)
+		}
+		t.movePos, t.moveRid = 0, 0
+		t.known = false // the rows left: counted at the next move
+	} else {
+		t.moveRid = bound
+	}
+	if _, err := w.st.setTailMove.ExecContext(w.ctx, t.movePos, t.moveRid); err != nil {
+		return fatal("move the tail's events", err)
+	}
+	return nil
+}
+
+// qInsertEvents inserts n event rows into table (events or event_tail): for each (eventRow) its
+// rid, sk, seq, gen, event_id, idem_key, event_type, run_id and data, in that order. The
+// parameters are anonymous: the driver asks SQLite for the name of every parameter it binds,
+// which SQLite finds by a scan of the statement's named ones (numbered ones, ?NNN, count as
+// named), so numbered parameters made binding a statement of many rows take time quadratic in
+// its rows.
+func qInsertEvents(table string, n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + table + ` (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}
+
+// qInsertTail inserts n event rows into event_tail: for each its pos, then the arguments of
+// qInsertEvents.
+func qInsertTail(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO event_tail (pos, rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/storetest"
+)
+
+// TestTail follows events through the two tables: small appends go to event_tail, the group
+// that brings the tail to tail_rows starts a pass that copies a row into events with each
+// commit and deletes the copied rows at its end, a large append goes to events directly, and
+// reads (before and after a reopen) see one log in order throughout, each event once.
+func TestTail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	setTailRows(t, dir, 4) // a pass copies max(4/moveChunks, 1) = 1 row per group
+	st := openAt(t, dir)
+	const id = "S-tail"
+	if err := st.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	var sent, other []*contract.EncodedEvent // the events of id, and those of S-big
+	single := func(st *Store) {
+		t.Helper()
+		e := storetest.EventWithID(t, id, fmt.Sprintf("e-%d", len(sent)), fmt.Sprintf("k-%d", len(sent)), "small")
+		if _, err := st.Append(ctx, id, []*contract.EncodedEvent{e}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, e)
+	}
+	// check reads the log and returns the rows of events and event_tail, and the live rows of
+	// the tail (not copied by the pass yet).
+	check := func(st *Store) (events, tail, live int) {
+		t.Helper()
+		if err := st.rdb.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM event_tail), (SELECT count(*) FROM event_tail_live)`).Scan(&events, &tail, &live); err != nil {
+			t.Fatal(err)
+		}
+		if events+live != len(sent)+len(other) {
+			t.Fatalf("after %d events: %d rows in events and %d live ones in event_tail", len(sent)+len(other), events, live)
+		}
+		// Each session's rows in events come before its live rows in the tail.
+		var out int
+		if err := st.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sessions AS s
+			WHERE (SELECT max(rid) FROM events WHERE rid >= (s.sk << 32) AND rid < ((s.sk + 1) << 32)) >
+				(SELECT min(rid) FROM event_tail_live WHERE rid >= (s.sk << 32) AND rid < ((s.sk + 1) << 32))`).Scan(&out); err != nil || out != 0 {
+			t.Fatalf("%d sessions with rows in events after rows in the tail (%v)", out, err)
+		}
+		got, err := st.ReadEvents(ctx, id, -1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(sent) {
+			t.Fatalf("read %d events, want %d", len(got), len(sent))
+		}
+		for i, e := range got {
+			if e.Sequence != int64(i) || e.IdempotencyKey != sent[i].IdempotencyKey || string(e.Data) != string(sent[i].JSON(int64(i))) {
+				t.Fatalf("event %d read as sequence %d key %q, want key %q", i, e.Sequence, e.IdempotencyKey, sent[i].IdempotencyKey)
+			}
+		}
+		data, n, err := st.AppendEventsJSON(ctx, id, 1, 100, nil)
+		if err != nil || n != len(sent)-2 || !strings.HasPrefix(string(data), string(sent[2].JSON(2))) {
+			t.Fatalf("AppendEventsJSON after sequence 1 = %d events, %v; want %d from sequence 2", n, err, len(sent)-2)
+		}
+		last, err := st.LastSequence(ctx, id)
+		if err != nil || last != int64(len(sent)-1) {
+			t.Fatalf("LastSequence = %d, %v; want %d", last, err, len(sent)-1)
+		}
+		return events, tail, live
+	}
+	for range 3 {
+		single(st)
+	}
+	if e, tl, _ := check(st); e != 0 || tl != 3 {
+		t.Fatalf("3 small appends: %d rows in events, %d in event_tail; want 0 and 3", e, tl)
+	}
+	single(st) // the fourth row: its group starts a pass and copies one row
+	if e, tl, live := check(st); e != 1 || tl != 4 || live != 3 {
+		t.Fatalf("a pass's first group: events %d, event_tail %d (%d live); want 1, 4 (3 live)", e, tl, live)
+	}
+	// A large append goes to events, unless its session has live rows in the tail.
+	big := func(id string) []*contract.EncodedEvent {
+		var evs []*contract.EncodedEvent
+		for i := range 10 {
+			evs = append(evs, storetest.EventWithID(t, id, fmt.Sprintf("big-e-%d", i), fmt.Sprintf("big-k-%d", i), strings.Repeat(benchChunk, 4)))
+		}
+		if _, err := st.Append(ctx, id, evs, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if err := st.CreateSession(ctx, storetest.NewSession("S-big", storetest.SessionSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	other = big("S-big")
+	if e, tl, _ := check(st); e != 13 || tl != 4 { // 10 written directly; the create and the append each copied 1
+		t.Fatalf("a large append of another session: events %d, event_tail %d; want 13 and 4", e, tl)
+	}
+	sent = append(sent, big(id)...)
+	var inTail int
+	if err := st.rdb.QueryRowContext(ctx, `SELECT count(*) FROM event_tail_live WHERE idem_key LIKE 'big-k-%' AND sk = (SELECT sk FROM sessions WHERE id = ?)`, id).Scan(&inTail); err != nil || inTail != 10 {
+		t.Fatalf("a large append of a session with live rows in the tail: %d of its 10 events there (%v)", inTail, err)
+	}
+	check(st)
+	// Resent, every event is a duplicate of its sequence, wherever it is.
+	for i, e := range sent {
+		res, err := st.Append(ctx, id, []*contract.EncodedEvent{e}, store.AppendOptions{})
+		if err != nil || !res[0].Duplicate || res[0].Sequence != int64(i) {
+			t.Fatalf("resending event %d = %+v, %v; want a duplicate of sequence %d", i, res, err, i)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openAt(t, dir)
+	check(st)
+	ended := false
+	for range 12 {
+		single(st)
+		if _, tl, live := check(st); tl == live {
+			ended = true // no copied row left behind: a pass has ended (or none runs)
+		}
+	}
+	if !ended {
+		t.Fatal("no pass ended in 12 groups")
+	}
+}
