@@ -138,10 +138,12 @@ func (w *writer) loadTail() error {
 	return nil
 }
 
-// moveTail runs the move's next step in the group's transaction, just before it commits: it
-// starts a pass when the tail holds the tail_rows setting's rows, and copies the pass's next
-// chunk. A failure is fatal to the group.
+// moveTail runs the move's step of the group, in its transaction: it starts a pass when the
+// tail holds the tail_rows setting's rows, and copies the pass's next chunk. The writer runs it
+// once per group: while the group waits for the sync in flight (runGroup), when that time
+// would be idle, else just before it commits. A failure is fatal to the group.
 func (w *writer) moveTail() error {
+	w.moved = true
 	if err := w.loadTail(); err != nil {
 		return err
 	}

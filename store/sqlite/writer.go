@@ -106,7 +106,8 @@ type writer struct {
 	args  []any        // insertEvents' arguments, kept for the next statement
 	bits  uint         // generation size: 2^bits sequences (generation.go)
 
-	tail tailState // event_tail as the group's transaction holds it (tail.go)
+	tail  tailState // event_tail as the group's transaction holds it (tail.go)
+	moved bool      // the group has run its step of the tail's move (moveTail)
 
 	groups      uint64 // groups committed or attempted so far
 	ops         uint64 // session writes (request.op) run so far: each may change any session row
@@ -177,7 +178,7 @@ func (w *writer) run() {
 // at once when nothing is being synced (a lone writer waits for nothing), or when it is full.
 // It reports false when the request channel was closed.
 func (w *writer) runGroup(first *request) bool {
-	w.taken, w.takenEvents, w.inTx, w.broken = w.taken[:0], 0, false, false
+	w.taken, w.takenEvents, w.inTx, w.broken, w.moved = w.taken[:0], 0, false, false, false
 	defer func() { clear(w.taken[:cap(w.taken)]) }()
 	w.take(first)
 	open := true
@@ -197,6 +198,14 @@ func (w *writer) runGroup(first *request) bool {
 		ch, deadline, wait := w.s.dur.commitWait(time.Now(), w.commitTook)
 		if !wait {
 			break
+		}
+		if !w.moved {
+			// The group waits for a sync: its step of the tail's move costs nobody time now.
+			if err := w.moveTail(); err != nil {
+				w.abort(w.taken, err)
+				break
+			}
+			continue
 		}
 		var timeout <-chan time.Time
 		if !deadline.IsZero() {
@@ -319,9 +328,11 @@ func (w *writer) commit() {
 		w.abort(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
 		return
 	}
-	if err := w.moveTail(); err != nil {
-		w.abort(taken, err)
-		return
+	if !w.moved {
+		if err := w.moveTail(); err != nil {
+			w.abort(taken, err)
+			return
+		}
 	}
 	lastChange, err := w.lastChange()
 	if err != nil {
