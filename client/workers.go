@@ -64,8 +64,9 @@ func (c *Client) AppendUnderLease(ctx context.Context, id string, lease wire.Lea
 }
 
 // Worker claims queued runs and hands each to Handle, with its lease renewed in the background,
-// and released when Handle returns nil. When Handle fails (the work's context ended, the server
-// went away, an append was refused), the lease is left to expire: the server's lease expirer
+// and released when Handle returns nil before its context ends. When Handle fails, or its
+// context ends (the lease was lost, Run's context ended) whatever it returns, the lease is left
+// to expire: the server's lease expirer
 // then fails the run, or queues it again, with an event naming the lost lease, where a
 // released run would stay as it is, unheld, until its session's heartbeat runs out. Run drives
 // it.
@@ -211,9 +212,13 @@ func (w *Worker) handle(ctx context.Context, c *wire.Claim) {
 	}()
 	herr := w.Handle(jctx, job)
 	w.report(herr)
+	// The work's context ended (the lease was lost, or Run's context ended): whatever Handle
+	// returned, the run may be unfinished. Released, a started run would stay unheld until its
+	// session's heartbeat ran out; left to expire, it is failed or queued again.
+	ended := jctx.Err() != nil
 	cancel()
 	<-renewed
-	if herr != nil {
+	if herr != nil || ended {
 		return // the lease expires: the server fails or re-queues the run, as its policy says
 	}
 	// A run that ended has dropped its lease already (LEASE_LOST then says so): nothing to do.

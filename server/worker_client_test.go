@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +139,65 @@ func TestWorkerFailedRunExpires(t *testing.T) {
 	runs := b.waitRuns(t, "S-1", 1, contract.RunStatusFailed)
 	if runs[0].Lease != nil {
 		t.Errorf("the failed run still has a lease: %+v", runs[0].Lease)
+	}
+}
+
+// lateRenewals delays each lease renewal by delay once armed: the renewal reaches the server
+// after the lease has expired.
+type lateRenewals struct {
+	next  http.RoundTripper
+	armed atomic.Bool
+	delay time.Duration
+}
+
+func (l *lateRenewals) RoundTrip(r *http.Request) (*http.Response, error) {
+	if l.armed.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lease") {
+		time.Sleep(l.delay)
+	}
+	return l.next.RoundTrip(r)
+}
+
+// TestWorkerLostLeaseIsNotReleased: when a renewal answers LEASE_LOST because the lease expired
+// (and the expirer has not handled it yet), Handle's context ends and Handle returns nil, as a
+// handler that stops at once does; the worker must not release the lease then. Released, the
+// started run would stay running with no lease, which the expirer never looks at; left held,
+// the expirer fails it.
+func TestWorkerLostLeaseIsNotReleased(t *testing.T) {
+	b := setup(t, server.Options{LeaseExpiryInterval: time.Hour}) // the expirer waits
+	b.queueRun(t, "S-1")
+	late := &lateRenewals{next: b.ts.Client().Transport, delay: 1500 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	handled := make(chan struct{})
+	var lost atomic.Bool
+	w := &client.Worker{
+		Client:  client.New(b.ts.URL, &http.Client{Transport: late}),
+		Filter:  wire.ClaimRequest{Wait: "1s", LeaseTTL: "1s"},
+		OnError: func(err error) { lost.Store(lost.Load() || strings.Contains(err.Error(), "LEASE_LOST")) },
+		Handle: func(ctx context.Context, job *client.Job) error {
+			defer close(handled)
+			if _, err := job.Append(ctx, finish(job)[:1]); err != nil { // running
+				return err
+			}
+			late.armed.Store(true)
+			<-ctx.Done() // the renewal answered LEASE_LOST
+			return nil
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-handled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Handle's context never ended")
+	}
+	cancel()
+	<-done
+	if !lost.Load() {
+		t.Fatal("the worker never heard LEASE_LOST: the test proved nothing")
+	}
+	runs := b.runs(t, "S-1")
+	if len(runs) != 1 || runs[0].Status != contract.RunStatusRunning || runs[0].Lease == nil {
+		t.Fatalf("runs %+v; want the run running, its expired lease still held for the expirer", runs)
 	}
 }
