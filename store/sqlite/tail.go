@@ -33,10 +33,10 @@ import (
 // without the rows the pass has copied). The pass's state commits with the rows it copies, so
 // a reader sees a copied row in events or in the tail, never in both nor neither. And a
 // session's rows in events all come before its live rows in the tail (in sequence): a small
-// append's events are the session's newest; a large append goes to events only when the
-// session has no live row in the tail (insertEvents), else to the tail as well; a pass copies
-// the oldest rows of each session it reaches (rows of a later pos have later sequences), in
-// rid order; a compaction deletes a prefix of both. So every read of events reads events,
+// append's events are the session's newest; a large append moves the session's live rows from
+// the tail into events first (flushSession, in its transaction); a pass copies the oldest rows
+// of each session it reaches (rows of a later pos have later sequences), in rid order; a
+// compaction deletes a prefix of both. So every read of events reads events,
 // then the tail (inBothTables), through their keys: a range read in order is the range of
 // events followed by that of the tail, with no merge. The tail is a layout of the same rows,
 // nothing more: what an append writes, when it is durable, and what readers see are unchanged.
@@ -70,16 +70,40 @@ func small(evs []store.StoredEvent) bool {
 }
 
 // toTail reports whether the new events evs of session sk go to event_tail: when they are few
-// (small), or when the session has live rows there, which must stay after its rows in events.
+// (small). A larger append goes to events, after the session's live rows in the tail, if it
+// has any, have been moved there (flushSession), so that its rows in events stay before its
+// rows in the tail.
 func (w *writer) toTail(sk int64, evs []store.StoredEvent) (bool, error) {
 	if small(evs) {
 		return true, nil
 	}
-	var live bool
-	if err := w.st.tailHas.QueryRowContext(w.ctx, sk).Scan(&live); err != nil {
-		return false, fatal("look the session up in the tail", err)
+	return false, w.flushSession(sk)
+}
+
+// flushSession moves the live rows of session sk from the tail into events (one index probe
+// when there are none), and deletes the session's rows from the tail, the ones a pass has
+// copied already included.
+func (w *writer) flushSession(sk int64) error {
+	res, err := w.st.flushTail.ExecContext(w.ctx, sk)
+	if err != nil {
+		return fatal("move a session's events out of the tail", err)
 	}
-	return live, nil
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	if err := w.loadTail(); err != nil {
+		return err
+	}
+	res, err = w.st.dropSessionTail.ExecContext(w.ctx, sk)
+	if err != nil {
+		return fatal("move a session's events out of the tail", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fatal("move a session's events out of the tail", err)
+	}
+	w.tail.rows -= int(n)
+	return nil
 }
 
 // readTailRows reads the database's tail_rows setting.
@@ -109,9 +133,14 @@ type tailState struct {
 
 // Statements of the tail.
 const (
-	qTailHas     = `SELECT EXISTS (SELECT 1 FROM event_tail_live WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32))`
-	qTailState   = `SELECT (SELECT count(*) FROM event_tail), (SELECT coalesce(max(pos), 0) FROM event_tail), pos, rid FROM tail_move`
-	qSetTailMove = `UPDATE tail_move SET pos = ?1, rid = ?2`
+	// qFlushTail and qDropSessionTail move session ?1's live rows from the tail into events
+	// (flushSession).
+	qFlushTail = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)
+	SELECT rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data FROM event_tail_live
+	WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32) ORDER BY rid`
+	qDropSessionTail = `DELETE FROM event_tail WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`
+	qTailState       = `SELECT (SELECT count(*) FROM event_tail), (SELECT coalesce(max(pos), 0) FROM event_tail), pos, rid FROM tail_move`
+	qSetTailMove     = `UPDATE tail_move SET pos = ?1, rid = ?2`
 	// qTailBound is the rid of the row after the next chunk of the pass (?1: the rid it has
 	// reached, ?2: its last pos, ?3: the chunk's size); no row when the chunk is the last.
 	qTailBound = `SELECT rid FROM event_tail WHERE rid >= ?1 AND pos <= ?2 ORDER BY rid LIMIT 1 OFFSET ?3`

@@ -890,7 +890,7 @@ type writeStmts struct {
 	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
 	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents("events", n), prepared when first used
 	insertTail                                                                                    [maxEventsPerInsert + 1]*sql.Stmt // insertTail[n]: qInsertTail(n), the same
-	tailHas, tailState, setTailMove, tailBound, copyTail, dropTail                                *sql.Stmt                         // tail.go
+	flushTail, dropSessionTail, tailState, setTailMove, tailBound, copyTail, dropTail             *sql.Stmt                         // tail.go
 }
 
 // insertEventsStmt returns the statement inserting n events (qInsertEvents) into event_tail
@@ -933,7 +933,8 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.openRows, inBothTables(`SELECT seq, event_id, idem_key FROM %[1]s WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`)},
 		{&st.eventByKey, inBothTables(`SELECT k.seq, e.data FROM event_keys AS k JOIN %[1]s AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ?1 AND k.gen = ?2 AND k.idem_key = ?3`)},
 		{&st.eventByID, inBothTables(`SELECT k.seq FROM event_ids AS k JOIN %[1]s AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ?1 AND k.gen = ?2 AND k.event_id = ?3`)},
-		{&st.tailHas, qTailHas},
+		{&st.flushTail, qFlushTail},
+		{&st.dropSessionTail, qDropSessionTail},
 		{&st.tailState, qTailState},
 		{&st.setTailMove, qSetTailMove},
 		{&st.tailBound, qTailBound},
