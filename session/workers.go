@@ -150,9 +150,10 @@ func (s *Service) RenewLease(ctx context.Context, sessionID, runID string, ref s
 // ReleaseLease drops the lease ref holds on the run. A queued run is claimable again at once
 // (the claims waiting in this process are woken); a run the holder started stays as it is,
 // without a lease: it is then live by its session's heartbeat, as a run of a session without
-// workers is.
+// workers is. A lease that has expired is not released (LEASE_LOST): the lease expirer fails
+// the run, or queues it again.
 func (s *Service) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef) error {
-	if err := s.st.ReleaseLease(ctx, sessionID, runID, ref); err != nil {
+	if err := s.st.ReleaseLease(ctx, sessionID, runID, ref, s.now()); err != nil {
 		return err
 	}
 	s.queue.kick()

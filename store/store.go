@@ -126,9 +126,11 @@ type Store interface {
 	// ErrRunNotFound, *LeaseError.
 	RenewLease(ctx context.Context, sessionID, runID string, ref LeaseRef, now, expiresAt time.Time) (Lease, error)
 	// ReleaseLease drops the lease ref holds on the run: a queued run becomes claimable again.
-	// The lease must be the run's current one (it may have expired: nobody else holds the run
-	// then). Errors: ErrSessionNotFound, ErrRunNotFound, *LeaseError.
-	ReleaseLease(ctx context.Context, sessionID, runID string, ref LeaseRef) error
+	// The lease must be the run's current one and not have expired by now (CheckLease), else
+	// *LeaseError "lost": an expired lease is the expirer's to handle (released, a started run
+	// would stay running with no lease, which the expirer never looks at). Errors:
+	// ErrSessionNotFound, ErrRunNotFound, *LeaseError.
+	ReleaseLease(ctx context.Context, sessionID, runID string, ref LeaseRef, now time.Time) error
 	// RunLeases returns the lease state of each of the session's runs, in creation order, or
 	// ErrSessionNotFound.
 	RunLeases(ctx context.Context, sessionID string) ([]RunLease, error)

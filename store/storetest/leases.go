@@ -123,13 +123,20 @@ func (s *suite) testLeases(t *testing.T) {
 				t.Errorf("renew with %s: reason %q, want %q", tc.name, le.Reason, tc.reason)
 			}
 		}
-		if err := st.ReleaseLease(ctx, "S-1", "R-1", store.LeaseRef{LeaseID: "L-1", Token: 7}); err == nil {
+		if err := st.ReleaseLease(ctx, "S-1", "R-1", store.LeaseRef{LeaseID: "L-1", Token: 7}, t0); err == nil {
 			t.Errorf("release with a wrong token: nil, want a LeaseError")
 		}
-		if err := st.ReleaseLease(ctx, "S-1", "R-1", ref); err != nil {
+		// An expired lease is the expirer's: its holder cannot release it.
+		if le := errorAs[*store.LeaseError](t, "release after its expiry", st.ReleaseLease(ctx, "S-1", "R-1", ref, t0.Add(90*time.Second))); le.Reason != store.LeaseLost {
+			t.Errorf("release after its expiry: reason %q, want %q", le.Reason, store.LeaseLost)
+		}
+		if leases, err := st.RunLeases(ctx, "S-1"); err != nil || len(leases) != 1 || leases[0].Held == nil || leases[0].Held.LeaseID != "L-1" {
+			t.Errorf("after a refused release, RunLeases = %+v, %v; want R-1 still held by L-1", leases, err)
+		}
+		if err := st.ReleaseLease(ctx, "S-1", "R-1", ref, t0.Add(30*time.Second)); err != nil {
 			t.Fatalf("release: %v", err)
 		}
-		if err := st.ReleaseLease(ctx, "S-1", "R-1", ref); err == nil {
+		if err := st.ReleaseLease(ctx, "S-1", "R-1", ref, t0.Add(30*time.Second)); err == nil {
 			t.Errorf("second release: nil, want a LeaseError (no lease held)")
 		}
 		// A released queued run is claimable again, with the next token.
@@ -151,7 +158,7 @@ func (s *suite) testLeases(t *testing.T) {
 		const id = "S-1"
 		queue(t, ctx, st, id, "R-1", SessionSpec{})
 		old := claim(t, ctx, st, store.ClaimFilter{}, "L-old").Lease.Ref()
-		if err := st.ReleaseLease(ctx, id, "R-1", old); err != nil {
+		if err := st.ReleaseLease(ctx, id, "R-1", old, t0); err != nil {
 			t.Fatal(err)
 		}
 		cur := claim(t, ctx, st, store.ClaimFilter{}, "L-cur").Lease.Ref()
@@ -216,7 +223,7 @@ func (s *suite) testLeases(t *testing.T) {
 			}
 		}
 		fenced("the holder", first, time.Time{}, "")
-		if err := st.ReleaseLease(ctx, id, "R-1", first); err != nil {
+		if err := st.ReleaseLease(ctx, id, "R-1", first, t0); err != nil {
 			t.Fatal(err)
 		}
 		fenced("the holder after its release", first, time.Time{}, store.LeaseLost)
