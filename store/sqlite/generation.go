@@ -150,17 +150,9 @@ func blockHas(blk *[8]uint64, y uint64) bool {
 }
 
 // readGenerationBits reads the database's generation size.
-func readGenerationBits(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (uint, error) {
-	var bits int64
-	if err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'generation_bits'`).Scan(&bits); err != nil {
-		return 0, fmt.Errorf("read generation_bits setting: %w", err)
-	}
-	if bits < 1 || bits > 40 {
-		return 0, fmt.Errorf("generation_bits setting is %d, want 1 to 40", bits)
-	}
-	return uint(bits), nil
+func readGenerationBits(ctx context.Context, q rowQuerier) (uint, error) {
+	bits, err := readSetting(ctx, q, "generation_bits", 1, 40)
+	return uint(bits), err
 }
 
 // gen returns the generation of sequence seq; -1 for seq -1 (an empty log).

@@ -375,3 +375,20 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// rowQuerier is a database, a connection or a transaction.
+type rowQuerier interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// readSetting reads the setting name, an integer from lo to hi.
+func readSetting(ctx context.Context, q rowQuerier, name string, lo, hi int64) (int64, error) {
+	var v int64
+	if err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, name).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read %s setting: %w", name, err)
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("%s setting is %d, want %d to %d", name, v, lo, hi)
+	}
+	return v, nil
+}

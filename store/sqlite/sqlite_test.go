@@ -77,8 +77,9 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// setGenerationBits creates a store in dir whose generations hold 2^bits events.
-func setGenerationBits(t testing.TB, dir string, bits uint) {
+// closedDB creates the store in dir when there is none, closes it, and returns its database,
+// open on a connection of its own, closed when the test ends.
+func closedDB(t testing.TB, dir string) *sql.DB {
 	t.Helper()
 	st, err := Open(context.Background(), dir)
 	if err != nil {
@@ -91,7 +92,14 @@ func setGenerationBits(t testing.TB, dir string, bits uint) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// setGenerationBits creates a store in dir whose generations hold 2^bits events.
+func setGenerationBits(t testing.TB, dir string, bits uint) {
+	t.Helper()
+	db := closedDB(t, dir)
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("generation size of a store with %d events (%v)", n, err)
@@ -99,27 +107,18 @@ func setGenerationBits(t testing.TB, dir string, bits uint) {
 	if _, err := db.Exec(`UPDATE settings SET value = ? WHERE name = 'generation_bits'`, bits); err != nil {
 		t.Fatal(err)
 	}
+	db.Close()
 }
 
-// setTailRows sets the tail_rows setting of the store in dir (creating it): the tail is moved
-// into events whenever it holds n events (tail.go).
+// setTailRows sets the tail_rows setting of the store in dir (creating it): a move pass starts
+// whenever the tail holds n events (tail.go).
 func setTailRows(t testing.TB, dir string, n int) {
 	t.Helper()
-	st, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile), roleWriter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := closedDB(t, dir)
 	if _, err := db.Exec(`UPDATE settings SET value = ? WHERE name = 'tail_rows'`, n); err != nil {
 		t.Fatal(err)
 	}
+	db.Close()
 }
 
 func TestLockedDirectory(t *testing.T) {

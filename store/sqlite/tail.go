@@ -106,18 +106,10 @@ func (w *writer) flushSession(sk int64) error {
 	return nil
 }
 
-// readTailRows reads the database's tail_rows setting.
-func readTailRows(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (int, error) {
-	var n int64
-	if err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'tail_rows'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read tail_rows setting: %w", err)
-	}
-	if n < 1 || n > 1<<20 {
-		return 0, fmt.Errorf("tail_rows setting is %d, want 1 to 1048576", n)
-	}
-	return int(n), nil
+// readTailRows reads the database's tail_rows setting (tail.go).
+func readTailRows(ctx context.Context, q rowQuerier) (int, error) {
+	n, err := readSetting(ctx, q, "tail_rows", 1, 1<<20)
+	return int(n), err
 }
 
 // tailState is what the writer knows of the tail in the group's transaction; loaded (load)
