@@ -321,7 +321,7 @@ func bulkLoad(tb testing.TB, n int, k idKind) (string, error) {
 	if err != nil {
 		return dir, err
 	}
-	ins, err := tx.Prepare(qInsertEvents("events", 1))
+	ins, err := tx.Prepare(qInsertEvents(1))
 	if err != nil {
 		return dir, err
 	}

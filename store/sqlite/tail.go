@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/sessiond/sessiond/store"
 )
@@ -22,9 +21,10 @@ import (
 // events fill pages of their own.
 //
 // The move. Once the tail holds tail_rows rows (a setting, 1024 by default), a pass starts
-// over the rows it holds then (pos up to tail_move.pos): each group, just before it commits,
-// copies the next moveChunk of them into events in rid order (several events to each session's
-// page) and records how far it got (tail_move.rid); the group that copies the last ones
+// over the rows it holds then (pos up to tail_move.pos): each group (while it waits for the sync
+// in flight, else just before it commits) copies the next eighth of them (moveChunks) into
+// events in rid order (several events to each session's page) and records how far it got
+// (tail_move.rid); the group that copies the last ones
 // deletes the pass's rows from the tail, a range of its key, and ends the pass. Copying the
 // whole tail in one group cost that group 10–20 ms; a chunk costs each group of the pass about
 // an eighth of it.
@@ -88,8 +88,10 @@ func (w *writer) flushSession(sk int64) error {
 	if err != nil {
 		return fatal("move a session's events out of the tail", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err
+	if n, err := res.RowsAffected(); err != nil {
+		return fatal("move a session's events out of the tail", err)
+	} else if n == 0 {
+		return nil
 	}
 	if err := w.loadTail(); err != nil {
 		return err
@@ -106,13 +108,13 @@ func (w *writer) flushSession(sk int64) error {
 	return nil
 }
 
-// readTailRows reads the database's tail_rows setting (tail.go).
+// readTailRows reads the database's tail_rows setting.
 func readTailRows(ctx context.Context, q rowQuerier) (int, error) {
 	n, err := readSetting(ctx, q, "tail_rows", 1, 1<<20)
 	return int(n), err
 }
 
-// tailState is what the writer knows of the tail in the group's transaction; loaded (load)
+// tailState is what the writer knows of the tail in the group's transaction; loaded (loadTail)
 // when it is not known: at the first move, and after a failed group or anything else that may
 // have changed the tail behind the writer's back (a rolled back session write, a compaction).
 type tailState struct {
@@ -199,34 +201,8 @@ func (w *writer) moveTail() error {
 	return nil
 }
 
-// qInsertEvents inserts n event rows into table (events or event_tail): for each (eventRow) its
-// rid, sk, seq, gen, event_id, idem_key, event_type, run_id and data, in that order. The
-// parameters are anonymous: the driver asks SQLite for the name of every parameter it binds,
-// which SQLite finds by a scan of the statement's named ones (numbered ones, ?NNN, count as
-// named), so numbered parameters made binding a statement of many rows take time quadratic in
-// its rows.
-func qInsertEvents(table string, n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO ` + table + ` (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return b.String()
-}
-
 // qInsertTail inserts n event rows into event_tail: for each its pos, then the arguments of
 // qInsertEvents.
 func qInsertTail(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO event_tail (pos, rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return b.String()
+	return qInsertRows(`INSERT INTO event_tail (pos, rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)`, 10, n)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -869,6 +870,30 @@ func storedRun(ord int64, data []byte) (store.StoredRun, error) {
 // the powers of two up to it.
 const maxEventsPerInsert = 64
 
+// qInsertEvents inserts n event rows into events: for each (eventRow) its rid, sk, seq, gen,
+// event_id, idem_key, event_type, run_id and data, in that order.
+func qInsertEvents(n int) string {
+	return qInsertRows(`INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)`, 9, n)
+}
+
+// qInsertRows is the statement head (an INSERT naming its cols columns) followed by n rows of
+// parameters. The parameters are anonymous: the driver asks SQLite for the name of every
+// parameter it binds, which SQLite finds by a scan of the statement's named ones (numbered
+// ones, ?NNN, count as named), so numbered parameters made binding a statement of many rows
+// take time quadratic in its rows.
+func qInsertRows(head string, cols, n int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var b strings.Builder
+	b.WriteString(head + " VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
 // eventRow appends to args the arguments of qInsertEvents for event e of session sk in
 // generation gen. Its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid
 // table so that its interior pages hold integer keys, not whole rows).
@@ -888,7 +913,7 @@ type writeStmts struct {
 	all                                                                                           []*sql.Stmt
 	control                                                                                       map[string]*sql.Stmt              // txControl
 	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
-	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents("events", n), prepared when first used
+	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
 	insertTail                                                                                    [maxEventsPerInsert + 1]*sql.Stmt // insertTail[n]: qInsertTail(n), the same
 	flushTail, dropSessionTail, tailState, setTailMove, tailBound, copyTail, dropTail             *sql.Stmt                         // tail.go
 }
@@ -899,7 +924,7 @@ func (st *writeStmts) insertEventsStmt(ctx context.Context, conn *sql.Conn, tail
 	if tail {
 		return st.prepareOnce(ctx, conn, &st.insertTail[n], "the insert of events", func() string { return qInsertTail(n) })
 	}
-	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents("events", n) })
+	return st.prepareOnce(ctx, conn, &st.insertEvents[n], "the insert of events", func() string { return qInsertEvents(n) })
 }
 
 // insertRunsStmt returns the statement inserting n runs (qInsertRuns), preparing it on conn the
