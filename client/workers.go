@@ -64,9 +64,9 @@ func (c *Client) AppendUnderLease(ctx context.Context, id string, lease wire.Lea
 }
 
 // Worker claims queued runs and hands each to Handle, with its lease renewed in the background,
-// and released when Handle returns nil before its context ends. When Handle fails, or its
-// context ends (the lease was lost, Run's context ended) whatever it returns, the lease is left
-// to expire: the server's lease expirer
+// and released when Handle returns nil and its context has not ended by then. When Handle
+// fails, or its context has ended (the lease was lost, Run's context ended) whatever it
+// returns, the lease is left to expire: the server's lease expirer
 // then fails the run, or queues it again, with an event naming the lost lease, where a
 // released run would stay as it is, unheld, until its session's heartbeat runs out. Run drives
 // it.

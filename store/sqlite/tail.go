@@ -22,12 +22,15 @@ import (
 //
 // The move. Once the tail holds tail_rows rows (a setting, 1024 by default), a pass starts
 // over the rows it holds then (pos up to tail_move.pos): each group (while it waits for the sync
-// in flight, else just before it commits) copies the next eighth of them (moveChunks) into
-// events in rid order (several events to each session's page) and records how far it got
-// (tail_move.rid); the group that copies the last ones
-// deletes the pass's rows from the tail, a range of its key, and ends the pass. Copying the
-// whole tail in one group cost that group 10–20 ms; a chunk costs each group of the pass about
-// an eighth of it.
+// in flight, else just before it commits) copies the next chunk of them into events in rid
+// order (several events to each session's page) and records how far it got (tail_move.rid);
+// the group that copies the last ones deletes the pass's rows from the tail, a range of its
+// key, and ends the pass. A chunk is an eighth of the tail as it stands (moveChunks), and at
+// least an eighth of tail_rows: a pass of tail_rows rows takes eight groups, and when groups
+// bring more rows than that the chunks grow with the tail, so that the move keeps up and the
+// tail stays within about eight groups' worth of small appends. Copying a whole tail of 1024
+// rows in one group cost that group 10–20 ms; an eighth costs each group of the pass about an
+// eighth of it.
 //
 // An event is read from exactly one place: events, or event_tail_live (the view of the tail
 // without the rows the pass has copied). The pass's state commits with the rows it copies, so
@@ -45,15 +48,17 @@ import (
 // writes them to event_tail; a larger one fills pages of its own in events.
 const tailBelowBytes = 4096
 
-// moveChunks is how many groups a pass takes at least: each copies tail_rows/moveChunks rows.
+// moveChunks: a group of a pass copies an eighth of the tail's rows, and at least an eighth of
+// tail_rows (moveTail).
 const moveChunks = 8
 
 // inBothTables returns the SELECT q over events, UNION ALL, q over event_tail_live: q names
-// its table %[1]s (a fmt verb) wherever it reads events, and holds no other verb. SQLite runs
-// the arms one after the other, each in the order of the key it searches
-// (TestEventQueryPlans), so a range of a session's rids comes out in order. A compound SELECT
-// takes its ORDER BY and LIMIT after the last arm; its numbered parameters (?1) are shared by
-// the arms.
+// its table %[1]s (a fmt verb) wherever it reads events, and holds no other verb. A range read
+// built on it has no ORDER BY: its order is that of the plan SQLite makes, the arms one after
+// the other, each in the order of the key it searches. SQLite does not promise that order
+// without an ORDER BY, so TestEventQueryPlans pins the plans: a SQLite whose plans differ fails
+// it, and that is a correctness problem, not a slower query. A compound SELECT takes its ORDER
+// BY and LIMIT after the last arm; its numbered parameters (?1) are shared by the arms.
 func inBothTables(q string) string {
 	return fmt.Sprintf(q, "events") + "\nUNION ALL\n" + fmt.Sprintf(q, "event_tail_live")
 }
@@ -105,6 +110,7 @@ func (w *writer) flushSession(sk int64) error {
 		return fatal("move a session's events out of the tail", err)
 	}
 	w.tail.rows -= int(n)
+	w.tail.writes++
 	return nil
 }
 
@@ -116,13 +122,15 @@ func readTailRows(ctx context.Context, q rowQuerier) (int, error) {
 
 // tailState is what the writer knows of the tail in the group's transaction; loaded (loadTail)
 // when it is not known: at the first move, and after a failed group or anything else that may
-// have changed the tail behind the writer's back (a rolled back session write, a compaction).
+// have changed the tail behind the writer's back (a session write that wrote to the tail and
+// was rolled back, a compaction).
 type tailState struct {
 	known   bool
-	rows    int   // rows in event_tail, copied ones included
-	nextPos int64 // the pos of the next row inserted
-	movePos int64 // the pass in progress moves the rows up to this pos; 0: no pass
-	moveRid int64 // ... and has copied those below this rid
+	writes  uint64 // the writer's inserts and deletes of tail rows so far (see take)
+	rows    int    // rows in event_tail, copied ones included
+	nextPos int64  // the pos of the next row inserted
+	movePos int64  // the pass in progress moves the rows up to this pos; 0: no pass
+	moveRid int64  // ... and has copied those below this rid
 }
 
 // Statements of the tail.
@@ -178,7 +186,8 @@ func (w *writer) moveTail() error {
 		t.movePos, t.moveRid = t.nextPos-1, 0
 	}
 	bound := int64(math.MaxInt64)
-	err := w.st.tailBound.QueryRowContext(w.ctx, t.moveRid, t.movePos, max(w.s.tailRows/moveChunks, 1)).Scan(&bound)
+	chunk := max(w.s.tailRows, t.rows) / moveChunks
+	err := w.st.tailBound.QueryRowContext(w.ctx, t.moveRid, t.movePos, max(chunk, 1)).Scan(&bound)
 	last := errors.Is(err, sql.ErrNoRows)
 	if err != nil && !last {
 		return fatal("move the tail's events", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/contract"
@@ -125,5 +126,45 @@ func TestTail(t *testing.T) {
 	}
 	if !ended {
 		t.Fatal("no pass ended in 12 groups")
+	}
+}
+
+// TestTailKeepsUp: when groups bring more small-append rows than a pass of tail_rows copies
+// per group (256 writers of 4 events each: up to 1,024 rows a group against 128), the chunks
+// grow with the tail, which stays within about eight groups' worth of rows. With chunks of
+// tail_rows/8 rows it grew to about 30,000 rows of the 40,960 appended.
+func TestTailKeepsUp(t *testing.T) {
+	ctx := context.Background()
+	st := openAt(t, t.TempDir())
+	const sessions, rounds = 256, 40
+	for s := range sessions {
+		if err := st.CreateSession(ctx, storetest.NewSession(fmt.Sprintf("S-%d", s), storetest.SessionSpec{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for s := range sessions {
+		wg.Go(func() {
+			id := fmt.Sprintf("S-%d", s)
+			for r := range rounds {
+				var evs []*contract.EncodedEvent
+				for k := range 4 {
+					evs = append(evs, storetest.EventWithID(t, id, fmt.Sprintf("e-%d-%d", r, k), fmt.Sprintf("k-%d-%d", r, k), "x"))
+				}
+				if _, err := st.Append(ctx, id, evs, store.AppendOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var tail, events int
+	if err := st.rdb.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM event_tail), (SELECT count(*) FROM events)`).Scan(&tail, &events); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after %d events: %d rows in event_tail, %d in events", sessions*rounds*4, tail, events)
+	if max := 8*sessions*4 + 1024; tail > max {
+		t.Errorf("the tail holds %d rows, more than eight groups' worth (%d): the move does not keep up", tail, max)
 	}
 }

@@ -276,6 +276,7 @@ func (w *writer) take(r *request) {
 		}
 	}
 	var err error
+	tailWrites := w.tail.writes
 	if r.op != nil {
 		// Counted before and after: what the writer cached about sessions before the op, or
 		// while it ran, may be stale now (sessState.hbOps, leaseOps).
@@ -298,7 +299,9 @@ func (w *writer) take(r *request) {
 				w.abort(w.taken, fatal("roll back to savepoint", rerr))
 				return
 			}
-			w.tail.known = false // the session write may have written to the tail
+			if w.tail.writes != tailWrites {
+				w.tail.known = false // the rolled back write wrote to the tail
+			}
 		}
 	}
 	if savepoint {
@@ -527,6 +530,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 			return err
 		}
 		w.tail.rows += len(evs)
+		w.tail.writes++
 	}
 	for len(evs) > 0 {
 		n := maxEventsPerInsert

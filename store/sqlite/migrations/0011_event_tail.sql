@@ -7,8 +7,8 @@
 -- tree is split by sharing it out with its neighbours: about three 4 KiB pages written per
 -- ~700-byte event. event_tail is keyed by its insertion order (pos, given by the writer), so
 -- a commit's small appends fill its last pages one after the other, whatever their sessions;
--- its index on rid is small (the tail holds a few thousand rows at most), and readers find a
--- session's newest events through it.
+-- its index on rid is small (the tail holds about eight group commits' worth of small appends,
+-- and at least tail_rows), and readers find a session's newest events through it.
 CREATE TABLE event_tail (
     pos        INTEGER PRIMARY KEY, -- insertion order
     rid        INTEGER NOT NULL,    -- as events.rid: sk * 2^32 + seq
