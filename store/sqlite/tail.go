@@ -137,8 +137,7 @@ type tailState struct {
 const (
 	// qFlushTail and qDropSessionTail move session ?1's live rows from the tail into events
 	// (flushSession).
-	qFlushTail = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)
-	SELECT rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data FROM event_tail_live
+	qFlushTail = `INSERT INTO events (` + eventRowCols + `) SELECT ` + eventRowCols + ` FROM event_tail_live
 	WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32) ORDER BY rid`
 	qDropSessionTail = `DELETE FROM event_tail WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`
 	qTailState       = `SELECT (SELECT count(*) FROM event_tail), (SELECT coalesce(max(pos), 0) FROM event_tail), pos, rid FROM tail_move`
@@ -146,8 +145,7 @@ const (
 	// qTailBound is the rid of the row after the next chunk of the pass (?1: the rid it has
 	// reached, ?2: its last pos, ?3: the chunk's size); no row when the chunk is the last.
 	qTailBound = `SELECT rid FROM event_tail WHERE rid >= ?1 AND pos <= ?2 ORDER BY rid LIMIT 1 OFFSET ?3`
-	qCopyTail  = `INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)
-	SELECT rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data FROM event_tail
+	qCopyTail  = `INSERT INTO events (` + eventRowCols + `) SELECT ` + eventRowCols + ` FROM event_tail
 	WHERE rid >= ?1 AND rid < ?2 AND pos <= ?3 ORDER BY rid`
 	qDropTail = `DELETE FROM event_tail WHERE pos <= ?1`
 )
@@ -213,5 +211,5 @@ func (w *writer) moveTail() error {
 // qInsertTail inserts n event rows into event_tail: for each its pos, then the arguments of
 // qInsertEvents.
 func qInsertTail(n int) string {
-	return qInsertRows(`INSERT INTO event_tail (pos, rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)`, 10, n)
+	return qInsertRows(`INSERT INTO event_tail (pos, `+eventRowCols+`)`, 10, n)
 }

@@ -533,10 +533,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 		w.tail.writes++
 	}
 	for len(evs) > 0 {
-		n := maxEventsPerInsert
-		for n > len(evs) {
-			n /= 2
-		}
+		n := powerOfTwoAtMost(len(evs), maxEventsPerInsert)
 		st, err := w.st.insertEventsStmt(w.ctx, w.conn, tail, n)
 		if err != nil {
 			return fatal("insert events", err)
@@ -588,12 +585,7 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 		for j < len(runs) && runs[j].Created && j-i < maxRunsPerInsert {
 			j++
 		}
-		for n := maxRunsPerInsert; ; n /= 2 {
-			if n <= j-i {
-				j = i + n
-				break
-			}
-		}
+		j = i + powerOfTwoAtMost(j-i, maxRunsPerInsert)
 		args := make([]any, 1, 2+5*(j-i))
 		args[0] = sk
 		for _, rw := range runs[i:j] {
@@ -874,10 +866,24 @@ func storedRun(ord int64, data []byte) (store.StoredRun, error) {
 // the powers of two up to it.
 const maxEventsPerInsert = 64
 
+// powerOfTwoAtMost returns the largest power of two that is at most n (n >= 1) and at most
+// limit (a power of two): the rows of the next multi-row statement, so that a few statements
+// (one per power of two) are prepared, whatever the batches' lengths.
+func powerOfTwoAtMost(n, limit int) int {
+	p := limit
+	for p > n {
+		p /= 2
+	}
+	return p
+}
+
+// eventRowCols are an event row's columns, in the order of eventRow's arguments.
+const eventRowCols = `rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data`
+
 // qInsertEvents inserts n event rows into events: for each (eventRow) its rid, sk, seq, gen,
 // event_id, idem_key, event_type, run_id and data, in that order.
 func qInsertEvents(n int) string {
-	return qInsertRows(`INSERT INTO events (rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data)`, 9, n)
+	return qInsertRows(`INSERT INTO events (`+eventRowCols+`)`, 9, n)
 }
 
 // qInsertRows is the statement head (an INSERT naming its cols columns) followed by n rows of
