@@ -26,7 +26,7 @@ const maxRunsPerInsert = 64
 
 // qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: the
 // session's sk, then for each run its id, status, JSON, attempt and whether it is queued, then
-// sk again (anonymous parameters, see qInsertEvents). Run i of the list takes the session's
+// sk again (anonymous parameters, see qInsertRows). Run i of the list takes the session's
 // next ord plus i (column1 of the VALUES list), and the session's project and agent; queued_ms
 // is when a queued run became queued, by the database's clock. The rows are inserted, and
 // their change feed triggers write their changes, in the order of the list. One statement for
