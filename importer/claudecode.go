@@ -40,13 +40,13 @@ type ccToolUseResult struct {
 	AgentID string `json:"agentId"`
 }
 
-// decodeCCLine decodes a line in one pass when every field the importer reads has the type
-// it expects; else field by field, so that a message or toolUseResult of another shape only
-// loses that field. ok is false when the line is not a JSON object. A message whose content is
-// an array of blocks, none of them an image, has its blocks decoded in that same pass
-// (decodeCCBlocks); else its content is kept raw and decoded by blocks when it is read.
+// decodeCCLine decodes a line: in one pass by decodeCCScan, else (a line on which it could
+// differ from encoding/json) by decodeCCRaw, so that a message or toolUseResult of another
+// shape only loses that field. ok is false when the line is not a JSON object. A message whose
+// content decodeCCScan decoded holds its blocks; any other keeps its content raw, decoded by
+// blocks when it is read.
 func decodeCCLine(raw []byte) (l ccLine, ok bool) {
-	if l, ok := decodeCCBlocks(raw); ok {
+	if l, ok := decodeCCScan(raw); ok {
 		return l, true
 	}
 	return decodeCCRaw(raw)
@@ -94,7 +94,7 @@ type ccMessage struct {
 	Content json.RawMessage `json:"content"`
 	Usage   *ccUsage        `json:"usage"`
 
-	// decoded: the content was decoded with the line (decodeCCBlocks) into parts, and Content
+	// decoded: the content was decoded with the line (decodeCCScan) into parts, and Content
 	// is not set.
 	decoded bool
 	parts   []ccBlock
@@ -107,78 +107,6 @@ func (m *ccMessage) contentBlocks() ([]ccBlock, bool) {
 		return m.parts, m.parts != nil
 	}
 	return blocks(m.Content)
-}
-
-// decodeCCBlocks decodes a line whose message content is an array of blocks, none of them an
-// image, in one pass with its blocks: the line is scanned once, not once more for its content.
-// ok is false for any other line (decodeCCLine then decodes it as before): a line that is not
-// valid JSON or has a field of another shape, a message content that is not an array (a
-// string is seen by the text `"content":"`, anywhere in the line, before any decoding; one
-// the test misses fails the decoding), and an image block, which is kept as the file has it
-// (imageBlock) and so needs the raw content.
-func decodeCCBlocks(raw []byte) (l ccLine, ok bool) {
-	if bytes.Contains(raw, []byte(`"content":"`)) || bytes.Contains(raw, []byte(`"content": "`)) || mayRepeatContent(raw) {
-		return ccLine{}, false
-	}
-	var line struct {
-		ccHead
-		Message *struct {
-			ID      string    `json:"id"`
-			Role    string    `json:"role"`
-			Model   string    `json:"model"`
-			Content []ccBlock `json:"content"`
-			Usage   *ccUsage  `json:"usage"`
-		} `json:"message"`
-		ToolUseResult *ccToolUseResult `json:"toolUseResult"`
-	}
-	if json.Unmarshal(raw, &line) != nil {
-		return ccLine{}, false
-	}
-	l = ccLine{ccHead: line.ccHead}
-	if m := line.Message; m != nil {
-		for _, b := range m.Content {
-			if b.Type == "image" {
-				return ccLine{}, false
-			}
-		}
-		l.Message = &ccMessage{ID: m.ID, Role: m.Role, Model: m.Model, Usage: m.Usage, decoded: true, parts: m.Content}
-	}
-	if line.ToolUseResult != nil {
-		l.ToolAgent = line.ToolUseResult.AgentID
-	}
-	return l, true
-}
-
-// mayRepeatContent reports whether the line may hold a message's content twice: a second
-// "content" (or "message") key, which encoding/json matches whatever its case, or a \u escape or
-// a long s (ſ, which folds to s), with which a key can spell either name without the text
-// matching. decodeCCRaw keeps the last content as the file has it; decoding a second array into
-// the blocks of the first would reuse their fields, so such a line is decoded as before.
-// Another "content" anywhere (a tool_result block's) only sends the line the slower way.
-func mayRepeatContent(raw []byte) bool {
-	if bytes.Contains(raw, []byte(`\u`)) || bytes.Contains(raw, []byte("ſ")) {
-		return true
-	}
-	return countKey(raw, `"content"`) > 1 || countKey(raw, `"message"`) > 1
-}
-
-// countKey counts the occurrences in raw of the quoted ASCII text key, ignoring ASCII case,
-// followed by a colon (after spaces): every time an object has that key, and perhaps more.
-func countKey(raw []byte, key string) int {
-	n := 0
-	for i := bytes.IndexByte(raw, key[0]); i >= 0 && i+len(key) <= len(raw); {
-		if bytes.EqualFold(raw[i:i+len(key)], []byte(key)) {
-			if rest := bytes.TrimLeft(raw[i+len(key):], " \t\r\n"); len(rest) > 0 && rest[0] == ':' {
-				n++
-			}
-		}
-		j := bytes.IndexByte(raw[i+1:], key[0])
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return n
 }
 
 // ccUsage is an assistant message's token usage.

@@ -78,61 +78,49 @@ func FuzzParseCodex(f *testing.F) {
 	})
 }
 
-// FuzzDecodeCCBlocks: a line that decodeCCBlocks decodes with its content's blocks decodes to
-// the same line, and the same blocks, as decodeCCRaw and blocks give.
-func FuzzDecodeCCBlocks(f *testing.F) {
+// FuzzDecodeCCScan: a line that decodeCCScan decodes decodes to the same line, and the same
+// content blocks, as decodeCCRaw (encoding/json) and blocks give.
+func FuzzDecodeCCScan(f *testing.F) {
 	seeds(f, "testdata/claude-code/sidechain_integrated.jsonl", "testdata/claude-code/edge_cases.jsonl",
 		"testdata/claude-code/sample_session.jsonl", "testdata/claude-code/representative_messages.jsonl")
-	for _, l := range []string{
-		`{"type":"user","message":{"role":"user","content":"a string"}}`,
-		`{"type":"user","message":{"role":"user","content" : "spaced string"}}`,
-		`{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"AA=="}}]}}`,
-		`{"type":"user","message":{"role":"user","content":[]}}`,
-		`{"type":"user","message":{"role":"user","content":null}}`,
-		`{"type":"user","message":{"role":"user","content":{"type":"text"}}}`,
-		`{"type":"user","message":{"role":"user","content":[null,{"type":"text","text":5}]}}`,
-		`{"type":"user","message":null}`,
-		`{"type":"user","message":"text"}`,
-		`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":[1,2]}}],"usage":{"input_tokens":3}}}`,
-		`{"type":"user","toolUseResult":{"agentId":"a"},"message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}],"is_error":true}]}}`,
-		`{"type":"user","toolUseResult":"a string","message":{"content":[{"type":"text","text":"x"}]}}`,
-		`{"type":"user","Message":{"Content":[{"Type":"text","TEXT":"case"}]}}`,
-		// A content or message key twice, in any case or spelled with an escape: the last one
-		// counts, as decodeCCRaw keeps it (a second array decoded into the first's blocks kept
-		// their fields).
-		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"rm -rf x"}}],"content":[{"type":"tool_use","id":"b"}]}}`,
-		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"Content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
-		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}]},"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
-		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"\u0063ontent":[{"type":"tool_result","tool_use_id":"t"}]}}`,
-	} {
-		f.Add([]byte(l))
+	for _, l := range scanCases {
+		f.Add([]byte(l.line))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := decodeCCBlocks(b)
-		if !ok {
-			return
-		}
-		want, ok := decodeCCRaw(b)
-		if !ok {
-			t.Fatalf("decodeCCBlocks decodes a line decodeCCRaw does not: %s", b)
-		}
-		if !reflect.DeepEqual(got.ccHead, want.ccHead) || got.ToolAgent != want.ToolAgent {
-			t.Fatalf("line %s:\ndecodeCCBlocks %+v\ndecodeCCRaw %+v", b, got, want)
-		}
-		if (got.Message == nil) != (want.Message == nil) {
-			t.Fatalf("line %s: message %v, want %v", b, got.Message, want.Message)
-		}
-		if got.Message == nil {
-			return
-		}
-		g, w := *got.Message, *want.Message
-		if g.ID != w.ID || g.Role != w.Role || g.Model != w.Model || !reflect.DeepEqual(g.Usage, w.Usage) {
-			t.Fatalf("line %s: message %+v, want %+v", b, g, w)
-		}
-		gb, gok := g.contentBlocks()
-		wb, wok := w.contentBlocks()
-		if gok != wok || !reflect.DeepEqual(gb, wb) {
-			t.Fatalf("line %s: blocks %+v %v, want %+v %v", b, gb, gok, wb, wok)
-		}
+		checkScan(t, b)
 	})
+}
+
+// checkScan fails t when decodeCCScan decodes line b otherwise than decodeCCRaw and blocks do.
+func checkScan(t *testing.T, b []byte) {
+	t.Helper()
+	got, ok := decodeCCScan(b)
+	if !ok {
+		return
+	}
+	want, ok := decodeCCRaw(b)
+	if !ok {
+		t.Fatalf("decodeCCScan decodes a line decodeCCRaw does not: %s", b)
+	}
+	if !reflect.DeepEqual(got.ccHead, want.ccHead) || got.ToolAgent != want.ToolAgent {
+		t.Fatalf("line %s:\ndecodeCCScan %+v\ndecodeCCRaw %+v", b, got, want)
+	}
+	if (got.Message == nil) != (want.Message == nil) {
+		t.Fatalf("line %s: message %v, want %v", b, got.Message, want.Message)
+	}
+	if got.Message == nil {
+		return
+	}
+	g, w := *got.Message, *want.Message
+	if g.ID != w.ID || g.Role != w.Role || g.Model != w.Model || !reflect.DeepEqual(g.Usage, w.Usage) {
+		t.Fatalf("line %s: message %+v, want %+v", b, g, w)
+	}
+	if !g.decoded && !bytes.Equal(g.Content, w.Content) {
+		t.Fatalf("line %s: raw content %s, want %s", b, g.Content, w.Content)
+	}
+	gb, gok := g.contentBlocks()
+	wb, wok := w.contentBlocks()
+	if gok != wok || !reflect.DeepEqual(gb, wb) {
+		t.Fatalf("line %s: blocks %+v %v, want %+v %v", b, gb, gok, wb, wok)
+	}
 }
