@@ -32,8 +32,10 @@ func decodeCCScan(raw []byte) (l ccLine, ok bool) {
 	if !s.line(&l) {
 		return ccLine{}, false
 	}
-	s.ws()
-	return l, s.i == len(s.b)
+	if s.ws(); s.i != len(s.b) {
+		return ccLine{}, false
+	}
+	return l, true
 }
 
 // ccScanner reads one line: b from i on, nested depth deep.
@@ -227,10 +229,7 @@ func (s *ccScanner) blocks() ([]ccBlock, bool) {
 	}
 	for {
 		var b ccBlock
-		if !s.null() && !s.block(&b) {
-			return nil, false
-		}
-		if b.Type == "image" {
+		if !s.null() && !s.block(&b) { // an image block fails too
 			return nil, false
 		}
 		parts = append(parts, b)
@@ -269,7 +268,8 @@ func (s *ccScanner) block(b *ccBlock) bool {
 		}
 		switch f {
 		case 0:
-			ok = s.str(&b.Type)
+			// An image block is kept raw: no need to read its data (often large) twice.
+			ok = s.str(&b.Type) && b.Type != "image"
 		case 1:
 			ok = s.str(&b.Text)
 		case 2:
@@ -558,7 +558,8 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// boolean decodes true or false into a new *dst; null sets *dst to nil.
+// boolean decodes true or false into a new *dst; null leaves *dst as it is (nil: a key comes
+// once).
 func (s *ccScanner) boolean(dst **bool) bool {
 	switch s.peek() {
 	case 't':
