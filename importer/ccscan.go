@@ -92,7 +92,11 @@ func asciiEqualFold(a []byte, b string) bool {
 	return true
 }
 
-func (s *ccScanner) line(l *ccLine) bool {
+// object reads a mapped object, the next value: for each member it finds the key's index in
+// names (field: a repeated key, or one that matches a name only when case is ignored, fails the
+// object) and calls value with it, -1 for a key that is none of them, to read the member's
+// value. It fails when the value is not an object or value fails.
+func (s *ccScanner) object(names []string, value func(f int) bool) bool {
 	if !s.open('{') {
 		return false
 	}
@@ -105,51 +109,53 @@ func (s *ccScanner) line(l *ccLine) bool {
 		if done {
 			return true
 		}
-		f, ok := field(key, ccLineFields, &seen)
-		if !ok {
-			return false
-		}
-		switch f {
-		case 0:
-			ok = s.str(&l.Type)
-		case 1:
-			ok = s.str(&l.UUID)
-		case 2:
-			ok = s.str(&l.SessionID)
-		case 3:
-			ok = s.str(&l.Timestamp)
-		case 4:
-			var p *bool
-			if ok = s.boolean(&p); p != nil {
-				l.IsSidechain = *p
-			}
-		case 5:
-			ok = s.boolean(&l.IsMeta)
-		case 6:
-			if s.null() {
-				break
-			}
-			var v string
-			if ok = s.str(&v); ok {
-				l.AgentID = &v
-			}
-		case 7:
-			ok = s.str(&l.Cwd)
-		case 8:
-			ok = s.str(&l.Summary)
-		case 9:
-			ok = s.str(&l.LeafUUID)
-		case 10:
-			ok = s.message(&l.Message)
-		case 11:
-			ok = s.toolUseResult(&l.ToolAgent)
-		default:
-			ok = s.skip()
-		}
-		if !ok {
+		f, ok := field(key, names, &seen)
+		if !ok || !value(f) {
 			return false
 		}
 	}
+}
+
+func (s *ccScanner) line(l *ccLine) bool {
+	return s.object(ccLineFields, func(f int) bool {
+		switch f {
+		case 0:
+			return s.str(&l.Type)
+		case 1:
+			return s.str(&l.UUID)
+		case 2:
+			return s.str(&l.SessionID)
+		case 3:
+			return s.str(&l.Timestamp)
+		case 4:
+			var p *bool
+			ok := s.boolean(&p)
+			if p != nil {
+				l.IsSidechain = *p
+			}
+			return ok
+		case 5:
+			return s.boolean(&l.IsMeta)
+		case 6:
+			if s.null() {
+				return true
+			}
+			var v string
+			l.AgentID = &v
+			return s.str(&v)
+		case 7:
+			return s.str(&l.Cwd)
+		case 8:
+			return s.str(&l.Summary)
+		case 9:
+			return s.str(&l.LeafUUID)
+		case 10:
+			return s.message(&l.Message)
+		case 11:
+			return s.toolUseResult(&l.ToolAgent)
+		}
+		return s.skip()
+	})
 }
 
 // message reads a line's message: an object, or null (none).
@@ -157,42 +163,23 @@ func (s *ccScanner) message(dst **ccMessage) bool {
 	if s.null() {
 		return true
 	}
-	if !s.open('{') {
-		return false
-	}
 	m := &ccMessage{}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := s.key(n, true)
-		if !ok {
-			return false
-		}
-		if done {
-			*dst = m
-			return true
-		}
-		f, ok := field(key, ccMsgFields, &seen)
-		if !ok {
-			return false
-		}
+	*dst = m
+	return s.object(ccMsgFields, func(f int) bool {
 		switch f {
 		case 0:
-			ok = s.str(&m.ID)
+			return s.str(&m.ID)
 		case 1:
-			ok = s.str(&m.Role)
+			return s.str(&m.Role)
 		case 2:
-			ok = s.str(&m.Model)
+			return s.str(&m.Model)
 		case 3:
-			ok = s.content(m)
+			return s.content(m)
 		case 4:
-			ok = s.usage(&m.Usage)
-		default:
-			ok = s.skip()
+			return s.usage(&m.Usage)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return s.skip()
+	})
 }
 
 // content reads a message's content: decoded into blocks when it is an array that decodes so,
@@ -250,49 +237,33 @@ func (s *ccScanner) blocks() ([]ccBlock, bool) {
 }
 
 func (s *ccScanner) block(b *ccBlock) bool {
-	if !s.open('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := s.key(n, true)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		f, ok := field(key, ccBlockFields, &seen)
-		if !ok {
-			return false
-		}
+	return s.object(ccBlockFields, func(f int) bool {
+		var ok bool
 		switch f {
 		case 0:
 			// An image block is kept raw: no need to read its data (often large) twice.
-			ok = s.str(&b.Type) && b.Type != "image"
+			return s.str(&b.Type) && b.Type != "image"
 		case 1:
-			ok = s.str(&b.Text)
+			return s.str(&b.Text)
 		case 2:
-			ok = s.str(&b.Thinking)
+			return s.str(&b.Thinking)
 		case 3:
-			ok = s.str(&b.ID)
+			return s.str(&b.ID)
 		case 4:
-			ok = s.str(&b.Name)
+			return s.str(&b.Name)
 		case 5:
 			b.Input, ok = s.raw()
+			return ok
 		case 6:
-			ok = s.str(&b.ToolUseID)
+			return s.str(&b.ToolUseID)
 		case 7:
 			b.Content, ok = s.raw()
+			return ok
 		case 8:
-			ok = s.boolean(&b.IsError)
-		default:
-			ok = s.skip()
+			return s.boolean(&b.IsError)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return s.skip()
+	})
 }
 
 // usage reads a message's usage: an object of integer counts, or null (none).
@@ -300,69 +271,30 @@ func (s *ccScanner) usage(dst **ccUsage) bool {
 	if s.null() {
 		return true
 	}
-	if !s.open('{') {
-		return false
-	}
 	u := &ccUsage{}
+	*dst = u
 	counts := [...]*int64{&u.InputTokens, &u.OutputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := s.key(n, true)
-		if !ok {
-			return false
-		}
-		if done {
-			*dst = u
-			return true
-		}
-		f, ok := field(key, ccUsageFields, &seen)
-		if !ok {
-			return false
-		}
+	return s.object(ccUsageFields, func(f int) bool {
 		if f < 0 {
-			ok = s.skip()
-		} else {
-			ok = s.integer(counts[f])
+			return s.skip()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return s.integer(counts[f])
+	})
 }
 
 // toolUseResult reads a line's toolUseResult for the sub-agent it names: encoding/json leaves
 // the agent unset for one that is not an object or whose agentId is not a string (decodeCCRaw
 // decodes it apart from the rest of the line), and so does this.
 func (s *ccScanner) toolUseResult(agent *string) bool {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
+	if s.peek() != '{' {
 		return s.skip()
 	}
-	if !s.open('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := s.key(n, true)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		f, ok := field(key, ccTURFields, &seen)
-		if !ok {
-			return false
-		}
+	return s.object(ccTURFields, func(f int) bool {
 		if f == 0 && s.peek() == '"' {
-			ok = s.str(agent)
-		} else {
-			ok = s.skip()
+			return s.str(agent)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return s.skip()
+	})
 }
 
 // ws skips white space.
