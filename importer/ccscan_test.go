@@ -43,6 +43,8 @@ var scanCases = []struct {
 	{`{"type":"user","meſsage":{"content":[]}}`, false},
 	{`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a"}],"content":[{"type":"tool_use","id":"b"}]}}`, false},
 	{`{"type":"user","message":{"content":[]},"message":{"content":[]}}`, false},
+	{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"Content":[{"type":"tool_result","tool_use_id":"t"}]}}`, false},
+	{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"first"}],"\u0063ontent":[{"type":"tool_result","tool_use_id":"t"}]}}`, false},
 	{`{"type":"user","text":"\ud800"}`, true}, // a lone surrogate in a value it skips
 	{`{"type":"user","summary":"\ud800"}`, false},
 	{`{"type":"user","summary":"\udc00\ud800"}`, false},
