@@ -97,20 +97,52 @@ func asciiEqualFold(a []byte, b string) bool {
 // object) and calls value with it, -1 for a key that is none of them, to read the member's
 // value. It fails when the value is not an object or value fails.
 func (s *ccScanner) object(names []string, value func(f int) bool) bool {
+	var seen uint32
+	return s.members(true, func(key []byte) bool {
+		f, ok := field(key, names, &seen)
+		return ok && value(f)
+	})
+}
+
+// members reads the object that is the next value, calling value with each member's key to
+// read that member's value; with plain, keys with an escape or a non-ASCII byte fail it (key).
+func (s *ccScanner) members(plain bool, value func(key []byte) bool) bool {
 	if !s.open('{') {
 		return false
 	}
-	var seen uint32
 	for n := 0; ; n++ {
-		key, done, ok := s.key(n, true)
-		if !ok {
+		key, done, ok := s.key(n, plain)
+		if !ok || (!done && !value(key)) {
 			return false
 		}
 		if done {
 			return true
 		}
-		f, ok := field(key, names, &seen)
-		if !ok || !value(f) {
+	}
+}
+
+// elements reads the array that is the next value, calling elem to read each element.
+func (s *ccScanner) elements(elem func() bool) bool {
+	if !s.open('[') {
+		return false
+	}
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ']':
+			s.i++
+			s.depth--
+			return true
+		case ',':
+			s.i++
+		default:
 			return false
 		}
 	}
@@ -185,9 +217,9 @@ func (s *ccScanner) message(dst **ccMessage) bool {
 // content reads a message's content: decoded into blocks when it is an array that decodes so,
 // else kept raw.
 func (s *ccScanner) content(m *ccMessage) bool {
-	s.ws()
+	peek := s.peek()
 	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '[' {
+	if peek == '[' {
 		if parts, ok := s.blocks(); ok {
 			m.decoded, m.parts = true, parts
 			return true
@@ -204,36 +236,20 @@ func (s *ccScanner) content(m *ccMessage) bool {
 // as it was, for an array that does not decode so, or that holds an image block (kept raw).
 func (s *ccScanner) blocks() ([]ccBlock, bool) {
 	depth := s.depth
-	defer func() { s.depth = depth }()
-	if !s.open('[') {
-		return nil, false
-	}
 	parts := []ccBlock{}
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return parts, true
-	}
-	for {
+	ok := s.elements(func() bool {
 		var b ccBlock
 		if !s.null() && !s.block(&b) { // an image block fails too
-			return nil, false
+			return false
 		}
 		parts = append(parts, b)
-		s.ws()
-		if s.i >= len(s.b) {
-			return nil, false
-		}
-		switch s.b[s.i] {
-		case ']':
-			s.i++
-			return parts, true
-		case ',':
-			s.i++
-		default:
-			return nil, false
-		}
+		return true
+	})
+	if !ok {
+		s.depth = depth
+		return nil, false
 	}
+	return parts, true
 }
 
 func (s *ccScanner) block(b *ccBlock) bool {
@@ -373,11 +389,7 @@ func (s *ccScanner) key(n int, plain bool) (key []byte, done, ok bool) {
 
 // null consumes a null, if the next value is one.
 func (s *ccScanner) null() bool {
-	if s.peek() == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return true
-	}
-	return false
+	return s.peek() == 'n' && s.literal("null")
 }
 
 // str decodes a string into dst; null leaves dst as it is (encoding/json's rule, and dst is
@@ -493,25 +505,19 @@ func hex4(b []byte) (rune, bool) {
 // boolean decodes true or false into a new *dst; null leaves *dst as it is (nil: a key comes
 // once).
 func (s *ccScanner) boolean(dst **bool) bool {
-	switch s.peek() {
-	case 't':
-		if bytes.HasPrefix(s.b[s.i:], []byte("true")) {
-			s.i += 4
-			v := true
-			*dst = &v
-			return true
-		}
-	case 'f':
-		if bytes.HasPrefix(s.b[s.i:], []byte("false")) {
-			s.i += 5
-			v := false
-			*dst = &v
-			return true
-		}
-	case 'n':
-		return s.null()
+	if s.null() {
+		return true
 	}
-	return false
+	var v bool
+	switch {
+	case s.literal("true"):
+		v = true
+	case s.literal("false"):
+	default:
+		return false
+	}
+	*dst = &v
+	return true
 }
 
 // integer decodes an integer of 64 bits into dst (encoding/json refuses a fraction or an
@@ -545,45 +551,9 @@ func (s *ccScanner) skip() bool {
 	case '"':
 		return s.skipString()
 	case '{':
-		if !s.open('{') {
-			return false
-		}
-		for n := 0; ; n++ {
-			_, done, ok := s.key(n, false)
-			if !ok {
-				return false
-			}
-			if done {
-				return true
-			}
-			if !s.skip() {
-				return false
-			}
-		}
+		return s.members(false, func([]byte) bool { return s.skip() })
 	case '[':
-		if !s.open('[') {
-			return false
-		}
-		if s.peek() == ']' {
-			s.i++
-			s.depth--
-			return true
-		}
-		for {
-			if !s.skip() {
-				return false
-			}
-			switch s.peek() {
-			case ']':
-				s.i++
-				s.depth--
-				return true
-			case ',':
-				s.i++
-			default:
-				return false
-			}
-		}
+		return s.elements(s.skip)
 	case 't':
 		return s.literal("true")
 	case 'f':
@@ -594,6 +564,7 @@ func (s *ccScanner) skip() bool {
 	return s.number()
 }
 
+// literal consumes lit, if the input goes on with it.
 func (s *ccScanner) literal(lit string) bool {
 	if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
 		s.i += len(lit)

@@ -44,9 +44,9 @@ var (
 	buildErr   error
 )
 
-// buildSessiond builds cmd/sessiond once per process into a temporary directory (removed by
-// Cleanup) and returns the binary's path.
-func buildSessiond() (string, error) {
+// Binary builds cmd/sessiond once per process into a temporary directory (removed by Cleanup)
+// and returns the binary's path: the one StartSessiond runs.
+func Binary() (string, error) {
 	buildOnce.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
@@ -78,7 +78,7 @@ func Cleanup() {
 // data in a new temporary directory: on SQLite when storeURL is empty, else on the
 // PostgreSQL database storeURL names.
 func StartSessiond(name, storeURL string) (*Sessiond, error) {
-	bin, err := buildSessiond()
+	bin, err := Binary()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 // StartSessiondPostgres starts a PostgreSQL cluster of its own (StartCluster) and sessiond on
 // it; both count as the server.
 func StartSessiondPostgres(name string) (*Sessiond, error) {
-	bin, err := buildSessiond()
+	bin, err := Binary()
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +169,9 @@ func (s *Sessiond) Name() string { return s.name }
 
 // Servers implements System.
 func (s *Sessiond) Servers() []*Proc { return s.procs }
+
+// URL is the server's base URL (http://host:port).
+func (s *Sessiond) URL() string { return s.base }
 
 // Close implements System.
 func (s *Sessiond) Close() error {
