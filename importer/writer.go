@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
@@ -34,6 +35,8 @@ type Writer struct {
 	// (one call at a time). The total is that of the transcripts known so far: all of them
 	// for Write, those of the files read so far for Import (it grows while files are read).
 	Progress func(done, total int)
+
+	encodedBytes, encodedEvents atomic.Int64 // the bodies encoded so far (bodySize)
 }
 
 // DefaultConcurrency is how many sessions a Writer writes at once by default.
@@ -261,7 +264,10 @@ func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress 
 	// The events are encoded straight into the batch's body, each followed by its newline
 	// (appendEvent; encoding/json for what it declines: the bytes contract.Marshal gives); one
 	// that does not fit the batch is carried to the next.
-	var body, carry []byte // carry: event i, encoded, when it did not fit the batch before
+	// The body starts at the size the Writer's bodies so far suggest for a batch (bodySize),
+	// so that it does not grow (and copy itself) event by event.
+	body := make([]byte, 0, w.bodySize(min(batch, len(t.Events))))
+	var carry []byte // event i, encoded, when it did not fit the batch before
 	var one bytes.Buffer
 	enc := json.NewEncoder(&one)
 	enc.SetEscapeHTML(false)
@@ -292,6 +298,7 @@ func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress 
 			}
 			j++
 		}
+		w.sized(len(body), j-i)
 		r, err := w.Client.AppendNDJSON(ctx, target, body, nil)
 		if err != nil {
 			return res, fmt.Errorf("append events %d–%d: %w", i, j-1, err)
@@ -307,4 +314,21 @@ func (w *Writer) write(ctx context.Context, t *Transcript, from *fork, progress 
 		i = j
 	}
 	return res, nil
+}
+
+// bodySize is the capacity to give the body of an append of n events: the bytes per event of
+// the bodies the Writer has sent so far, with an eighth to spare, and at most maxBatchBytes and
+// an eighth (64 KiB before the first body).
+func (w *Writer) bodySize(n int) int {
+	size, events := w.encodedBytes.Load(), w.encodedEvents.Load()
+	if events == 0 {
+		return 64 << 10
+	}
+	return min(int(size/events)*n*9/8, maxBatchBytes+maxBatchBytes/8)
+}
+
+// sized counts a body of size bytes and n events in the Writer's bytes per event.
+func (w *Writer) sized(size, n int) {
+	w.encodedBytes.Add(int64(size))
+	w.encodedEvents.Add(int64(n))
 }
