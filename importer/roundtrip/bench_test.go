@@ -4,14 +4,22 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/importer"
 	"github.com/sessiond/sessiond/internal/testenv"
 )
+
+// copyIDs matches the start of the ids that benchCopies makes unique per repetition: a string
+// that starts msg_, tool_ or call_ and a digit (msg_001, tool_001), and not the names that
+// share those prefixes ("tool_use", "tool_result", "tool_use_id"), which must stay as they are.
+var copyIDs = regexp.MustCompile(`"(msg|tool|call)_([0-9])`)
 
 // benchCopies writes copies transcripts made from a real fixture into dir, each its turns
 // repeated turns times (ids made unique per repetition) and with a session id of its own, as
@@ -31,9 +39,7 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 		for k := range turns {
 			rep := src
 			if k > 0 {
-				for _, prefix := range []string{`"msg_`, `"tool_`, `"call_`} {
-					rep = bytes.ReplaceAll(rep, []byte(prefix), []byte(fmt.Sprintf("%sr%d_", prefix, k)))
-				}
+				rep = copyIDs.ReplaceAll(rep, []byte(fmt.Sprintf("\"${1}_r%d_${2}", k)))
 			}
 			file.Write(rep)
 		}
@@ -43,7 +49,46 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 			b.Fatal(err)
 		}
 	}
+	faithful(b, name, out[0], turns)
 	return out
+}
+
+// faithful fails b unless the copy maps to turns times the events of each type, and the runs,
+// that the fixture maps to: making ids unique must not change what a line means. (Renaming
+// every "tool_ once turned "tool_use" and "tool_result" into block types the importer does not
+// know, and the benchmarks measured 2.41 events and 0.50 runs per line instead of the
+// fixture's 2.08 and 0.33.)
+func faithful(b *testing.B, fixture, copy string, turns int) {
+	b.Helper()
+	format := "claude-code"
+	if strings.Contains(fixture, "/codex/") {
+		format = "codex"
+	}
+	count := func(name string) map[string]int {
+		ts, _, err := importer.ParseFile(format, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, t := range ts {
+			runs := map[string]bool{}
+			for _, e := range t.Events {
+				n[e.EventType]++
+				if e.RunID != "" {
+					runs[e.RunID] = true
+				}
+			}
+			n["runs"] += len(runs)
+		}
+		return n
+	}
+	want, got := count(fixture), count(copy)
+	for k := range want {
+		want[k] *= turns
+	}
+	if !maps.Equal(want, got) {
+		b.Fatalf("%s maps to %v, want %d times %s's: %v", copy, got, turns, fixture, want)
+	}
 }
 
 // benchFiles are the fixtures the import benchmarks copy: a real Codex rollout as it is, and
