@@ -188,8 +188,13 @@ func dsn(path string, role int) string {
 		// Measured with 1 and 2 KiB pages: log reads and most appends were slower (reads
 		// 234k vs 505k events/s with 1 KiB); see docs/benchmarks.md.
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")   // commits are synced by the syncer (durable.go)
-		q.Add("_pragma", "cache_size(-65536)")    // 64 MiB: keeps hot index pages of large logs
+		q.Add("_pragma", "synchronous(NORMAL)") // commits are synced by the syncer (durable.go)
+		// 16 MiB, as a reader's. Every page the cache takes on its way to full is fresh memory,
+		// touched for the first time (a page fault each, on the writer's goroutine): with
+		// 64 MiB the first 64 MB of pages written after Open cost the writer that much more,
+		// and no workload measured ran faster for the larger cache, a 1,000,000-event
+		// session's appends included (docs/benchmarks.md, "The writer's page cache").
+		q.Add("_pragma", "cache_size(-16384)")
 		q.Add("_pragma", "wal_autocheckpoint(0)") // the checkpointer does it, off the commit path
 		q.Add("_pragma", "temp_store(MEMORY)")    // savepoint sub-journals stay in memory
 		q.Add("_pragma", "journal_size_limit(67108864)")
