@@ -29,6 +29,15 @@ import (
 //
 // The feed reads the store directly rather than through the session service, as the stream hub
 // does: it is transport for changes already committed.
+//
+// The pump reads only while someone follows the feed. With no subscriber a report is noted
+// and nothing read (reading and encoding every change, for a ring nobody reads, was 8.5% of the
+// server's CPU in an import); the first subscriber after such a pause wakes the pump, which
+// starts a new, empty ring at the store's last change (reset), and that subscriber, whose
+// cursor is older, reads the changes in between from the store as any subscriber behind the
+// ring does. A subscriber counts itself before it reads its cursor and the view, so the pump
+// never pauses while one is between the two: a pause, and so a reset, happens only when nobody
+// is served from the ring it replaces.
 
 // changeEventPrefix goes before a change's kind to name its SSE block ("change.session.created").
 // Per-session streams name theirs api.SSEEventPrefix + eventType ("ev.…"): the two never clash.
@@ -68,6 +77,11 @@ type feed struct {
 	ctx  context.Context
 	end  context.CancelFunc
 	once sync.Once
+
+	subscribers atomic.Int64 // the change streams being served (follow)
+	// paused is the pump's own: a report came while nobody followed the feed, so the ring
+	// has not been kept up (reset).
+	paused bool
 }
 
 func newFeed(st store.ChangeFeed, ring int, log interface{ Warn(string, ...any) }) *feed {
@@ -110,7 +124,15 @@ func (f *feed) pump() {
 		case <-f.kick:
 		case <-retry.C:
 		}
-		if err := f.catchUp(); err != nil {
+		if f.subscribers.Load() == 0 {
+			f.paused = true
+			continue
+		}
+		err := f.reset()
+		if err == nil {
+			err = f.catchUp()
+		}
+		if err != nil {
 			if f.ctx.Err() != nil {
 				return
 			}
@@ -118,6 +140,31 @@ func (f *feed) pump() {
 			retry.Reset(time.Second)
 		}
 	}
+}
+
+// follow counts a subscriber of the feed until the returned function is called, and wakes
+// the pump, which may have paused while nobody followed. A subscriber calls it before it reads
+// its cursor and the view.
+func (f *feed) follow() (unfollow func()) {
+	f.subscribers.Add(1)
+	f.wake()
+	return func() { f.subscribers.Add(-1) }
+}
+
+// reset, after a pause, publishes a new, empty ring whose base is the store's last change: the
+// changes the pump did not read while nobody followed are left to the store, from which a
+// subscriber whose cursor is older than the ring reads them.
+func (f *feed) reset() error {
+	if !f.paused {
+		return nil
+	}
+	last, err := f.st.LastChange(f.ctx)
+	if err != nil {
+		return err
+	}
+	f.publish(f.view.Load(), &feedView{ready: true, base: last})
+	f.paused = false
+	return nil
 }
 
 // catchUp reads and publishes every change after the ring's head.
@@ -206,6 +253,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	defer s.feed.follow()() // before the cursor and the view are read (feed.reset)
 	last, err := s.feed.st.LastChange(ctx)
 	if err != nil {
 		writeError(w, storeError(err, ""))

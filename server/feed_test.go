@@ -228,3 +228,80 @@ func TestChangeFeedBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeFeedAfterPause: the pump reads nothing while nobody follows the feed (feed.go).
+// A subscriber that comes after such a pause gets every change after its cursor, in order and
+// without a gap, across the changes made while nobody followed and the live ones after them;
+// one without a cursor gets only the changes made after it connected.
+func TestChangeFeedAfterPause(t *testing.T) {
+	b := setup(t, server.Options{})
+	for i := range 6 {
+		b.createIn(t, fmt.Sprintf("S-%d", i), "agent-1", "p") // changes 1–6, nobody following
+	}
+	s := openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": "3"})
+	expectChanges(t, s, "session.created S-3 running", "session.created S-4 running", "session.created S-5 running")
+	b.createIn(t, "S-6", "agent-1", "p")
+	if seq := expectChanges(t, s, "session.created S-6 running"); seq != 7 {
+		t.Fatalf("the live change after the paused ones has seq %d, want 7", seq)
+	}
+	s.resp.Body.Close()
+
+	for i := 7; i < 12; i++ {
+		b.createIn(t, fmt.Sprintf("S-%d", i), "agent-1", "p") // a second pause, once the stream has gone
+	}
+	now := openStream(t, b, "/v1/events/stream", nil)
+	from := openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": "7"})
+	b.createIn(t, "S-12", "agent-1", "p")
+	if seq := expectChanges(t, now, "session.created S-12 running"); seq != 13 {
+		t.Fatalf("a subscriber without a cursor got change %d first, want 13 (made after it connected)", seq)
+	}
+	want := make([]string, 0, 6)
+	for i := 7; i <= 12; i++ {
+		want = append(want, fmt.Sprintf("session.created S-%d running", i))
+	}
+	if seq := expectChanges(t, from, want...); seq != 13 {
+		t.Fatalf("resumed after 7: last change %d, want 13", seq)
+	}
+}
+
+// TestChangeFeedSubscribersComeAndGo: while sessions are created without a stop, subscribers
+// connect one after another (so that the pump pauses between them and starts a new ring for
+// each), each resuming from the last change the one before it read minus a few, and each
+// must read a gap-free run of changes from its cursor: no change lost or repeated at the seam
+// between the store and the ring, whenever the pause and the reset fall.
+func TestChangeFeedSubscribersComeAndGo(t *testing.T) {
+	b := setup(t, server.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if ctx.Err() != nil {
+				done <- nil
+				return
+			}
+			if err := b.st.CreateSession(context.Background(), storetest.NewSession(fmt.Sprintf("S-%d", i), storetest.SessionSpec{})); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	cursor := int64(0)
+	for round := range 30 {
+		s := openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": strconv.FormatInt(cursor, 10)})
+		last := cursor
+		for range 20 + round%7 {
+			seq, _ := nextChange(t, s)
+			if seq != last+1 {
+				t.Fatalf("round %d, resumed after %d: change %d after %d, want %d", round, cursor, seq, last, last+1)
+			}
+			last = seq
+		}
+		s.resp.Body.Close()
+		cursor = max(last-int64(round%5), 0)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
