@@ -30,14 +30,18 @@ import (
 // The feed reads the store directly rather than through the session service, as the stream hub
 // does: it is transport for changes already committed.
 //
-// The pump reads only while someone follows the feed. With no subscriber a report is noted
-// and nothing read (reading and encoding every change, for a ring nobody reads, was 8.5% of the
-// server's CPU in an import); the first subscriber after such a pause wakes the pump, which
-// starts a new, empty ring at the store's last change (reset), and that subscriber, whose
-// cursor is older, reads the changes in between from the store as any subscriber behind the
-// ring does. A subscriber counts itself before it reads its cursor and the view, so the pump
-// never pauses while one is between the two: a pause, and so a reset, happens only when nobody
-// is served from the ring it replaces.
+// The pump reads only while someone follows the feed (reading and encoding every change, for a
+// ring nobody read, was 8.5% of the server's CPU in an import). A pass of the pump that finds
+// nobody counted reads nothing and leaves the ring as it is: paused. The next pass that finds
+// someone counted starts a new, empty ring at the store's last change (reset), then reads on
+// as usual. A subscriber counts itself and wakes the pump (follow) before it first waits for
+// a view to change, so it is never left waiting on a ring the pump no longer keeps up: the
+// pass its wake-up causes resets, and a reset always publishes a new view. Whatever view a
+// subscriber holds, its entries are changes in order, so serving from a ring that is about to
+// be replaced is still right; and a cursor below the new ring's base (the changes made during
+// the pause) is served from the store, as any subscriber behind the ring always was. The store
+// read of such a cursor ends at a head at least the new base (see handleChangeStream), so
+// there is no gap between the two.
 
 // changeEventPrefix goes before a change's kind to name its SSE block ("change.session.created").
 // Per-session streams name theirs api.SSEEventPrefix + eventType ("ev.…"): the two never clash.
@@ -78,14 +82,16 @@ type feed struct {
 	end  context.CancelFunc
 	once sync.Once
 
-	subscribers atomic.Int64 // the change streams being served (follow)
-	// paused is the pump's own: a report came while nobody followed the feed, so the ring
-	// has not been kept up (reset).
+	// subscribers counts the requests for the feed from follow to unfollow: the streams being
+	// served, and for a moment a request that is then refused (a bad cursor).
+	subscribers atomic.Int64
+	// paused is the pump's own: a pass found nobody counted and read nothing, so the ring has
+	// not been kept up since (reset). It starts true: the first ring is made by reset.
 	paused bool
 }
 
 func newFeed(st store.ChangeFeed, ring int, log interface{ Warn(string, ...any) }) *feed {
-	f := &feed{st: st, ring: ring, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &feed{st: st, ring: ring, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), paused: true}
 	f.view.Store(&feedView{changed: make(chan struct{})})
 	f.ctx, f.end = context.WithCancel(context.Background())
 	f.stop = st.SubscribeChanges(func(int64) { f.wake() })
@@ -111,8 +117,10 @@ func (f *feed) close() {
 	})
 }
 
-// pump reads the changes after the ring's head whenever the store reports some, and publishes
-// them. A failed read is retried on the next report, or after a second.
+// pump, on each report of new changes and each wake-up (follow), reads the changes after the
+// ring's head and publishes them, while someone follows the feed; with nobody counted it
+// reads nothing and pauses (reset). A failed read is retried on the next report, or after a
+// second.
 func (f *feed) pump() {
 	defer close(f.done)
 	retry := time.NewTimer(time.Hour)
@@ -143,17 +151,18 @@ func (f *feed) pump() {
 }
 
 // follow counts a subscriber of the feed until the returned function is called, and wakes
-// the pump, which may have paused while nobody followed. A subscriber calls it before it reads
-// its cursor and the view.
+// the pump, which may have paused while nobody followed. A subscriber must call it before it
+// first waits for a view to change (feedView.changed): the pass of the pump it causes then
+// publishes a new view.
 func (f *feed) follow() (unfollow func()) {
 	f.subscribers.Add(1)
 	f.wake()
 	return func() { f.subscribers.Add(-1) }
 }
 
-// reset, after a pause, publishes a new, empty ring whose base is the store's last change: the
-// changes the pump did not read while nobody followed are left to the store, from which a
-// subscriber whose cursor is older than the ring reads them.
+// reset, after a pause (and to make the first ring), publishes a new, empty ring whose base is
+// the store's last change: the changes the pump did not read while nobody followed are left to
+// the store, from which a subscriber whose cursor is older than the ring reads them.
 func (f *feed) reset() error {
 	if !f.paused {
 		return nil
@@ -169,16 +178,8 @@ func (f *feed) reset() error {
 
 // catchUp reads and publishes every change after the ring's head.
 func (f *feed) catchUp() error {
-	old := f.view.Load()
-	if !old.ready {
-		last, err := f.st.LastChange(f.ctx)
-		if err != nil {
-			return err
-		}
-		f.publish(old, &feedView{ready: true, base: last})
-	}
 	for {
-		old = f.view.Load()
+		old := f.view.Load()
 		cs, err := f.st.ReadChanges(f.ctx, old.head(), store.ChangeFilter{}, store.MaxChangesPage)
 		if err != nil {
 			return err
@@ -253,7 +254,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	defer s.feed.follow()() // before the cursor and the view are read (feed.reset)
+	defer s.feed.follow()() // before the stream first waits for the view to change (feed.follow)
 	last, err := s.feed.st.LastChange(ctx)
 	if err != nil {
 		writeError(w, storeError(err, ""))

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,6 +285,7 @@ func TestChangeFeedSubscribersComeAndGo(t *testing.T) {
 				done <- err
 				return
 			}
+			time.Sleep(200 * time.Microsecond) // a steady stream of changes, not a busy core
 		}
 	}()
 	cursor := int64(0)
@@ -303,5 +305,69 @@ func TestChangeFeedSubscribersComeAndGo(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// readCounting is a SQLite store that counts the reads of its change feed.
+type readCounting struct {
+	*sqlite.Store
+	reads atomic.Int64
+}
+
+func (s *readCounting) ReadChanges(ctx context.Context, after int64, f store.ChangeFilter, limit int) ([]store.Change, error) {
+	s.reads.Add(1)
+	return s.Store.ReadChanges(ctx, after, f, limit)
+}
+
+// TestChangeFeedPumpPauses: with nobody following the feed the pump reads nothing, however
+// many changes are made; and a subscriber that resumes after such a pause, with no change made
+// after it connects, gets the changes made during the pause (its connecting wakes the pump,
+// which replaces the ring it had stopped keeping up: nothing else would).
+func TestChangeFeedPumpPauses(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &readCounting{Store: st}
+	srv := server.New(rc, server.Options{})
+	b := &bundle{st: st, srv: srv, ts: httptest.NewServer(srv)}
+	t.Cleanup(func() { srv.Close(); b.ts.Close(); st.Close() })
+
+	s := openStream(t, b, "/v1/events/stream", nil)
+	b.createIn(t, "S-first", "agent-1", "p")
+	first := expectChanges(t, s, "session.created S-first running")
+	s.resp.Body.Close()
+	// Once the server has seen the stream go, a change no longer makes the pump read.
+	for i := 0; ; i++ {
+		n := rc.reads.Load()
+		b.createIn(t, fmt.Sprintf("S-probe-%d", i), "agent-1", "p")
+		time.Sleep(50 * time.Millisecond)
+		if rc.reads.Load() == n {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the pump still reads the store 5 s after the only stream has gone")
+		}
+	}
+	from, err := st.LastChange(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := rc.reads.Load()
+	want := make([]string, 0, 20)
+	for i := range 20 {
+		b.createIn(t, fmt.Sprintf("S-%d", i), "agent-1", "p")
+		want = append(want, fmt.Sprintf("session.created S-%d running", i))
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := rc.reads.Load() - n; got != 0 {
+		t.Fatalf("with nobody following, 20 changes made the pump read the store %d times, want 0", got)
+	}
+	if first >= from {
+		t.Fatalf("the probes made no change after %d", first)
+	}
+	s = openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": strconv.FormatInt(from, 10)})
+	if last := expectChanges(t, s, want...); last != from+20 {
+		t.Fatalf("resumed after %d: last change %d, want %d", from, last, from+20)
 	}
 }
