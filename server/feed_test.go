@@ -335,7 +335,7 @@ func TestChangeFeedPumpPauses(t *testing.T) {
 
 	s := openStream(t, b, "/v1/events/stream", nil)
 	b.createIn(t, "S-first", "agent-1", "p")
-	first := expectChanges(t, s, "session.created S-first running")
+	expectChanges(t, s, "session.created S-first running")
 	s.resp.Body.Close()
 	// Once the server has seen the stream go, a change no longer makes the pump read.
 	for i := 0; ; i++ {
@@ -362,9 +362,6 @@ func TestChangeFeedPumpPauses(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := rc.reads.Load() - n; got != 0 {
 		t.Fatalf("with nobody following, 20 changes made the pump read the store %d times, want 0", got)
-	}
-	if first >= from {
-		t.Fatalf("the probes made no change after %d", first)
 	}
 	s = openStream(t, b, "/v1/events/stream", map[string]string{"Last-Event-ID": strconv.FormatInt(from, 10)})
 	if last := expectChanges(t, s, want...); last != from+20 {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,12 +20,13 @@ import (
 // share those prefixes ("tool_use", "tool_result", "tool_use_id"), which must stay as they are.
 var copyIDs = regexp.MustCompile(`"(msg|tool|call)_([0-9])`)
 
-// benchCopies writes copies transcripts made from a real fixture into dir, each its turns
-// repeated turns times (ids made unique per repetition) and with a session id of its own, as
+// benchCopies writes copies transcripts made from the fixture f into dir, each its turns
+// repeated f.turns times (ids made unique per repetition) and with a session id of its own, as
 // on a disk full of sessions, and returns their paths.
-func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string {
+func benchCopies(b *testing.B, dir string, f benchFile, copies int) []string {
 	b.Helper()
-	src, err := os.ReadFile(name)
+	id := f.id
+	src, err := os.ReadFile(f.file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 	out := make([]string, copies)
 	for i := range out {
 		var file bytes.Buffer
-		for k := range turns {
+		for k := range f.turns {
 			rep := src
 			if k > 0 {
 				rep = copyIDs.ReplaceAll(rep, []byte(fmt.Sprintf("\"${1}_r%d_${2}", k)))
@@ -49,7 +49,7 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 			b.Fatal(err)
 		}
 	}
-	faithful(b, name, out[0], turns)
+	faithful(b, f, out[0])
 	return out
 }
 
@@ -58,14 +58,10 @@ func benchCopies(b *testing.B, dir, name, id string, copies, turns int) []string
 // every "tool_ once turned "tool_use" and "tool_result" into block types the importer does not
 // know, and the benchmarks measured 2.41 events and 0.50 runs per line instead of the
 // fixture's 2.08 and 0.33.)
-func faithful(b *testing.B, fixture, copy string, turns int) {
+func faithful(b *testing.B, f benchFile, copy string) {
 	b.Helper()
-	format := "claude-code"
-	if strings.Contains(fixture, "/codex/") {
-		format = "codex"
-	}
 	count := func(name string) map[string]int {
-		ts, _, err := importer.ParseFile(format, name)
+		ts, _, err := importer.ParseFile(f.format, name)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,21 +78,25 @@ func faithful(b *testing.B, fixture, copy string, turns int) {
 		}
 		return n
 	}
-	want, got := count(fixture), count(copy)
+	want, got := count(f.file), count(copy)
 	for k := range want {
-		want[k] *= turns
+		want[k] *= f.turns
 	}
 	if !maps.Equal(want, got) {
-		b.Fatalf("%s maps to %v, want %d times %s's: %v", copy, got, turns, fixture, want)
+		b.Fatalf("%s maps to %v, want %d times %s's: %v", copy, got, f.turns, f.file, want)
 	}
+}
+
+// benchFile is a fixture the import benchmarks copy: its format, path and session id, and how
+// many times a copy repeats its turns.
+type benchFile struct {
+	format, file, id string
+	turns            int
 }
 
 // benchFiles are the fixtures the import benchmarks copy: a real Codex rollout as it is, and
 // a Claude Code session's 12 lines repeated 40 times.
-var benchFiles = []struct {
-	format, file, id string
-	turns            int
-}{
+var benchFiles = []benchFile{
 	{"codex", "../testdata/codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "019c8a4d-8f45-7010-8b5d-7fad920aa6f9", 1},
 	{"claude-code", "../testdata/claude-code/representative_messages.jsonl", "test_session", 40},
 }
@@ -117,7 +117,7 @@ func BenchmarkImport(b *testing.B) {
 			var elapsed, cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				files := benchCopies(b, dir, tc.file, tc.id, 10, tc.turns)
+				files := benchCopies(b, dir, tc, 10)
 				b.StartTimer()
 				start, cpu0 := time.Now(), testenv.ProcessCPU()
 				imported := w.Import(context.Background(), tc.format, files)
@@ -155,7 +155,7 @@ func BenchmarkImport(b *testing.B) {
 func BenchmarkParse(b *testing.B) {
 	for _, tc := range benchFiles {
 		b.Run(tc.format, func(b *testing.B) {
-			files := benchCopies(b, b.TempDir(), tc.file, tc.id, 10, tc.turns)
+			files := benchCopies(b, b.TempDir(), tc, 10)
 			lines := 0
 			cpu0 := testenv.ProcessCPU()
 			for b.Loop() {

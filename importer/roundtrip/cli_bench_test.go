@@ -50,7 +50,7 @@ func BenchmarkImportCLI(b *testing.B) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		benchCopies(b, dir, tc.file, tc.id, 100, tc.turns)
+		benchCopies(b, dir, tc, 100)
 		u0 := server.Usage()
 		var out, errOut bytes.Buffer
 		cmd := exec.Command(bin, "import", "--server", srv.URL(), "--format", tc.format, "--json", dir)
