@@ -5,9 +5,9 @@ package peerbench
 //	go test ./internal/peerbench/ -run '^$' -bench Peers -benchtime 1x -count 3 -timeout 3h
 //
 // prints, after the benchmarks' own lines, one table of medians with the ratios of sessiond to
-// each peer. -bench 'Peers/redis' (or sessiond-sqlite, sessiond-postgres, pg-table, nats)
-// runs one system; -bench 'Peers/.*/W1' one workload. PEERBENCH_SCALE=0.05 makes every
-// workload small for a smoke run. PEERBENCH_BASELINE_SESSIOND=<a sessiond binary> adds the
+// each peer. -bench 'Peers/redis' (or sessiond-sqlite, sessiond-postgres, pg-table, nats,
+// http-floor) runs one system; -bench 'Peers/.*/W1' one workload. PEERBENCH_SCALE=0.05 makes
+// every workload small for a smoke run. PEERBENCH_BASELINE_SESSIOND=<a sessiond binary> adds the
 // system baseline-postgres: that binary on PostgreSQL, for a before/after comparison in one run.
 
 import (
@@ -45,6 +45,7 @@ var starters = []struct {
 	{"redis", func() (System, error) { return StartRedis() }},
 	{"pg-table", func() (System, error) { return StartPGTable() }},
 	{"nats", func() (System, error) { return StartNATS() }},
+	{FloorName, func() (System, error) { return StartHTTPFloor() }},
 }
 
 // BenchmarkPeers runs, for each system in turn (started here on free loopback ports and

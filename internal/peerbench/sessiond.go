@@ -37,34 +37,47 @@ func NewSessiondClient(name, base string, procs []*Proc, stop func()) *Sessiond 
 	return &Sessiond{name: name, base: base, hc: &http.Client{Transport: tr}, procs: procs, stop: stop, page: 10000}
 }
 
-var (
-	buildOnce  sync.Once
-	binDir     string
-	sessiondAt string
-	buildErr   error
-)
-
 // Binary builds cmd/sessiond once per process into a temporary directory (removed by Cleanup)
 // and returns the binary's path: the one StartSessiond runs.
-func Binary() (string, error) {
-	buildOnce.Do(func() {
+func Binary() (string, error) { return sessiondBuild.path() }
+
+var (
+	binDirOnce    sync.Once
+	binDir        string
+	binDirErr     error
+	sessiondBuild = &build{pkg: "./cmd/sessiond", name: "sessiond"}
+)
+
+// build is one program of the module, built once per process into the temporary directory
+// Cleanup removes.
+type build struct {
+	pkg, name string // the package's path from the module's root, and the binary's name
+	once      sync.Once
+	at        string
+	err       error
+}
+
+// path builds the program the first time it is called and returns the binary's path.
+func (b *build) path() (string, error) {
+	b.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
-			buildErr = fmt.Errorf("go env GOMOD: %w", err)
+			b.err = fmt.Errorf("go env GOMOD: %w", err)
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if binDir, buildErr = os.MkdirTemp("", "peerbench-bin-"); buildErr != nil {
+		if binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "peerbench-bin-") }); binDirErr != nil {
+			b.err = binDirErr
 			return
 		}
-		sessiondAt = filepath.Join(binDir, "sessiond")
-		cmd := exec.Command("go", "build", "-o", sessiondAt, "./cmd/sessiond")
+		b.at = filepath.Join(binDir, b.name)
+		cmd := exec.Command("go", "build", "-o", b.at, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sessiond: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	})
-	return sessiondAt, buildErr
+	return b.at, b.err
 }
 
 // Cleanup removes what the package built for the benchmarks (the sessiond binary).

@@ -12,8 +12,9 @@ import (
 
 // Systems are the table's columns, in order: sessiond's two drivers, the optional baseline
 // (BaselineEnv; a peer in the ratios, so that sessiond-postgres ÷ baseline-postgres is after ÷
-// before), then the peers.
-var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "baseline-postgres", "redis", "pg-table", "nats"}
+// before), the peers, then the floor (StartHTTPFloor; in the ratios too: the share of HTTP's
+// ceiling sessiond reaches).
+var Systems = []string{"sessiond-sqlite", "sessiond-postgres", "baseline-postgres", "redis", "pg-table", "nats", FloorName}
 
 // Rows are the table's rows, in order (a row nothing was measured for is left out).
 var Rows = []string{
