@@ -25,9 +25,10 @@
 //
 // One more column is not a peer but a floor: http-floor (the httpfloor command) serves the
 // routes sessiond's client uses through Go's net/http, in memory, with no storage, no sync
-// and no validation. Its figures are what the requests cost through HTTP on both ends with
-// this client on this machine, measured in the same run: a durable system answering the same
-// requests over Go's HTTP/1.1 server does at least that work per request.
+// and no validation. Its append figures (W1 to W3) are what the requests cost through HTTP on
+// both ends with this client on this machine, measured in the same run: a durable system
+// answering the same requests over Go's HTTP/1.1 server does at least that work per request.
+// (Its reads build each page in memory, which sessiond, sending stored bytes, can beat.)
 //
 // The benchmarks are in peers_bench_test.go (BenchmarkPeers); after a run with -bench the
 // test binary prints one table of medians, systems as columns and the ratios of sessiond to

@@ -15,8 +15,9 @@ var floorBuild = &build{pkg: "./internal/peerbench/httpfloor", name: "httpfloor"
 // StartHTTPFloor builds and starts the floor (the httpfloor command: sessiond's append, read
 // and stream routes over Go's net/http, in memory, with no storage, sync or validation) on a
 // free loopback port, and returns it as a System driven by sessiond's client. It is not
-// durable: its figures are the cost of HTTP with this client on this machine, which no
-// system answering over Go's HTTP/1.1 server can beat, not a peer to be ahead of.
+// durable and not a peer to be ahead of: its append figures are the cost of HTTP with this
+// client on this machine, which no system answering the same requests over Go's HTTP/1.1
+// server can beat.
 func StartHTTPFloor() (*Sessiond, error) {
 	bin, err := floorBuild.path()
 	if err != nil {

@@ -66,7 +66,8 @@ func (b *build) path() (string, error) {
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "peerbench-bin-") }); binDirErr != nil {
+		binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "peerbench-bin-") })
+		if binDirErr != nil {
 			b.err = binDirErr
 			return
 		}
@@ -80,7 +81,8 @@ func (b *build) path() (string, error) {
 	return b.at, b.err
 }
 
-// Cleanup removes what the package built for the benchmarks (the sessiond binary).
+// Cleanup removes what the package built for the benchmarks (the sessiond and httpfloor
+// binaries).
 func Cleanup() {
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -94,18 +94,22 @@ func (f *floor) append(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"reading the body"}`, http.StatusBadRequest)
 		return
 	}
-	out := make([]byte, 0, 64+len(body)/8)
-	out = append(out, `{"results":[`...)
-	added := false
-	s.mu.Lock()
+	var lines, keys [][]byte
 	for line := range bytes.Lines(body) {
 		line = bytes.TrimRight(line, "\n")
 		key := field(line, "idempotencyKey")
 		if key == nil {
-			s.mu.Unlock()
 			http.Error(w, `{"error":"an event without idempotencyKey"}`, http.StatusBadRequest)
 			return
 		}
+		lines, keys = append(lines, line), append(keys, key)
+	}
+	out := make([]byte, 0, 64+len(body)/8)
+	out = append(out, `{"results":[`...)
+	added := false
+	s.mu.Lock()
+	for i, line := range lines {
+		key := keys[i]
 		status := "duplicate"
 		seq, ok := s.keys[string(key)]
 		if !ok {
