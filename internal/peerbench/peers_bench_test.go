@@ -9,6 +9,8 @@ package peerbench
 // http-floor) runs one system; -bench 'Peers/.*/W1' one workload. PEERBENCH_SCALE=0.05 makes
 // every workload small for a smoke run. PEERBENCH_BASELINE_SESSIOND=<a sessiond binary> adds the
 // system baseline-postgres: that binary on PostgreSQL, for a before/after comparison in one run.
+// PEERBENCH_SESSIOND_ARGS='--admin-addr 127.0.0.1:7472' (ArgsEnv) adds arguments to every
+// sessiond the benchmark starts, to profile it while a workload runs.
 
 import (
 	"context"

@@ -120,6 +120,7 @@ func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 	if storeURL != "" {
 		args = append(args, "--store", storeURL)
 	}
+	args = append(args, strings.Fields(os.Getenv(ArgsEnv))...)
 	p, err := startProc("sessiond", dir, exec.Command(bin, args...))
 	if err != nil {
 		return failDir(err)
@@ -143,6 +144,12 @@ func StartSessiondPostgres(name string) (*Sessiond, error) {
 	}
 	return startSessiondPostgresBinary(name, bin)
 }
+
+// ArgsEnv names the environment variable whose words (split at white space) are added to the
+// arguments of every "sessiond serve" the benchmark starts: "--admin-addr 127.0.0.1:7472",
+// say, to take CPU profiles of the server while a workload runs. sessiond refuses an
+// argument it does not know, and the system's start fails with its message.
+const ArgsEnv = "PEERBENCH_SESSIOND_ARGS"
 
 // BaselineEnv names the environment variable that holds the path of a second sessiond binary
 // (an earlier build, say) for the baseline-postgres system: the same workloads against it on

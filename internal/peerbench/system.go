@@ -1,6 +1,7 @@
 package peerbench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,11 +123,13 @@ func (p *Proc) exited() bool {
 	}
 }
 
-// tail returns the end of the process's log, for error messages.
+// tail returns the end of the process's log, for error messages, after its first line when
+// the log is longer: a program that refuses its arguments says why first, then its usage.
 func (p *Proc) tail() string {
 	b, _ := os.ReadFile(p.log)
 	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+		first, _, _ := bytes.Cut(b, []byte("\n"))
+		b = append(append(first[:len(first):len(first)], "\n…\n"...), b[len(b)-1500:]...)
 	}
 	return strings.TrimSpace(string(b))
 }
