@@ -1,12 +1,5 @@
 package peerbench
 
-import (
-	"os"
-	"os/exec"
-	"strconv"
-	"time"
-)
-
 // FloorName is the floor's column in the table.
 const FloorName = "http-floor"
 
@@ -23,28 +16,7 @@ func StartHTTPFloor() (*Sessiond, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "peerbench-floor-")
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := startProc("httpfloor", dir, exec.Command(bin, "--addr", addr))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := waitPort(addr, p, time.Minute); err != nil {
-		p.stop()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return NewSessiondClient(FloorName, "http://"+addr, []*Proc{p}, func() {
-		p.stop()
-		os.RemoveAll(dir)
-	}), nil
+	return startHTTPServer(FloorName, "httpfloor", bin, func(addr, _ string) []string {
+		return []string{"--addr", addr}
+	})
 }

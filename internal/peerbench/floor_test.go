@@ -46,7 +46,9 @@ func TestHTTPFloor(t *testing.T) {
 	if _, err := sys.Read(ctx, sid, sz.W5Events+1); err == nil {
 		t.Error("reading more events than the session has did not fail")
 	}
-	for _, row := range []string{"W1 events/s", "W2 events/s", "W3 duplicates/s", "W5 events/s", "W1 server CPU µs/event"} {
+	// (Not the server CPU rows: at these sizes they are under the clock tick that /proc counts
+	// in, and may be 0.)
+	for _, row := range []string{"W1 events/s", "W2 events/s", "W3 duplicates/s", "W5 events/s"} {
 		if got[row] <= 0 {
 			t.Errorf("%s = %v, want a positive figure (all: %v)", row, got[row], got)
 		}

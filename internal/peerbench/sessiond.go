@@ -102,7 +102,21 @@ func StartSessiond(name, storeURL string) (*Sessiond, error) {
 
 // startSessiondBinary is StartSessiond with the sessiond binary at bin.
 func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
-	dir, err := os.MkdirTemp("", "peerbench-sessiond-")
+	return startHTTPServer(name, "sessiond", bin, func(addr, dir string) []string {
+		args := []string{"serve", "--addr", addr, "--data", filepath.Join(dir, "data")}
+		if storeURL != "" {
+			args = append(args, "--store", storeURL)
+		}
+		return append(args, strings.Fields(os.Getenv(ArgsEnv))...)
+	})
+}
+
+// startHTTPServer starts the program at bin, called prog (its log's name), in a new temporary
+// directory with the arguments args returns for its loopback address (a free port) and that
+// directory, waits until it listens, and returns it as a System driven by sessiond's client.
+// Close stops it and removes the directory.
+func startHTTPServer(name, prog, bin string, args func(addr, dir string) []string) (*Sessiond, error) {
+	dir, err := os.MkdirTemp("", "peerbench-"+prog+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +130,7 @@ func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
 		return failDir(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"serve", "--addr", addr, "--data", filepath.Join(dir, "data")}
-	if storeURL != "" {
-		args = append(args, "--store", storeURL)
-	}
-	args = append(args, strings.Fields(os.Getenv(ArgsEnv))...)
-	p, err := startProc("sessiond", dir, exec.Command(bin, args...))
+	p, err := startProc(prog, dir, exec.Command(bin, args(addr, dir)...))
 	if err != nil {
 		return failDir(err)
 	}
