@@ -4,48 +4,24 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestHTTPFloor: the floor, built and started as the benchmark does, answers every workload as
 // sessiond does (W3's resent events all duplicates, W4's subscribers every event, W5 every
-// event once), writes nothing to storage and syncs nothing.
+// event once), writes nothing to storage, and refuses a bad batch whole.
 func TestHTTPFloor(t *testing.T) {
 	sys, err := StartHTTPFloor()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sys.Close() })
-	sys.page = 500 // W5 reads three pages
 	ctx := context.Background()
-	sz := Sizes{W1Batches: 8, W2Events: 64, W4Events: 5, W4Rate: 200, W4Subscribers: 4, W5Events: 1200, Settle: 50 * time.Millisecond}
 	got := map[string]float64{}
-	add := func(name string, ms []Metric, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	runTiny(t, sys, func(_ string, ms []Metric) {
 		for _, m := range ms {
 			got[m.Row] = m.Value
 		}
-	}
-	ms, err := W1(ctx, sys, RandomIDs, sz)
-	add("W1", ms, err)
-	ms, sent, err := W2(ctx, sys, RandomIDs, sz)
-	add("W2", ms, err)
-	ms, err = W3(ctx, sys, sent)
-	add("W3", ms, err)
-	ms, err = W4(ctx, sys, RandomIDs, sz)
-	add("W4", ms, err)
-	sid, err := LoadW5(ctx, sys, sz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err = W5(ctx, sys, sid, sz)
-	add("W5", ms, err)
-	if _, err := sys.Read(ctx, sid, sz.W5Events+1); err == nil {
-		t.Error("reading more events than the session has did not fail")
-	}
+	})
 	// (Not the server CPU rows: at these sizes they are under the clock tick that /proc counts
 	// in, and may be 0.)
 	for _, row := range []string{"W1 events/s", "W2 events/s", "W3 duplicates/s", "W5 events/s"} {

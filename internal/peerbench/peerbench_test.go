@@ -63,21 +63,23 @@ func TestWorkloadsInProcess(t *testing.T) {
 	srv := server.New(st, server.Options{})
 	ts := httptest.NewServer(srv)
 	sys := NewSessiondClient("sessiond-sqlite", ts.URL, nil, nil)
-	sys.page = 500 // W5 reads three pages
 	t.Cleanup(func() {
 		sys.Close()
 		srv.Close()
 		ts.Close()
 		st.Close()
 	})
-	ctx := context.Background()
-	sz := Sizes{W1Batches: 8, W2Events: 64, W4Events: 5, W4Rate: 200, W4Subscribers: 4, W5Events: 1200, Settle: 50 * time.Millisecond}
+	// In this process there is no server process to measure: W1 reports its rate alone.
+	want := map[string][]string{
+		"W1":        {"W1 events/s"},
+		"W1 uuidv7": {"W1 uuidv7 events/s"},
+		"W2":        {"W2 events/s", "W2 ack p99 ms"},
+		"W3":        {"W3 duplicates/s"},
+		"W4":        {"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms"},
+		"W5":        {"W5 events/s"},
+	}
 	var tab Table
-	check := func(name string, ms []Metric, err error, rows ...string) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	runTiny(t, sys, func(name string, ms []Metric) {
 		var got []string
 		for _, m := range ms {
 			got = append(got, m.Row)
@@ -85,38 +87,56 @@ func TestWorkloadsInProcess(t *testing.T) {
 				t.Errorf("%s: %s = %v", name, m.Row, m.Value)
 			}
 		}
-		if strings.Join(got, ",") != strings.Join(rows, ",") {
-			t.Errorf("%s measured %q, want %q", name, got, rows)
+		if strings.Join(got, ",") != strings.Join(want[name], ",") {
+			t.Errorf("%s measured %q, want %q", name, got, want[name])
 		}
 		tab.Add(sys.Name(), ms)
+	})
+	var out bytes.Buffer
+	tab.Print(&out)
+	if !strings.Contains(out.String(), "| W5 events/s | higher | ") {
+		t.Errorf("the table has no W5 row:\n%s", out.String())
 	}
-	// In this process there is no server process to measure: W1 reports its rate alone.
+}
+
+// runTiny runs every workload against sys at sizes that take about a second, in the peer
+// benchmark's order (W1 with random and with time-ordered ids, W2, W3 on W2's events, W4, W5),
+// and hands each one's figures to got, by name ("W1", "W1 uuidv7", "W2", …). A workload's
+// error fails the test, and so does a W2 that sent other than one event per writer or a read
+// past the end of W5's session that does not fail.
+func runTiny(t *testing.T, sys *Sessiond, got func(name string, ms []Metric)) {
+	t.Helper()
+	sys.page = 500 // W5 reads three pages
+	ctx := context.Background()
+	sz := Sizes{W1Batches: 8, W2Events: 64, W4Events: 5, W4Rate: 200, W4Subscribers: 4, W5Events: 1200, Settle: 50 * time.Millisecond}
+	ok := func(name string, ms []Metric, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got(name, ms)
+	}
 	ms, err := W1(ctx, sys, RandomIDs, sz)
-	check("W1", ms, err, "W1 events/s")
+	ok("W1", ms, err)
 	ms, err = W1(ctx, sys, TimeOrderedIDs, sz)
-	check("W1 uuidv7", ms, err, "W1 uuidv7 events/s")
+	ok("W1 uuidv7", ms, err)
 	ms, sent, err := W2(ctx, sys, RandomIDs, sz)
-	check("W2", ms, err, "W2 events/s", "W2 ack p99 ms")
+	ok("W2", ms, err)
 	if len(sent) != 64 || len(sent[0]) != 1 {
 		t.Fatalf("W2 sent %d × %d events, want 64 × 1", len(sent), len(sent[0]))
 	}
 	ms, err = W3(ctx, sys, sent)
-	check("W3", ms, err, "W3 duplicates/s")
+	ok("W3", ms, err)
 	ms, err = W4(ctx, sys, RandomIDs, sz)
-	check("W4", ms, err, "W4 ack→delivery p99 ms", "W4 send→delivery p99 ms")
+	ok("W4", ms, err)
 	sid, err := LoadW5(ctx, sys, sz)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms, err = W5(ctx, sys, sid, sz)
-	check("W5", ms, err, "W5 events/s")
+	ok("W5", ms, err)
 	if _, err := sys.Read(ctx, sid, sz.W5Events+1); err == nil {
 		t.Error("reading more events than the session has did not fail")
-	}
-	var out bytes.Buffer
-	tab.Print(&out)
-	if !strings.Contains(out.String(), "| W5 events/s | higher | ") {
-		t.Errorf("the table has no W5 row:\n%s", out.String())
 	}
 }
 

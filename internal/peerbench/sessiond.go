@@ -41,12 +41,30 @@ func NewSessiondClient(name, base string, procs []*Proc, stop func()) *Sessiond 
 // and returns the binary's path: the one StartSessiond runs.
 func Binary() (string, error) { return sessiondBuild.path() }
 
+var sessiondBuild = &build{pkg: "./cmd/sessiond", name: "sessiond"}
+
+// Where the builds happen, found once per process: the module's root and a temporary directory
+// for the binaries (removed by Cleanup).
 var (
-	binDirOnce    sync.Once
+	buildDirsOnce sync.Once
+	moduleRoot    string
 	binDir        string
-	binDirErr     error
-	sessiondBuild = &build{pkg: "./cmd/sessiond", name: "sessiond"}
+	buildDirsErr  error
 )
+
+// buildDirs finds the module's root and makes the binaries' directory, once.
+func buildDirs() (root, bin string, err error) {
+	buildDirsOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildDirsErr = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		moduleRoot = filepath.Dir(strings.TrimSpace(string(out)))
+		binDir, buildDirsErr = os.MkdirTemp("", "peerbench-bin-")
+	})
+	return moduleRoot, binDir, buildDirsErr
+}
 
 // build is one program of the module, built once per process into the temporary directory
 // Cleanup removes.
@@ -60,18 +78,12 @@ type build struct {
 // path builds the program the first time it is called and returns the binary's path.
 func (b *build) path() (string, error) {
 	b.once.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
+		root, dir, err := buildDirs()
 		if err != nil {
-			b.err = fmt.Errorf("go env GOMOD: %w", err)
+			b.err = err
 			return
 		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "peerbench-bin-") })
-		if binDirErr != nil {
-			b.err = binDirErr
-			return
-		}
-		b.at = filepath.Join(binDir, b.name)
+		b.at = filepath.Join(dir, b.name)
 		cmd := exec.Command("go", "build", "-o", b.at, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
