@@ -84,6 +84,11 @@ var statusByCode = map[contract.ErrorCode]int{
 	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeKeyNotFound:         http.StatusNotFound,
 
+	// Availability codes (contract.RetryFor says each is retryable and after how long).
+	contract.CodeStoreFull:        http.StatusInsufficientStorage,
+	contract.CodeStoreUnavailable: http.StatusServiceUnavailable,
+	contract.CodeCommitUnknown:    http.StatusServiceUnavailable,
+
 	// Command error codes of the contract (docs/reference.md#error-codes), for rejected and
 	// failed command results.
 	contract.CodeActiveRunNotFound:       http.StatusConflict,

@@ -43,6 +43,10 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeOverloaded:          "the request bodies in flight already take the server's memory budget for bodies (serve --max-inflight-body-bytes) and this one waited for room in vain; nothing was read or written; retry after the Retry-After header's seconds",
 	CodeRequestTimeout:      "the request body did not arrive within the body timeout (serve --body-timeout); nothing was written",
 	CodeHeadersTooLarge:     "the request line and headers are over the server's limit (1 MiB); nothing was read",
+
+	contract.CodeStoreFull:        "the store's disk (or database quota) is full: nothing of the request was written; GET /readyz answers the same until space is freed, and writes are taken again without a restart; retry after the Retry-After header's seconds",
+	contract.CodeStoreUnavailable: "the database cannot be reached (a failover, a restart, a network partition): nothing is known to be written; retry after the Retry-After header's seconds",
+	contract.CodeCommitUnknown:    "the store lost its connection while committing a write, which may or may not have been stored: send the same request again with the same idempotency keys, and the answer says which (accepted or duplicate)",
 }
 
 // Codes returns every error code the API answers, sorted: its own codes and the command error

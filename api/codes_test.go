@@ -55,3 +55,27 @@ func TestEveryCodeExplained(t *testing.T) {
 		t.Errorf("HTTPStatus of an unknown code = %d, want 500", got)
 	}
 }
+
+// TestRetryableCodes: a code is retryable (contract.RetryFor) exactly when its status says the
+// refusal was about the server's state and not the request's (408, 429, 503, 507), INTERNAL is
+// never retryable, and every availability code is.
+func TestRetryableCodes(t *testing.T) {
+	serverState := map[int]bool{
+		http.StatusRequestTimeout: true, http.StatusTooManyRequests: true,
+		http.StatusServiceUnavailable: true, http.StatusInsufficientStorage: true,
+	}
+	for _, c := range Codes() {
+		st := HTTPStatus(c)
+		if got := contract.Retryable(c); got != serverState[st] && c != contract.CodeCommandExecutionFailed {
+			t.Errorf("code %s (HTTP %d): retryable %v, want %v", c, st, got, serverState[st])
+		}
+	}
+	for _, c := range []contract.ErrorCode{contract.CodeStoreFull, contract.CodeStoreUnavailable, contract.CodeCommitUnknown, contract.CodeStoreUnwritable} {
+		if r := contract.RetryFor(c); !r.Retryable || r.AfterSeconds <= 0 {
+			t.Errorf("availability code %s: %+v, want retryable with a Retry-After", c, r)
+		}
+	}
+	if contract.Retryable(contract.CodeInternal) {
+		t.Error("INTERNAL is retryable")
+	}
+}

@@ -65,6 +65,14 @@ const (
 	CodeKeyNotFound         ErrorCode = "KEY_NOT_FOUND"          // no such API key
 )
 
+// Availability codes: the request may be sound, but the server or its store cannot serve it
+// now. Each is retryable ([RetryFor]); none of them is ever answered as INTERNAL.
+const (
+	CodeStoreFull        ErrorCode = "STORE_FULL"             // the store's disk or quota is full
+	CodeStoreUnavailable ErrorCode = "STORE_UNAVAILABLE"      // the database cannot be reached
+	CodeCommitUnknown    ErrorCode = "COMMIT_OUTCOME_UNKNOWN" // a write may or may not have committed
+)
+
 // Codes of the final block of an event stream (api.SSEStreamError): why the server ended the
 // stream ([StreamErrorCodes]). They come inside a stream already answered 200, so they have no
 // HTTP status.
@@ -72,6 +80,7 @@ const (
 	CodeSubscriberTooSlow ErrorCode = "SUBSCRIBER_TOO_SLOW" // the stream fell too far behind the head
 	CodeShuttingDown      ErrorCode = "SHUTTING_DOWN"       // the server is shutting down
 	CodeStreamFailed      ErrorCode = "STREAM_FAILED"       // reading the log failed
+	CodeCredentialRevoked ErrorCode = "CREDENTIAL_REVOKED"  // the stream's credential was revoked or expired
 )
 
 var (
@@ -95,10 +104,41 @@ var (
 		CodeRequestTimeout, CodeHeadersTooLarge,
 		CodeUnauthenticated, CodeForbidden,
 		CodeRateLimited, CodeKeyNotFound,
+		CodeStoreFull, CodeStoreUnavailable, CodeCommitUnknown,
 	}
 	// StreamErrorCodes are the codes that end an event stream.
-	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed}
+	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed, CodeCredentialRevoked}
 )
+
+// Retry is what a client may do after an answer with an error code: the one table of
+// retryable codes, which the server (its Retry-After header), the Go client and the docs use.
+type Retry struct {
+	// Retryable is true when sending the same request again, unchanged (the same idempotency
+	// keys), is safe and may succeed later: the refusal was about the server's state, not the
+	// request's.
+	Retryable bool
+	// AfterSeconds is the wait the server suggests before the retry (its Retry-After header);
+	// 0 when it suggests none.
+	AfterSeconds int
+}
+
+// retryByCode lists the retryable codes; every other code is final for the request as sent.
+var retryByCode = map[ErrorCode]Retry{
+	CodeUnavailable:      {Retryable: true, AfterSeconds: 1},  // shutting down: another instance, or this one restarted
+	CodeOverloaded:       {Retryable: true, AfterSeconds: 1},  // body budget full
+	CodeRateLimited:      {Retryable: true, AfterSeconds: 1},  // over the key's rate or streams
+	CodeRequestTimeout:   {Retryable: true},                   // the body came too slowly
+	CodeStoreUnwritable:  {Retryable: true, AfterSeconds: 5},  // the store refuses writes
+	CodeStoreFull:        {Retryable: true, AfterSeconds: 30}, // an operator must free space first
+	CodeStoreUnavailable: {Retryable: true, AfterSeconds: 1},  // the database is switching or away
+	CodeCommitUnknown:    {Retryable: true, AfterSeconds: 1},  // the retry with the same keys tells
+}
+
+// RetryFor says whether an answer with code may be retried unchanged, and after how long.
+func RetryFor(code ErrorCode) Retry { return retryByCode[code] }
+
+// Retryable reports whether an answer with code may be retried unchanged ([RetryFor]).
+func Retryable(code ErrorCode) bool { return retryByCode[code].Retryable }
 
 // codeStrings returns codes as strings, for a schema enum.
 func codeStrings(codes []ErrorCode) []string {

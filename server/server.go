@@ -424,6 +424,9 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	b, _ := contract.Marshal(api.ErrorBody{Error: e})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r := contract.RetryFor(e.Code); r.AfterSeconds > 0 && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(r.AfterSeconds))
+	}
 	w.WriteHeader(api.HTTPStatus(e.Code))
 	w.Write(append(b, '\n'))
 }

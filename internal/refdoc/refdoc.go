@@ -664,7 +664,10 @@ func (g *gen) errorCodes() error {
 	g.p("Every failed request answers `{\"error\":{\"code\":…,\"message\":…}}` with the code's HTTP status")
 	g.p("([api.md](api.md#errors)); a rejected or failed command answers its command result, whose")
 	g.p("`error.code` is one of the command error codes, with the same HTTP status. Branch on the code;")
-	g.p("the message says what to do next.")
+	g.p("the message says what to do next. A code marked retryable refused the request for the server's")
+	g.p("state, not the request's: the same request, sent again unchanged (the same idempotency keys),")
+	g.p("is safe and may succeed; the server's `Retry-After` header gives the wait it suggests. Every")
+	g.p("other code is final for the request as sent.")
 	g.p("")
 	var rows [][]string
 	for _, c := range api.Codes() {
@@ -682,8 +685,15 @@ func (g *gen) errorCodes() error {
 			where = "command result"
 		}
 		st := api.HTTPStatus(c)
-		rows = append(rows, []string{code(string(c)), fmt.Sprintf("%d %s", st, http.StatusText(st)), where, m})
+		retry := "no"
+		if r := contract.RetryFor(c); r.Retryable {
+			retry = "yes"
+			if r.AfterSeconds > 0 {
+				retry = fmt.Sprintf("yes, after %d s", r.AfterSeconds)
+			}
+		}
+		rows = append(rows, []string{code(string(c)), fmt.Sprintf("%d %s", st, http.StatusText(st)), where, retry, m})
 	}
-	g.table([]string{"code", "HTTP status", "answered in", "meaning"}, rows)
+	g.table([]string{"code", "HTTP status", "answered in", "retryable", "meaning"}, rows)
 	return nil
 }
