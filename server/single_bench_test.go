@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/peerbench"
+	"github.com/sessiond/sessiond/internal/benchkit"
 	"github.com/sessiond/sessiond/internal/testenv"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkHTTPAppendSingle64Sessions(b *testing.B) {
 	for w := range sids {
 		sids[w] = fmt.Sprintf("S-single-%d", w)
 		bd.createSession(b, sids[w])
-		g := peerbench.NewGenerator(peerbench.RandomIDs, w)
+		g := benchkit.NewGenerator(benchkit.RandomIDs, w)
 		reqs[w] = make([][]byte, per)
 		for i := range reqs[w] {
 			reqs[w][i] = singleAppendRequest(sids[w], g.Next(sids[w]).Data)

@@ -13,9 +13,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -192,11 +194,12 @@ func dropRoleAndSchema(t *testing.T, base, name string) {
 // benchCommand is a go test command line of docs/benchmarks.md.
 type benchCommand struct {
 	line       int
-	pkgs       []string // ./pkg/ arguments
+	pkgs       []string // ./pkg/ arguments, from the repository's root (go -C dir joined in)
 	bench, run string   // the -bench and -run patterns
 }
 
-// parseBenchCommand reads a "go test" command line (after optional VAR=value assignments).
+// parseBenchCommand reads a "go test" or "go -C dir test" command line (after optional
+// VAR=value assignments); the benchmark harness's module is run with -C bench.
 func parseBenchCommand(c docCommand) (benchCommand, error) {
 	f, err := shellWords(c.text)
 	if err != nil {
@@ -205,6 +208,10 @@ func parseBenchCommand(c docCommand) (benchCommand, error) {
 	for len(f) > 0 && regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`).MatchString(f[0]) {
 		f = f[1:]
 	}
+	dir := ""
+	if len(f) >= 4 && f[0] == "go" && f[1] == "-C" {
+		dir, f = f[2], append([]string{"go"}, f[3:]...)
+	}
 	if len(f) < 2 || f[0] != "go" || f[1] != "test" {
 		return benchCommand{}, fmt.Errorf("not a go test command")
 	}
@@ -212,7 +219,7 @@ func parseBenchCommand(c docCommand) (benchCommand, error) {
 	for i := 2; i < len(f); i++ {
 		switch a := f[i]; {
 		case strings.HasPrefix(a, "./"):
-			bc.pkgs = append(bc.pkgs, a)
+			bc.pkgs = append(bc.pkgs, "./"+path.Join(dir, a)+"/")
 		case a == "-bench" || a == "-run":
 			if i+1 == len(f) {
 				return bc, fmt.Errorf("%s without a value", a)
@@ -304,30 +311,66 @@ func TestParseBenchCommand(t *testing.T) {
 // does not exist). One command builds the packages' test binaries in parallel.
 func listTests(t *testing.T, repo string, pkgs []string) map[string][]string {
 	t.Helper()
+	// Each package is listed by the go command in its own module's root (the repository's,
+	// or a nested module's such as bench/).
+	byModule := map[string][]string{} // module root, relative to repo -> ./pkg/ paths in it
+	for _, p := range pkgs {
+		root := moduleRootOf(t, repo, p)
+		byModule[root] = append(byModule[root], p)
+	}
+	listed := map[string][]string{}
+	for root, ps := range byModule {
+		maps.Copy(listed, listModuleTests(t, repo, root, ps))
+	}
+	return listed
+}
+
+// moduleRootOf returns the directory (relative to repo, "." for the repository's own) of the
+// nearest go.mod at or above the package directory pkg ("./dir/").
+func moduleRootOf(t *testing.T, repo, pkg string) string {
+	t.Helper()
+	for dir := path.Clean(pkg); ; dir = path.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(repo, dir, "go.mod")); err == nil {
+			return dir
+		}
+		if dir == "." {
+			t.Fatalf("no go.mod at or above %s", pkg)
+		}
+	}
+}
+
+// listModuleTests lists the tests and benchmarks of pkgs (paths from repo) in the module whose
+// root is repo/root, keyed by the paths given.
+func listModuleTests(t *testing.T, repo, root string, pkgs []string) map[string][]string {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command on PATH: %v", err)
 	}
-	mod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	mod, err := os.ReadFile(filepath.Join(repo, root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^module (\S+)$`).FindSubmatch(mod)
 	if m == nil {
-		t.Fatal("go.mod has no module line")
+		t.Fatalf("%s/go.mod has no module line", root)
 	}
-	byPath := map[string]string{} // import path -> ./dir/
+	byPath := map[string]string{} // import path -> ./dir/ from repo
+	var args []string             // ./dir/ from the module's root
 	for _, p := range pkgs {
-		byPath[string(m[1])+"/"+strings.Trim(strings.TrimPrefix(p, "./"), "/")] = p
+		rel := strings.TrimPrefix(path.Clean(p), root)
+		rel = strings.Trim(strings.TrimPrefix(rel, "."), "/")
+		byPath[path.Join(string(m[1]), rel)] = p
+		args = append(args, "./"+rel)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, append([]string{"test", "-list", "."}, pkgs...)...)
-	cmd.Dir = repo
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"test", "-list", "."}, args...)...)
+	cmd.Dir = filepath.Join(repo, root)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go test -list . %s: %v\n%s%s", strings.Join(pkgs, " "), err, out.String(), errb.String())
+		t.Fatalf("go test -list . %s (in %s): %v\n%s%s", strings.Join(args, " "), root, err, out.String(), errb.String())
 	}
 	listed := map[string][]string{}
 	var names []string
@@ -341,7 +384,7 @@ func listTests(t *testing.T, repo string, pkgs []string) map[string][]string {
 	}
 	for _, p := range pkgs {
 		if _, ok := listed[p]; !ok {
-			t.Fatalf("go test -list . %s: no list for %s in:\n%s", strings.Join(pkgs, " "), p, out.String())
+			t.Fatalf("go test -list . %s: no list for %s in:\n%s", strings.Join(args, " "), p, out.String())
 		}
 	}
 	return listed

@@ -11,19 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/peerbench"
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // TestMain removes the sessiond binary BenchmarkImportCLI had built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	peerbench.Cleanup()
+	benchkit.Cleanup()
 	os.Exit(code)
 }
 
 // BenchmarkImportCLI imports copies of the Claude Code fixture as a user does: `sessiond
 // import --format claude-code DIR` into `sessiond serve` on SQLite, two processes of the binary
-// built from this tree (the peer benchmark's: peerbench.Binary, peerbench.StartSessiond),
+// built from this tree (benchkit.Binary, benchkit.StartSessiond),
 // which inherit the test's environment (GOGC, say). Each op imports a directory of 100 new
 // files of 480 lines (as BenchmarkImport's copies) into the one server. It reports source
 // lines per second of wall time, and the CPU time of each process per line.
@@ -32,16 +32,16 @@ func BenchmarkImportCLI(b *testing.B) {
 	if tc.format != "claude-code" {
 		b.Fatalf("benchFiles[1] is %s", tc.format)
 	}
-	bin, err := peerbench.Binary()
+	bin, err := benchkit.Binary()
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := peerbench.StartSessiond("sessiond", "")
+	srv, err := benchkit.StartSessiond("")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	server := srv.Servers()[0]
+	server := srv.Procs[0]
 	lines := 0
 	var elapsed, serverCPU, clientCPU time.Duration
 	for b.Loop() {
@@ -53,7 +53,7 @@ func BenchmarkImportCLI(b *testing.B) {
 		benchCopies(b, dir, tc, 100)
 		u0 := server.Usage()
 		var out, errOut bytes.Buffer
-		cmd := exec.Command(bin, "import", "--server", srv.URL(), "--format", tc.format, "--json", dir)
+		cmd := exec.Command(bin, "import", "--server", srv.URL, "--format", tc.format, "--json", dir)
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		b.StartTimer()
 		start := time.Now()

@@ -1,4 +1,4 @@
-package peerbench
+package benchkit
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func pgProgram(name string) (string, error) {
 	if len(matches) > 0 {
 		return matches[len(matches)-1], nil
 	}
-	return lookProgram(name, "apt-get install postgresql")
+	return LookProgram(name, "apt-get install postgresql")
 }
 
 func pgVersion(path string) int {
@@ -70,7 +70,7 @@ func StartCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "peerbench-pg-")
+	dir, err := os.MkdirTemp("", "benchkit-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func StartCluster() (*Cluster, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = FreePort(); err != nil {
 		return fail(err)
 	}
 	cmd = exec.Command(postgres, "-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(c.port), "-k", dir,
@@ -100,11 +100,11 @@ func StartCluster() (*Cluster, error) {
 		return fail(err)
 	}
 	// The log file is created by this process (root); the server only writes to it.
-	if c.proc, err = startProc("postgres", dir, cmd); err != nil {
+	if c.proc, err = StartProc("postgres", dir, cmd); err != nil {
 		return fail(err)
 	}
 	c.proc.tree = true
-	if err := waitPort("127.0.0.1:"+strconv.Itoa(c.port), c.proc, time.Minute); err != nil {
+	if err := WaitPort("127.0.0.1:"+strconv.Itoa(c.port), c.proc, time.Minute); err != nil {
 		return fail(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -131,9 +131,12 @@ func (c *Cluster) URL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
 }
 
+// Proc is the cluster's postmaster, whose children count with it.
+func (c *Cluster) Proc() *Proc { return c.proc }
+
 // Close stops the cluster (a fast shutdown) and removes its files.
 func (c *Cluster) Close() error {
-	if c.proc != nil && !c.proc.exited() {
+	if c.proc != nil && !c.proc.Exited() {
 		c.proc.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
 		case <-c.proc.done:

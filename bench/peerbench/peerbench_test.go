@@ -4,52 +4,15 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/benchkit"
+
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
-
-// TestEventsValid: every event the generator makes is valid under the contract, of the size
-// the benchmarks claim, with fresh ids and keys of the requested kind.
-func TestEventsValid(t *testing.T) {
-	for _, ids := range []IDs{RandomIDs, TimeOrderedIDs} {
-		t.Run(ids.String(), func(t *testing.T) {
-			g := NewGenerator(ids, 0)
-			seen := map[string]bool{}
-			total := 0
-			n := 3 * len(templates)
-			for i := range n {
-				e := g.Next("S-pb-1-2")
-				if _, err := contract.CheckEvent(e.Data, contract.Limits{}); err != nil {
-					t.Fatalf("event %d (template %d) is invalid: %v\n%s", i, i%len(templates), err, e.Data)
-				}
-				if keyOf(e.Data) != e.Key || fieldOf(e.Data, "eventId") != e.ID || sessionOf(e) != "S-pb-1-2" {
-					t.Fatalf("event %d: key %q, id %q, session %q in %s", i, e.Key, e.ID, sessionOf(e), e.Data)
-				}
-				if seen[e.Key] || seen[e.ID] || e.Key == e.ID {
-					t.Fatalf("event %d reuses an id or key: %s", i, e.Data)
-				}
-				seen[e.Key], seen[e.ID] = true, true
-				if v := e.Key[14]; (ids == RandomIDs) != (v == '4') {
-					t.Fatalf("%s key %s has version %c", ids, e.Key, v)
-				}
-				total += len(e.Data)
-			}
-			if avg := total / n; avg < 440 || avg > 510 {
-				t.Errorf("events average %d bytes; the benchmark's events are ~475", avg)
-			}
-		})
-	}
-	a, b := NewGenerator(TimeOrderedIDs, 0).Next("S"), NewGenerator(TimeOrderedIDs, 0).Next("S")
-	if a.Key >= b.Key {
-		t.Errorf("time-ordered keys do not sort by creation: %s then %s", a.Key, b.Key)
-	}
-}
 
 // TestWorkloadsInProcess runs every workload, tiny, against sessiond on SQLite served from
 // this process: the workloads, their checks and sessiond's HTTP adapter work end to end.
@@ -116,18 +79,18 @@ func runTiny(t *testing.T, sys *Sessiond, got func(name string, ms []Metric)) {
 		}
 		got(name, ms)
 	}
-	ms, err := W1(ctx, sys, RandomIDs, sz)
+	ms, err := W1(ctx, sys, benchkit.RandomIDs, sz)
 	ok("W1", ms, err)
-	ms, err = W1(ctx, sys, TimeOrderedIDs, sz)
+	ms, err = W1(ctx, sys, benchkit.TimeOrderedIDs, sz)
 	ok("W1 uuidv7", ms, err)
-	ms, sent, err := W2(ctx, sys, RandomIDs, sz)
+	ms, sent, err := W2(ctx, sys, benchkit.RandomIDs, sz)
 	ok("W2", ms, err)
 	if len(sent) != 64 || len(sent[0]) != 1 {
 		t.Fatalf("W2 sent %d × %d events, want 64 × 1", len(sent), len(sent[0]))
 	}
 	ms, err = W3(ctx, sys, sent)
 	ok("W3", ms, err)
-	ms, err = W4(ctx, sys, RandomIDs, sz)
+	ms, err = W4(ctx, sys, benchkit.RandomIDs, sz)
 	ok("W4", ms, err)
 	sid, err := LoadW5(ctx, sys, sz)
 	if err != nil {
@@ -214,25 +177,5 @@ func TestSizes(t *testing.T) {
 	}
 	if unit("W1 uuidv7 bytes written/event") != "uuidv7-bytes-written/event" {
 		t.Errorf("unit: %q", unit("W1 uuidv7 bytes written/event"))
-	}
-}
-
-// TestProcTail: a long log is shown by its first line (where a program that refuses its
-// arguments says why) and its end.
-func TestProcTail(t *testing.T) {
-	path := t.TempDir() + "/p.log"
-	long := "sessiond serve: flag provided but not defined: -x\n" + strings.Repeat("usage line\n", 400) + "the last line\n"
-	if err := os.WriteFile(path, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got := (&Proc{log: path}).tail()
-	if !strings.HasPrefix(got, "sessiond serve: flag provided but not defined: -x\n…\n") || !strings.HasSuffix(got, "the last line") || len(got) > 1700 {
-		t.Errorf("tail of a %d-byte log = %d bytes:\n%.200s…", len(long), len(got), got)
-	}
-	if err := os.WriteFile(path, []byte("short\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := (&Proc{log: path}).tail(); got != "short" {
-		t.Errorf("tail of a short log = %q, want it whole", got)
 	}
 }

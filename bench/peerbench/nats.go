@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/benchkit"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -27,7 +29,7 @@ const natsServerVersion = "v2.15.2"
 // is not atomic). Followers are ordered consumers delivering new messages of the subject.
 type NATS struct {
 	dir  string
-	proc *Proc
+	proc *benchkit.Proc
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	url  string
@@ -63,7 +65,7 @@ func natsServer() (string, error) {
 		cmd.Env = append(os.Environ(), "GOBIN="+dir)
 		cmd.Dir = os.TempDir() // outside this module
 		if out, err := cmd.CombinedOutput(); err != nil {
-			natsBuild.err = fmt.Errorf("%w: go install nats-server %s: %v\n%s", ErrMissing, natsServerVersion, err, out)
+			natsBuild.err = fmt.Errorf("%w: go install nats-server %s: %v\n%s", benchkit.ErrMissing, natsServerVersion, err, out)
 		}
 	})
 	return natsBuild.path, natsBuild.err
@@ -85,7 +87,7 @@ func StartNATS() (*NATS, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return failDir(err)
 	}
@@ -94,7 +96,7 @@ func StartNATS() (*NATS, error) {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return failDir(err)
 	}
-	p, err := startProc("nats", dir, exec.Command(bin, "-c", confPath))
+	p, err := benchkit.StartProc("nats", dir, exec.Command(bin, "-c", confPath))
 	if err != nil {
 		return failDir(err)
 	}
@@ -103,7 +105,7 @@ func StartNATS() (*NATS, error) {
 		n.Close()
 		return nil, err
 	}
-	if err := waitPort("127.0.0.1:"+strconv.Itoa(port), p, time.Minute); err != nil {
+	if err := benchkit.WaitPort("127.0.0.1:"+strconv.Itoa(port), p, time.Minute); err != nil {
 		return fail(err)
 	}
 	if n.nc, err = nats.Connect(n.url); err != nil {
@@ -127,14 +129,14 @@ func StartNATS() (*NATS, error) {
 func (n *NATS) Name() string { return "nats" }
 
 // Servers implements System.
-func (n *NATS) Servers() []*Proc { return []*Proc{n.proc} }
+func (n *NATS) Servers() []*benchkit.Proc { return []*benchkit.Proc{n.proc} }
 
 // Close implements System.
 func (n *NATS) Close() error {
 	if n.nc != nil {
 		n.nc.Close()
 	}
-	n.proc.stop()
+	n.proc.Stop()
 	return os.RemoveAll(n.dir)
 }
 
@@ -144,7 +146,7 @@ func (n *NATS) CreateSession(context.Context, string) error { return nil }
 func subject(sid string) string { return "s." + sid }
 
 // Append implements System.
-func (n *NATS) Append(ctx context.Context, sid string, evs []Event) (int, error) {
+func (n *NATS) Append(ctx context.Context, sid string, evs []benchkit.Event) (int, error) {
 	subj := subject(sid)
 	if len(evs) == 1 {
 		ack, err := n.js.Publish(ctx, subj, evs[0].Data, jetstream.WithMsgID(evs[0].Key))

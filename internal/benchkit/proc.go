@@ -1,8 +1,7 @@
-package peerbench
+package benchkit
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,38 +15,12 @@ import (
 	"time"
 )
 
-// System is one system under test, running and reachable. Every method may be called from
-// several goroutines at once.
-type System interface {
-	// Name is the system's column in the table.
-	Name() string
-	// CreateSession prepares session sid (a no-op for the peers that need none).
-	CreateSession(ctx context.Context, sid string) error
-	// Append appends evs to session sid atomically and idempotently (an event whose key the
-	// session has is a duplicate and is not stored again), each new event taking the next
-	// sequence of the session; it returns once the system has acknowledged the batch, which it
-	// does only after the batch is durable. It returns how many events were duplicates.
-	Append(ctx context.Context, sid string, evs []Event) (dups int, err error)
-	// Read reads session sid from its start until it has n events, and returns how many it
-	// read (more than n is an error of the system).
-	Read(ctx context.Context, sid string, n int) (int, error)
-	// Subscribe follows session sid live from its current end, calling deliver with each new
-	// event's JSON in order from one goroutine, until ctx ends; ready is closed once the
-	// subscription is in place (events appended after it are delivered).
-	Subscribe(ctx context.Context, sid string, deliver func(data []byte)) (ready <-chan struct{}, err error)
-	// Servers returns the processes whose storage writes and CPU count as the system's (none
-	// for a server in the benchmark's own process).
-	Servers() []*Proc
-	// Close stops the system and removes its files.
-	Close() error
-}
-
-// ErrMissing is wrapped by a system's start when a program it needs is not installed: the
+// ErrMissing is wrapped by a process's start when a program it needs is not installed: a
 // benchmark skips that system with the error's message.
 var ErrMissing = errors.New("missing program")
 
-// freePort returns a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
@@ -56,9 +29,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitPort waits until something accepts connections on addr, the process p is still alive
+// WaitPort waits until something accepts connections on addr, the process p is still alive
 // and the deadline has not passed.
-func waitPort(addr string, p *Proc, within time.Duration) error {
+func WaitPort(addr string, p *Proc, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -66,8 +39,8 @@ func waitPort(addr string, p *Proc, within time.Duration) error {
 			c.Close()
 			return nil
 		}
-		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited before listening on %s; its output: %s", p.name, addr, p.tail())
+		if p != nil && p.Exited() {
+			return fmt.Errorf("%s exited before listening on %s; its output: %s", p.name, addr, p.Tail())
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("nothing listens on %s after %s: %w", addr, within, err)
@@ -89,8 +62,8 @@ type Proc struct {
 	tree bool
 }
 
-// startProc starts the program with its output in dir/name.log.
-func startProc(name, dir string, cmd *exec.Cmd) (*Proc, error) {
+// StartProc starts the program with its output in dir/name.log.
+func StartProc(name, dir string, cmd *exec.Cmd) (*Proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -114,7 +87,8 @@ func startProc(name, dir string, cmd *exec.Cmd) (*Proc, error) {
 	return p, nil
 }
 
-func (p *Proc) exited() bool {
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -123,9 +97,9 @@ func (p *Proc) exited() bool {
 	}
 }
 
-// tail returns the end of the process's log, for error messages, after its first line when
+// Tail returns the end of the process's log, for error messages, after its first line when
 // the log is longer: a program that refuses its arguments says why first, then its usage.
-func (p *Proc) tail() string {
+func (p *Proc) Tail() string {
 	b, _ := os.ReadFile(p.log)
 	if len(b) > 2000 {
 		first, _, _ := bytes.Cut(b, []byte("\n"))
@@ -134,9 +108,9 @@ func (p *Proc) tail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// stop ends the process with SIGTERM, then SIGKILL after a grace period.
-func (p *Proc) stop() error {
-	if p.exited() {
+// Stop ends the process with SIGTERM, then SIGKILL after a grace period.
+func (p *Proc) Stop() error {
+	if p.Exited() {
 		return nil
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
@@ -149,9 +123,9 @@ func (p *Proc) stop() error {
 	return nil
 }
 
-// pids returns the process ids that count as the server: the process, and with tree its
+// PIDs returns the process ids that count as the server: the process, and with tree its
 // descendants.
-func (p *Proc) pids() []int {
+func (p *Proc) PIDs() []int {
 	root := p.cmd.Process.Pid
 	if !p.tree {
 		return []int{root}
@@ -225,7 +199,7 @@ const clockTick = 10 * time.Millisecond
 // through a workload).
 func (p *Proc) Usage() Usage {
 	u := Usage{OK: true}
-	for _, pid := range p.pids() {
+	for _, pid := range p.PIDs() {
 		f, err := statFields(pid)
 		if err != nil || len(f) < 15 {
 			continue // gone
@@ -250,8 +224,8 @@ func (p *Proc) Usage() Usage {
 	return u
 }
 
-// usageOf adds up the usage of several servers (sessiond and its PostgreSQL cluster).
-func usageOf(ps []*Proc) Usage {
+// UsageOf adds up the usage of several servers (sessiond and its PostgreSQL cluster).
+func UsageOf(ps []*Proc) Usage {
 	u := Usage{OK: len(ps) > 0}
 	for _, p := range ps {
 		pu := p.Usage()
@@ -262,9 +236,9 @@ func usageOf(ps []*Proc) Usage {
 	return u
 }
 
-// lookProgram finds a program on PATH or in the extra directories, or returns an error
+// LookProgram finds a program on PATH or in the extra directories, or returns an error
 // wrapping ErrMissing that says how to install it.
-func lookProgram(name, install string, dirs ...string) (string, error) {
+func LookProgram(name, install string, dirs ...string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // TestHTTPFloor: the floor, built and started as the benchmark does, answers every workload as
@@ -37,7 +39,7 @@ func TestHTTPFloor(t *testing.T) {
 	if err := sys.CreateSession(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	good := NewGenerator(RandomIDs, 0).Batch(bad, 1)[0].Data
+	good := benchkit.NewGenerator(benchkit.RandomIDs, 0).Batch(bad, 1)[0].Data
 	body := append(append([]byte{}, good...), "\n{\"eventId\":\"no-key\"}\n"...)
 	if _, status, err := sys.do(ctx, "POST", "/v1/sessions/"+bad+"/events", "application/x-ndjson", body, 201, 200); err == nil || status != 400 {
 		t.Errorf("a batch with an event without a key: status %d, %v; want 400", status, err)
@@ -45,7 +47,7 @@ func TestHTTPFloor(t *testing.T) {
 	if n, err := sys.Read(ctx, bad, 1); err == nil || n != 0 {
 		t.Errorf("after a refused batch the session has %d events (%v), want none", n, err)
 	}
-	if _, err := sys.Append(ctx, "S-floor-unknown", NewGenerator(RandomIDs, 0).Batch("S-floor-unknown", 1)); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := sys.Append(ctx, "S-floor-unknown", benchkit.NewGenerator(benchkit.RandomIDs, 0).Batch("S-floor-unknown", 1)); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("an append to a session never created: %v, want a 404", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sessiond/sessiond/internal/benchkit"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -19,7 +21,7 @@ import (
 // A batch is one round trip: BEGIN, the statements, COMMIT and the NOTIFY are pipelined.
 // Followers LISTEN on their own connection and read the new rows when notified.
 type PGTable struct {
-	c    *Cluster
+	c    *benchkit.Cluster
 	pool *pgxpool.Pool
 }
 
@@ -48,7 +50,7 @@ SELECT seq, false FROM events WHERE session = $1 AND idem_key = $2 AND NOT EXIST
 
 // StartPGTable starts a cluster of its own (StartCluster) and creates the table.
 func StartPGTable() (*PGTable, error) {
-	c, err := StartCluster()
+	c, err := benchkit.StartCluster()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func StartPGTable() (*PGTable, error) {
 func (p *PGTable) Name() string { return "pg-table" }
 
 // Servers implements System.
-func (p *PGTable) Servers() []*Proc { return []*Proc{p.c.proc} }
+func (p *PGTable) Servers() []*benchkit.Proc { return []*benchkit.Proc{p.c.Proc()} }
 
 // Close implements System.
 func (p *PGTable) Close() error {
@@ -91,7 +93,7 @@ func (p *PGTable) CreateSession(context.Context, string) error { return nil }
 func channel(sid string) string { return "ev:" + sid }
 
 // Append implements System.
-func (p *PGTable) Append(ctx context.Context, sid string, evs []Event) (int, error) {
+func (p *PGTable) Append(ctx context.Context, sid string, evs []benchkit.Event) (int, error) {
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", sid)

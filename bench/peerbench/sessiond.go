@@ -8,12 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"time"
+
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // Sessiond is sessiond reached over its HTTP API: NDJSON appends, paged reads of
@@ -22,196 +19,69 @@ type Sessiond struct {
 	name  string
 	base  string // http://host:port
 	hc    *http.Client
-	procs []*Proc // none for a server in the benchmark's own process (tests)
-	stop  func()  // stops the server and removes its files
-	page  int     // events per read request: 10,000, the API's largest (tests read smaller pages)
+	procs []*benchkit.Proc // none for a server in the benchmark's own process (tests)
+	stop  func()           // stops the server and removes its files
+	page  int              // events per read request: 10,000, the API's largest (tests read smaller pages)
 }
 
 // NewSessiondClient returns the system for a sessiond already listening at base (e.g.
 // "http://127.0.0.1:7420"); procs are its processes (and its database's), and stop, when not
 // nil, is called by Close.
-func NewSessiondClient(name, base string, procs []*Proc, stop func()) *Sessiond {
+func NewSessiondClient(name, base string, procs []*benchkit.Proc, stop func()) *Sessiond {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 1024 // every writer and subscriber keeps its own connection
 	return &Sessiond{name: name, base: base, hc: &http.Client{Transport: tr}, procs: procs, stop: stop, page: 10000}
 }
 
-// Binary builds cmd/sessiond once per process into a temporary directory (removed by Cleanup)
-// and returns the binary's path: the one StartSessiond runs.
-func Binary() (string, error) { return sessiondBuild.path() }
-
-var sessiondBuild = &build{pkg: "./cmd/sessiond", name: "sessiond"}
-
-// Where the builds happen, found once per process: the module's root and a temporary directory
-// for the binaries (removed by Cleanup).
-var (
-	buildDirsOnce sync.Once
-	moduleRoot    string
-	binDir        string
-	buildDirsErr  error
-)
-
-// buildDirs finds the module's root and makes the binaries' directory, once.
-func buildDirs() (root, bin string, err error) {
-	buildDirsOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildDirsErr = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		moduleRoot = filepath.Dir(strings.TrimSpace(string(out)))
-		binDir, buildDirsErr = os.MkdirTemp("", "peerbench-bin-")
-	})
-	return moduleRoot, binDir, buildDirsErr
-}
-
-// build is one program of the module, built once per process into the temporary directory
-// Cleanup removes.
-type build struct {
-	pkg, name string // the package's path from the module's root, and the binary's name
-	once      sync.Once
-	at        string
-	err       error
-}
-
-// path builds the program the first time it is called and returns the binary's path.
-func (b *build) path() (string, error) {
-	b.once.Do(func() {
-		root, dir, err := buildDirs()
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.at = filepath.Join(dir, b.name)
-		cmd := exec.Command("go", "build", "-o", b.at, b.pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-		}
-	})
-	return b.at, b.err
-}
-
-// Cleanup removes what the package built for the benchmarks (the sessiond and httpfloor
-// binaries).
-func Cleanup() {
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-}
-
 // StartSessiond builds sessiond and starts "sessiond serve" on a free loopback port with its
-// data in a new temporary directory: on SQLite when storeURL is empty, else on the
-// PostgreSQL database storeURL names.
+// data in a new temporary directory (benchkit.StartSessiond): on SQLite when storeURL is
+// empty, else on the PostgreSQL database storeURL names.
 func StartSessiond(name, storeURL string) (*Sessiond, error) {
-	bin, err := Binary()
-	if err != nil {
-		return nil, err
-	}
-	return startSessiondBinary(name, bin, storeURL)
+	return clientOf(name)(benchkit.StartSessiond(storeURL))
 }
 
-// startSessiondBinary is StartSessiond with the sessiond binary at bin.
-func startSessiondBinary(name, bin, storeURL string) (*Sessiond, error) {
-	return startHTTPServer(name, "sessiond", bin, func(addr, dir string) []string {
-		args := []string{"serve", "--addr", addr, "--data", filepath.Join(dir, "data")}
-		if storeURL != "" {
-			args = append(args, "--store", storeURL)
-		}
-		return append(args, strings.Fields(os.Getenv(ArgsEnv))...)
-	})
-}
-
-// startHTTPServer starts the program at bin, called prog (its log's name), in a new temporary
-// directory with the arguments args returns for its loopback address (a free port) and that
-// directory, waits until it listens, and returns it as a System driven by sessiond's client.
-// Close stops it and removes the directory.
-func startHTTPServer(name, prog, bin string, args func(addr, dir string) []string) (*Sessiond, error) {
-	dir, err := os.MkdirTemp("", "peerbench-"+prog+"-")
-	if err != nil {
-		return nil, err
-	}
-	// failDir is the way out until the server runs: the client's close function takes over after.
-	failDir := func(err error) (*Sessiond, error) {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return failDir(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := startProc(prog, dir, exec.Command(bin, args(addr, dir)...))
-	if err != nil {
-		return failDir(err)
-	}
-	if err := waitPort(addr, p, time.Minute); err != nil {
-		p.stop()
-		return failDir(err)
-	}
-	return NewSessiondClient(name, "http://"+addr, []*Proc{p}, func() {
-		p.stop()
-		os.RemoveAll(dir)
-	}), nil
-}
-
-// StartSessiondPostgres starts a PostgreSQL cluster of its own (StartCluster) and sessiond on
-// it; both count as the server.
+// StartSessiondPostgres starts a PostgreSQL cluster of its own and sessiond on it; both count
+// as the server.
 func StartSessiondPostgres(name string) (*Sessiond, error) {
-	bin, err := Binary()
+	bin, err := benchkit.Binary()
 	if err != nil {
 		return nil, err
 	}
-	return startSessiondPostgresBinary(name, bin)
+	return clientOf(name)(benchkit.StartSessiondPostgres(bin))
 }
-
-// ArgsEnv names the environment variable whose words (split at white space) are added to the
-// arguments of every "sessiond serve" the benchmark starts: "--admin-addr 127.0.0.1:7472",
-// say, to take CPU profiles of the server while a workload runs. sessiond refuses an
-// argument it does not know, and the system's start fails with its message.
-const ArgsEnv = "PEERBENCH_SESSIOND_ARGS"
 
 // BaselineEnv names the environment variable that holds the path of a second sessiond binary
 // (an earlier build, say) for the baseline-postgres system: the same workloads against it on
 // PostgreSQL, in the same run, for a before/after comparison that shares the machine's load.
 const BaselineEnv = "PEERBENCH_BASELINE_SESSIOND"
 
-// StartBaselinePostgres is StartSessiondPostgres with the binary BaselineEnv names; ErrMissing
+// StartBaselinePostgres is StartSessiondPostgres with the binary BaselineEnv names; benchkit.ErrMissing
 // when it names none.
 func StartBaselinePostgres(name string) (*Sessiond, error) {
 	bin := os.Getenv(BaselineEnv)
 	if bin == "" {
-		return nil, fmt.Errorf("%w: set %s to a sessiond binary to compare against", ErrMissing, BaselineEnv)
+		return nil, fmt.Errorf("%w: set %s to a sessiond binary to compare against", benchkit.ErrMissing, BaselineEnv)
 	}
-	return startSessiondPostgresBinary(name, bin)
+	return clientOf(name)(benchkit.StartSessiondPostgres(bin))
 }
 
-// startSessiondPostgresBinary is StartSessiondPostgres with the sessiond binary at bin.
-func startSessiondPostgresBinary(name, bin string) (*Sessiond, error) {
-	c, err := StartCluster()
-	if err != nil {
-		return nil, err
+// clientOf returns a function that drives a started server with sessiond's client (or passes
+// on its start's error); the client's Close stops the server.
+func clientOf(name string) func(*benchkit.Server, error) (*Sessiond, error) {
+	return func(srv *benchkit.Server, err error) (*Sessiond, error) {
+		if err != nil {
+			return nil, err
+		}
+		return NewSessiondClient(name, srv.URL, srv.Procs, func() { srv.Close() }), nil
 	}
-	s, err := startSessiondBinary(name, bin, c.URL("bench"))
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	stop := s.stop
-	s.procs = append(s.procs, c.proc)
-	s.stop = func() {
-		stop()
-		c.Close()
-	}
-	return s, nil
 }
 
 // Name implements System.
 func (s *Sessiond) Name() string { return s.name }
 
 // Servers implements System.
-func (s *Sessiond) Servers() []*Proc { return s.procs }
+func (s *Sessiond) Servers() []*benchkit.Proc { return s.procs }
 
 // URL is the server's base URL (http://host:port).
 func (s *Sessiond) URL() string { return s.base }
@@ -260,7 +130,7 @@ func (s *Sessiond) CreateSession(ctx context.Context, sid string) error {
 
 // Append implements System: one NDJSON request; 201 when something was added, 200 when the
 // whole batch was duplicates.
-func (s *Sessiond) Append(ctx context.Context, sid string, evs []Event) (int, error) {
+func (s *Sessiond) Append(ctx context.Context, sid string, evs []benchkit.Event) (int, error) {
 	n := 0
 	for _, e := range evs {
 		n += len(e.Data) + 1

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // Sizes are how much each workload does in one run. Defaults gives the figures'
@@ -69,21 +71,21 @@ var runID atomic.Int64
 // W1 is 8 clients appending batches of 64 events to 8 sessions (client i to session i). The
 // events are made before the clock starts. Figures: events/s; the bytes the server wrote to
 // storage and its CPU time, per event.
-func W1(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
+func W1(ctx context.Context, sys System, ids benchkit.IDs, sz Sizes) ([]Metric, error) {
 	const sessions, clients, batch = 8, 8, 64
 	run := runID.Add(1)
 	sids := make([]string, sessions)
 	for i := range sids {
-		sids[i] = sessionID("w1", run, i)
+		sids[i] = benchkit.SessionID("w1", run, i)
 		if err := sys.CreateSession(ctx, sids[i]); err != nil {
 			return nil, err
 		}
 	}
 	// Batch b goes to session b%8 and is sent by client b%8.
-	batches := make([][]Event, sz.W1Batches)
-	gens := make([]*Generator, sessions)
+	batches := make([][]benchkit.Event, sz.W1Batches)
+	gens := make([]*benchkit.Generator, sessions)
 	for i := range gens {
-		gens[i] = NewGenerator(ids, i)
+		gens[i] = benchkit.NewGenerator(ids, i)
 	}
 	for b := range batches {
 		batches[b] = gens[b%sessions].Batch(sids[b%sessions], batch)
@@ -91,7 +93,7 @@ func W1(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 	if err := warmUp(ctx, sys, ids, sids, clients); err != nil {
 		return nil, err
 	}
-	u0 := usageOf(sys.Servers())
+	u0 := benchkit.UsageOf(sys.Servers())
 	start := time.Now()
 	err := parallel(clients, func(c int) error {
 		for b := c; b < len(batches); b += clients {
@@ -106,13 +108,13 @@ func W1(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 		return nil
 	})
 	elapsed := time.Since(start)
-	u1 := usageOf(sys.Servers())
+	u1 := benchkit.UsageOf(sys.Servers())
 	if err != nil {
 		return nil, err
 	}
 	events := float64(len(batches) * batch)
 	prefix := "W1 "
-	if ids != RandomIDs {
+	if ids != benchkit.RandomIDs {
 		prefix = "W1 " + ids.String() + " "
 	}
 	ms := []Metric{{prefix + "events/s", events / elapsed.Seconds()}}
@@ -128,24 +130,24 @@ func W1(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 // Figures: events/s, p99 of the time from sending an append to its acknowledgement, the
 // server's CPU per event (its processes' user and system time, as W1's). It returns the
 // events it appended, for W3.
-func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event, error) {
+func W2(ctx context.Context, sys System, ids benchkit.IDs, sz Sizes) ([]Metric, [][]benchkit.Event, error) {
 	const writers = 64
 	run := runID.Add(1)
 	per := max(1, sz.W2Events/writers)
 	sids := make([]string, writers)
-	evs := make([][]Event, writers)
+	evs := make([][]benchkit.Event, writers)
 	for w := range sids {
-		sids[w] = sessionID("w2", run, w)
+		sids[w] = benchkit.SessionID("w2", run, w)
 		if err := sys.CreateSession(ctx, sids[w]); err != nil {
 			return nil, nil, err
 		}
-		evs[w] = NewGenerator(ids, w).Batch(sids[w], per)
+		evs[w] = benchkit.NewGenerator(ids, w).Batch(sids[w], per)
 	}
 	if err := warmUp(ctx, sys, ids, sids, writers); err != nil {
 		return nil, nil, err
 	}
 	lat := make([][]time.Duration, writers)
-	u0 := usageOf(sys.Servers())
+	u0 := benchkit.UsageOf(sys.Servers())
 	start := time.Now()
 	err := parallel(writers, func(w int) error {
 		lat[w] = make([]time.Duration, 0, per)
@@ -163,7 +165,7 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 		return nil
 	})
 	elapsed := time.Since(start)
-	u1 := usageOf(sys.Servers())
+	u1 := benchkit.UsageOf(sys.Servers())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,15 +182,15 @@ func W2(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, [][]Event
 // W3 has W2's 64 writers resend every fifth event they appended (20%), same key and content,
 // one at a time. Every one must be answered as a duplicate. Figures: duplicates/s, the
 // server's CPU per duplicate (as W2's).
-func W3(ctx context.Context, sys System, sent [][]Event) ([]Metric, error) {
+func W3(ctx context.Context, sys System, sent [][]benchkit.Event) ([]Metric, error) {
 	var total atomic.Int64
-	u0 := usageOf(sys.Servers())
+	u0 := benchkit.UsageOf(sys.Servers())
 	start := time.Now()
 	err := parallel(len(sent), func(w int) error {
 		for i := 0; i < len(sent[w]); i += 5 {
 			e := sent[w][i]
 			sid := sessionOf(e)
-			dups, err := sys.Append(ctx, sid, []Event{e})
+			dups, err := sys.Append(ctx, sid, []benchkit.Event{e})
 			if err != nil {
 				return err
 			}
@@ -200,7 +202,7 @@ func W3(ctx context.Context, sys System, sent [][]Event) ([]Metric, error) {
 		return nil
 	})
 	elapsed := time.Since(start)
-	u1 := usageOf(sys.Servers())
+	u1 := benchkit.UsageOf(sys.Servers())
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +214,8 @@ func W3(ctx context.Context, sys System, sent [][]Event) ([]Metric, error) {
 }
 
 // sessionOf returns the sessionId in an event's JSON.
-func sessionOf(e Event) string {
-	return fieldOf(e.Data, "sessionId")
+func sessionOf(e benchkit.Event) string {
+	return benchkit.FieldOf(e.Data, "sessionId")
 }
 
 // W4 has W4Subscribers live subscribers follow one session while one writer appends single
@@ -221,13 +223,13 @@ func sessionOf(e Event) string {
 // all deliveries of the time from the writer's acknowledgement to the delivery (0 when the
 // delivery came first: the event was visible before its writer heard back), and from the
 // writer's send (which includes the append itself).
-func W4(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
+func W4(ctx context.Context, sys System, ids benchkit.IDs, sz Sizes) ([]Metric, error) {
 	run := runID.Add(1)
-	sid := sessionID("w4", run, 0)
+	sid := benchkit.SessionID("w4", run, 0)
 	if err := sys.CreateSession(ctx, sid); err != nil {
 		return nil, err
 	}
-	evs := NewGenerator(ids, 0).Batch(sid, sz.W4Events)
+	evs := benchkit.NewGenerator(ids, 0).Batch(sid, sz.W4Events)
 	index := make(map[string]int, len(evs))
 	for i, e := range evs {
 		index[e.Key] = i
@@ -241,7 +243,7 @@ func W4(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 		recv[s] = make([]int64, len(evs))
 		ready, err := sys.Subscribe(sctx, sid, func(data []byte) {
 			now := time.Now().UnixNano()
-			i, ok := index[keyOf(data)]
+			i, ok := index[benchkit.KeyOf(data)]
 			if !ok {
 				unknown.Add(1)
 				return
@@ -298,11 +300,11 @@ func W4(ctx context.Context, sys System, ids IDs, sz Sizes) ([]Metric, error) {
 
 // LoadW5 appends W5Events events to a new session in batches of 500 and returns its id.
 func LoadW5(ctx context.Context, sys System, sz Sizes) (string, error) {
-	sid := sessionID("w5", runID.Add(1), 0)
+	sid := benchkit.SessionID("w5", runID.Add(1), 0)
 	if err := sys.CreateSession(ctx, sid); err != nil {
 		return "", err
 	}
-	g := NewGenerator(RandomIDs, 0)
+	g := benchkit.NewGenerator(benchkit.RandomIDs, 0)
 	for left := sz.W5Events; left > 0; {
 		n := min(500, left)
 		if _, err := sys.Append(ctx, sid, g.Batch(sid, n)); err != nil {
@@ -316,11 +318,11 @@ func LoadW5(ctx context.Context, sys System, sz Sizes) (string, error) {
 // W5 reads session sid (loaded by LoadW5) from its start. Figures: events/s, the server's CPU
 // per event read (as W2's).
 func W5(ctx context.Context, sys System, sid string, sz Sizes) ([]Metric, error) {
-	u0 := usageOf(sys.Servers())
+	u0 := benchkit.UsageOf(sys.Servers())
 	start := time.Now()
 	n, err := sys.Read(ctx, sid, sz.W5Events)
 	elapsed := time.Since(start)
-	u1 := usageOf(sys.Servers())
+	u1 := benchkit.UsageOf(sys.Servers())
 	if err != nil {
 		return nil, err
 	}
@@ -333,10 +335,10 @@ func W5(ctx context.Context, sys System, sid string, sz Sizes) ([]Metric, error)
 
 // warmUp has n writers append one event each to the sessions (writer i to session i%len),
 // untimed: every writer's connection is open before the clock starts.
-func warmUp(ctx context.Context, sys System, ids IDs, sids []string, n int) error {
+func warmUp(ctx context.Context, sys System, ids benchkit.IDs, sids []string, n int) error {
 	return parallel(n, func(i int) error {
 		sid := sids[i%len(sids)]
-		_, err := sys.Append(ctx, sid, NewGenerator(ids, i).Batch(sid, 1))
+		_, err := sys.Append(ctx, sid, benchkit.NewGenerator(ids, i).Batch(sid, 1))
 		return err
 	})
 }

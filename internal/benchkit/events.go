@@ -1,4 +1,4 @@
-package peerbench
+package benchkit
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ var templates = func() [][4][]byte {
 		b, rest, ok2 := strings.Cut(rest, "{{SESSION_ID}}")
 		c, d, ok3 := strings.Cut(rest, "{{KEY}}")
 		if !ok1 || !ok2 || !ok3 {
-			panic("peerbench: testdata/events.jsonl: a template without {{EVENT_ID}}, {{SESSION_ID}} and {{KEY}} in this order: " + l)
+			panic("benchkit: testdata/events.jsonl: a template without {{EVENT_ID}}, {{SESSION_ID}} and {{KEY}} in this order: " + l)
 		}
 		out = append(out, [4][]byte{[]byte(a), []byte(b), []byte(c), []byte(d)})
 	}
@@ -104,13 +104,13 @@ func (g *Generator) Batch(sid string, n int) []Event {
 	return evs
 }
 
-// keyOf returns the idempotency key in an event's JSON as any system hands it back (sessiond's
+// KeyOf returns the idempotency key in an event's JSON as any system hands it back (sessiond's
 // canonical form, or the bytes as sent), or "" when it has none.
-func keyOf(data []byte) string { return fieldOf(data, "idempotencyKey") }
+func KeyOf(data []byte) string { return FieldOf(data, "idempotencyKey") }
 
-// fieldOf returns the first string member called name in data, or "" (the events' ids and
+// FieldOf returns the first string member called name in data, or "" (the events' ids and
 // keys need no unescaping).
-func fieldOf(data []byte, name string) string {
+func FieldOf(data []byte, name string) string {
 	field := `"` + name + `":"`
 	i := bytes.Index(data, []byte(field))
 	if i < 0 {
@@ -124,7 +124,7 @@ func fieldOf(data []byte, name string) string {
 	return string(rest[:j])
 }
 
-// sessionID returns the id of session i of a workload; run makes it unique to one run of it.
-func sessionID(workload string, run int64, i int) string {
+// SessionID returns the id of session i of a workload; run makes it unique to one run of it.
+func SessionID(workload string, run int64, i int) string {
 	return fmt.Sprintf("S-%s-%d-%d", workload, run, i)
 }

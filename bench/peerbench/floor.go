@@ -1,9 +1,11 @@
 package peerbench
 
+import "github.com/sessiond/sessiond/internal/benchkit"
+
 // FloorName is the floor's column in the table.
 const FloorName = "http-floor"
 
-var floorBuild = &build{pkg: "./internal/peerbench/httpfloor", name: "httpfloor"}
+var floorBuild = &benchkit.Build{Pkg: "github.com/sessiond/sessiond/bench/peerbench/httpfloor", Name: "httpfloor"}
 
 // StartHTTPFloor builds and starts the floor (the httpfloor command: sessiond's append, read
 // and stream routes over Go's net/http, in memory, with no storage, sync or validation) on a
@@ -12,11 +14,11 @@ var floorBuild = &build{pkg: "./internal/peerbench/httpfloor", name: "httpfloor"
 // client on this machine, which no system answering the same requests over Go's HTTP/1.1
 // server can beat.
 func StartHTTPFloor() (*Sessiond, error) {
-	bin, err := floorBuild.path()
+	bin, err := floorBuild.Path()
 	if err != nil {
 		return nil, err
 	}
-	return startHTTPServer(FloorName, "httpfloor", bin, func(addr, _ string) []string {
+	return clientOf(FloorName)(benchkit.StartServer("httpfloor", bin, func(addr, _ string) []string {
 		return []string{"--addr", addr}
-	})
+	}))
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/benchkit"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +22,7 @@ import (
 // before it answers. Followers block in XREAD on their own connection.
 type Redis struct {
 	dir  string
-	proc *Proc
+	proc *benchkit.Proc
 	rdb  *redis.Client
 }
 
@@ -44,7 +46,7 @@ return out
 
 // StartRedis starts redis-server on a free port with its files in a new temporary directory.
 func StartRedis() (*Redis, error) {
-	bin, err := lookProgram("redis-server", "apt-get install redis-server")
+	bin, err := benchkit.LookProgram("redis-server", "apt-get install redis-server")
 	if err != nil {
 		return nil, err
 	}
@@ -57,20 +59,20 @@ func StartRedis() (*Redis, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return failDir(err)
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
 		"--maxclients", "1000")
-	p, err := startProc("redis", dir, cmd)
+	p, err := benchkit.StartProc("redis", dir, cmd)
 	if err != nil {
 		return failDir(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if err := waitPort(addr, p, time.Minute); err != nil {
-		p.stop()
+	if err := benchkit.WaitPort(addr, p, time.Minute); err != nil {
+		p.Stop()
 		return failDir(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 512, ReadTimeout: -1, MaxRetries: -1})
@@ -87,12 +89,12 @@ func StartRedis() (*Redis, error) {
 func (r *Redis) Name() string { return "redis" }
 
 // Servers implements System.
-func (r *Redis) Servers() []*Proc { return []*Proc{r.proc} }
+func (r *Redis) Servers() []*benchkit.Proc { return []*benchkit.Proc{r.proc} }
 
 // Close implements System.
 func (r *Redis) Close() error {
 	r.rdb.Close()
-	r.proc.stop()
+	r.proc.Stop()
 	return os.RemoveAll(r.dir)
 }
 
@@ -105,7 +107,7 @@ func redisKeys(sid string) []string {
 }
 
 // Append implements System.
-func (r *Redis) Append(ctx context.Context, sid string, evs []Event) (int, error) {
+func (r *Redis) Append(ctx context.Context, sid string, evs []benchkit.Event) (int, error) {
 	args := make([]any, 0, 2*len(evs))
 	for _, e := range evs {
 		args = append(args, e.Key, e.Data)

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // results collects every run's figures for the table TestMain prints.
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Println()
 		results.Print(os.Stdout)
 	}
-	Cleanup()
+	benchkit.Cleanup()
 	os.Exit(code)
 }
 
@@ -62,7 +64,7 @@ func BenchmarkPeers(b *testing.B) {
 	for _, st := range starters {
 		b.Run(st.name, func(b *testing.B) {
 			sys, err := st.start()
-			if errors.Is(err, ErrMissing) {
+			if errors.Is(err, benchkit.ErrMissing) {
 				b.Skipf("%s: skipped: %v", st.name, err)
 			}
 			if err != nil {
@@ -80,7 +82,7 @@ func BenchmarkPeers(b *testing.B) {
 						syscall.Sync()
 						b.StartTimer()
 						ms, err := f()
-						if errors.Is(err, ErrMissing) {
+						if errors.Is(err, benchkit.ErrMissing) {
 							b.Skipf("%s %s: skipped: %v", st.name, name, err)
 						}
 						if err != nil {
@@ -93,21 +95,21 @@ func BenchmarkPeers(b *testing.B) {
 					}
 				})
 			}
-			run("W1-uuidv4", func() ([]Metric, error) { return W1(ctx, sys, RandomIDs, sz) })
-			run("W1-uuidv7", func() ([]Metric, error) { return W1(ctx, sys, TimeOrderedIDs, sz) })
-			var sent [][]Event
+			run("W1-uuidv4", func() ([]Metric, error) { return W1(ctx, sys, benchkit.RandomIDs, sz) })
+			run("W1-uuidv7", func() ([]Metric, error) { return W1(ctx, sys, benchkit.TimeOrderedIDs, sz) })
+			var sent [][]benchkit.Event
 			run("W2", func() ([]Metric, error) {
-				ms, evs, err := W2(ctx, sys, RandomIDs, sz)
+				ms, evs, err := W2(ctx, sys, benchkit.RandomIDs, sz)
 				sent = evs
 				return ms, err
 			})
 			run("W3", func() ([]Metric, error) {
 				if sent == nil {
-					return nil, fmt.Errorf("%w: W3 resends W2's events; select W2 too", ErrMissing)
+					return nil, fmt.Errorf("%w: W3 resends W2's events; select W2 too", benchkit.ErrMissing)
 				}
 				return W3(ctx, sys, sent)
 			})
-			run("W4", func() ([]Metric, error) { return W4(ctx, sys, RandomIDs, sz) })
+			run("W4", func() ([]Metric, error) { return W4(ctx, sys, benchkit.RandomIDs, sz) })
 			var w5 string
 			run("W5", func() ([]Metric, error) {
 				if w5 == "" {

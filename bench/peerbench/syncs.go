@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/benchkit"
 )
 
 // syncCalls are the system calls that make data durable.
@@ -23,7 +25,7 @@ var syncCalls = []string{"fsync", "fdatasync", "sync_file_range", "msync", "sync
 // per acknowledgement, at least 1 for a system that syncs before each ack. Needs strace (and
 // the right to trace the server: root, or ptrace allowed).
 func Syncs(ctx context.Context, sys System, sz Sizes) ([]Metric, error) {
-	strace, err := lookProgram("strace", "apt-get install strace")
+	strace, err := benchkit.LookProgram("strace", "apt-get install strace")
 	if err != nil {
 		return nil, err
 	}
@@ -31,13 +33,13 @@ func Syncs(ctx context.Context, sys System, sz Sizes) ([]Metric, error) {
 	if len(procs) == 0 {
 		return nil, fmt.Errorf("syncs: %s has no server process to trace", sys.Name())
 	}
-	sid := sessionID("sync", runID.Add(1), 0)
+	sid := benchkit.SessionID("sync", runID.Add(1), 0)
 	if err := sys.CreateSession(ctx, sid); err != nil {
 		return nil, err
 	}
-	evs := NewGenerator(RandomIDs, 0).Batch(sid, sz.SyncEvents)
+	evs := benchkit.NewGenerator(benchkit.RandomIDs, 0).Batch(sid, sz.SyncEvents)
 	// A first append outside the count: the log, its files and its indexes exist.
-	if _, err := sys.Append(ctx, sid, NewGenerator(RandomIDs, 0).Batch(sid, 1)); err != nil {
+	if _, err := sys.Append(ctx, sid, benchkit.NewGenerator(benchkit.RandomIDs, 0).Batch(sid, 1)); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "peerbench-strace-")
@@ -50,7 +52,7 @@ func Syncs(ctx context.Context, sys System, sz Sizes) ([]Metric, error) {
 	args := []string{"-f", "--seccomp-bpf", "-c", "-o", out, "-e", "trace=" + strings.Join(syncCalls, ",")}
 	var pids []int
 	for _, p := range procs {
-		for _, pid := range p.pids() {
+		for _, pid := range p.PIDs() {
 			pids = append(pids, pid)
 			args = append(args, "-p", strconv.Itoa(pid))
 		}
