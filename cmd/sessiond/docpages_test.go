@@ -523,3 +523,85 @@ func TestBenchmarksDoc(t *testing.T) {
 		t.Error("docs/benchmarks.md: no table headed \"benchmark\" found")
 	}
 }
+
+// archRow is a row of docs/architecture.md's package table: a package (its path in the
+// repository) and the packages of the repository it may import.
+var archRow = regexp.MustCompile("^\\| `([a-z0-9/]+)` \\|[^|]*\\| ([^|]*) \\|$")
+
+// TestArchitectureDoc: docs/architecture.md's package table lists exactly the packages of the
+// repository (the product's module and the bench module), and no package imports (outside its
+// tests) a package of the repository its row does not name. A row whose last cell is
+// "everything above" (the binary) or "(tests only)" is not checked for imports.
+func TestArchitectureDoc(t *testing.T) {
+	doc := readDoc(t, "docs/architecture.md")
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string][]string{} // package -> may import; nil: not checked
+	for _, l := range strings.Split(doc, "\n") {
+		m := archRow.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		may := []string{}
+		cell, _, _ := strings.Cut(m[2], "its tests:") // what its tests import is not checked
+		if strings.Contains(cell, "everything above") || strings.Contains(cell, "(tests only)") {
+			may = nil
+		} else {
+			for _, f := range regexp.MustCompile("`([a-z0-9/]+)`").FindAllStringSubmatch(cell, -1) {
+				may = append(may, f[1])
+			}
+		}
+		if _, dup := allowed[m[1]]; dup {
+			t.Errorf("docs/architecture.md lists %s twice", m[1])
+		}
+		allowed[m[1]] = may
+	}
+	if len(allowed) == 0 {
+		t.Fatal("docs/architecture.md: no package table found")
+	}
+	imports := map[string][]string{} // package -> the repository's packages it imports
+	for _, mod := range []struct{ dir, prefix string }{{".", ""}, {"bench", "bench/"}} {
+		cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+		cmd.Dir = filepath.Join(repo, mod.dir)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list ./... in %s: %v", mod.dir, err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(l)
+			pkg := strings.TrimPrefix(f[0], "github.com/sessiond/sessiond/")
+			var own []string
+			for _, imp := range f[1:] {
+				if p, ok := strings.CutPrefix(imp, "github.com/sessiond/sessiond/"); ok {
+					own = append(own, p)
+				}
+			}
+			imports[pkg] = own
+		}
+	}
+	if _, ok := imports["bench/peerbench"]; !ok {
+		t.Fatal("go list found no bench/peerbench: is the bench module in bench/?")
+	}
+	for pkg, own := range imports {
+		may, listed := allowed[pkg]
+		if !listed {
+			t.Errorf("package %s is not in docs/architecture.md's package table: add a row saying what it holds and what it may import", pkg)
+			continue
+		}
+		if may == nil {
+			continue
+		}
+		for _, imp := range own {
+			if !slices.Contains(may, imp) {
+				t.Errorf("package %s imports %s, which its row in docs/architecture.md does not allow: add it there (and to the picture) or remove the import", pkg, imp)
+			}
+		}
+	}
+	for pkg := range allowed {
+		if _, ok := imports[pkg]; !ok {
+			t.Errorf("docs/architecture.md lists package %s, which does not exist", pkg)
+		}
+	}
+}
