@@ -66,6 +66,16 @@ func (c *commandLine) parse(args []string) (pos []string, code int, ok bool) {
 	return pos, 0, true
 }
 
+// parseWithEnv is parse after the flags have been set from their SESSIOND_ variables in
+// environ (applyEnv): the command line wins over the environment.
+func (c *commandLine) parseWithEnv(args, environ []string) (pos []string, code int, ok bool) {
+	if err := applyEnv(c.fs, environ); err != nil {
+		fmt.Fprintf(c.stderr, "sessiond %s: %v\n", c.name, err)
+		return nil, 2, false
+	}
+	return c.parse(args)
+}
+
 // usageError prints "sessiond NAME: msg" and the usage to stderr and returns exit code 2.
 func (c *commandLine) usageError(msg string) int {
 	fmt.Fprintf(c.stderr, "sessiond %s: %s\n", c.name, msg)

@@ -26,7 +26,8 @@ import (
 )
 
 func init() {
-	commands["serve"] = command{summary: "run the server (SQLite in --data by default)", run: runServe}
+	commands["serve"] = command{summary: "run the server (SQLite in --data by default)", run: runServe,
+		about: "Every flag can also be set from the environment, by a variable named after it: SESSIOND_ and the\nflag's name in upper case with '-' as '_' (--max-attempts: SESSIOND_MAX_ATTEMPTS). A flag given on the\ncommand line wins. A SESSIOND_ variable that names no flag (a misspelling) is refused at start."}
 }
 
 func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -55,7 +56,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection idle for this long")
 	maxInflight := fs.Int64("max-inflight-body-bytes", server.DefaultMaxInflightBodyBytes, "request body bytes read at once (by Content-Length); a request that finds no room within 2s is answered 503 OVERLOADED with Retry-After")
 	maxArchive := fs.Int64("max-archive-bytes", server.DefaultMaxArchiveBytes, "the largest archive file POST /v1/archives takes")
-	if _, code, ok := cl.parse(args); !ok {
+	if _, code, ok := cl.parseWithEnv(args, os.Environ()); !ok {
 		return code
 	}
 	if *maxAttempts < 1 {
