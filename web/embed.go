@@ -38,7 +38,7 @@ var assets, index = load()
 // sanitized as well: this is the second line.
 var csp = func() string {
 	return "default-src 'self'; script-src 'self' '" + importMapHash(index.body) + "'; style-src 'self'; " +
-		"img-src 'self' data: https:; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
+		"img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
 		"form-action 'none'; frame-ancestors 'none'"
 }()
 

@@ -8,9 +8,16 @@ import { ListPage } from "./list.js";
 import { SessionPage } from "./session.js";
 import { getJSON, login, logout } from "./api.js";
 
+// route is the page the URL's fragment names. A session id that is not valid percent-encoding
+// (#/s/S-100%) is taken as it is written.
 function route() {
   const m = location.hash.match(/^#\/s\/(.+)$/);
-  return m ? { page: "session", id: decodeURIComponent(m[1]) } : { page: "list" };
+  if (!m) return { page: "list" };
+  try {
+    return { page: "session", id: decodeURIComponent(m[1]) };
+  } catch (_) {
+    return { page: "session", id: m[1] };
+  }
 }
 
 // LoginPage asks for an API key when the server requires one; the key becomes an HttpOnly

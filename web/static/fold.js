@@ -14,7 +14,7 @@ export function emptyTranscript(sessionId) {
 }
 
 // The lists kept by id, and the field that is the id.
-const KEYED = {
+export const KEYED = {
   messages: "messageId", reasoning: "reasoningId", tasks: "taskId", tools: "toolCallId",
   artifacts: "artifactId", testResults: "testId", summaries: "summaryId", approvals: "approvalId",
   diffs: "path", workspaceFiles: "path", terminals: "terminalId", steers: "commandId",
@@ -132,6 +132,15 @@ export class Fold {
   }
 }
 
+// LIST_OF is the transcript list of each event type whose events are about one item (its
+// events update the item): the message, the tool call, the terminal... The other types
+// (status, plan, usage, error, resume) are one entry per event.
+export const LIST_OF = {
+  message: "messages", reasoning: "reasoning", task: "tasks", tool: "tools", approval: "approvals",
+  artifact: "artifacts", diff: "diffs", "workspace-file": "workspaceFiles", terminal: "terminals",
+  "test-result": "testResults", steer: "steers", summary: "summaries",
+};
+
 // The 17 event kinds of the contract; each arrives on the stream as "ev.<kind>".
 export const KINDS = ["message", "reasoning", "plan", "task", "tool", "approval", "status", "artifact",
   "usage", "resume", "error", "diff", "workspace-file", "terminal", "test-result", "steer", "summary"];
@@ -141,6 +150,19 @@ export function partText(part) {
   if (typeof part === "string") return part;
   if (part && part.type === "text" && typeof part.text === "string") return part.text;
   return "```json\n" + JSON.stringify(part, null, 2) + "\n```";
+}
+
+// messageText is the markdown of a message's parts. Text parts are usually streamed chunks
+// of one text, so they are joined as they are, as `sessiond view` joins them ("The fl" +
+// "aky test" is one word); a part that is not text (shown as a JSON block) stands in a
+// paragraph of its own.
+export function messageText(parts) {
+  let out = "";
+  for (const part of parts) {
+    const isText = typeof part === "string" || (part && part.type === "text" && typeof part.text === "string");
+    out += isText ? partText(part) : `${out && !out.endsWith("\n\n") ? "\n\n" : ""}${partText(part)}\n\n`;
+  }
+  return out;
 }
 
 // eventLine is a one-line description of an event for the event log.

@@ -5,7 +5,7 @@
 // refreshes what the feed does not carry (event counts, last activity).
 import { useState, useEffect, useRef } from "preact/hooks";
 import { getTagged } from "./api.js";
-import { html, Badge, Conn } from "./render.js";
+import { html, Badge, Conn, Time } from "./render.js";
 
 const STATUSES = ["", "running", "paused", "closed", "stale", "archived"];
 const POLL_MS = 10000; // the slow poll
@@ -14,8 +14,24 @@ const CHANGES = ["session.created", "session.status", "session.archived", "sessi
 
 const lastActivity = (r) => [r.record.updated_at, r.record.last_heartbeat_at].filter(Boolean).sort().pop() || "";
 
+const FILTERS = ["status", "project", "agent", "role", "q"];
+
+// filtersOf reads the filters from the URL's fragment (#/?status=running&project=demo).
+function filtersOf(hash) {
+  const i = hash.indexOf("?");
+  const qs = new URLSearchParams(i < 0 ? "" : hash.slice(i + 1));
+  return Object.fromEntries(FILTERS.map((k) => [k, qs.get(k) || ""]));
+}
+
+// ListPage is the sessions list; its filters are kept in the URL, so a filtered list can be
+// reloaded, bookmarked and shared.
 export function ListPage() {
-  const [f, setF] = useState({ status: "", project: "", agent: "", role: "", q: "" });
+  const [f, setF] = useState(() => filtersOf(location.hash));
+  useEffect(() => {
+    const qs = new URLSearchParams(Object.entries(f).filter(([, v]) => v));
+    const want = "#/" + (qs.size ? "?" + qs : "");
+    if (location.hash !== want && !(want === "#/" && location.hash === "")) history.replaceState(null, "", want);
+  }, [f.status, f.project, f.agent, f.role, f.q]);
   const [list, setList] = useState(null);
   const [err, setErr] = useState(null);
   const [conn, setConn] = useState("connecting");
@@ -76,16 +92,16 @@ export function ListPage() {
     </form>
     ${err ? html`<p class="err" role="alert">${err.code}: ${err.message}</p>` : null}
     ${!list ? html`<p>Loading…</p>` : rows.length === 0 ? html`<p class="muted">No sessions match.</p>` : html`
-    <table class="sessions">
+    <div class="table-scroll"><table class="sessions">
       <thead><tr><th scope="col">session</th><th scope="col">status</th><th scope="col">run</th><th scope="col">agent</th><th scope="col">role</th><th scope="col">project</th><th scope="col">events</th><th scope="col">last activity</th><th scope="col">advice</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s.record.session_id} data-session=${s.record.session_id}>
         <td><a href=${"#/s/" + encodeURIComponent(s.record.session_id)}><code>${s.record.session_id}</code></a>${s.lineage ? html` <span class="muted" title="forked from ${s.lineage.forkedFromThreadId}">⑂</span>` : null}</td>
         <td><${Badge} s=${s.record.status} /></td>
         <td>${s.currentRun ? html`<${Badge} s=${s.currentRun.status} />` : html`<${Badge} s="idle" />`}</td>
         <td>${s.record.agent_id}</td><td>${s.record.role}</td><td>${s.record.project || ""}</td>
-        <td class="num">${s.lastSequence + 1}</td><td><time datetime=${lastActivity(s)}>${lastActivity(s)}</time></td>
+        <td class="num">${s.lastSequence + 1}</td><td><${Time} iso=${lastActivity(s)} /></td>
         <td class="advice" title=${s.advice.reasons.join("; ")}>${s.advice.stale && s.record.status !== "stale" ? html`<${Badge} s="stale" label="no heartbeat within the TTL; the sweeper has not marked it yet" /> ` : null}${s.advice.recommendation === "archive_now" ? html`<${Badge} s="archive_now" label=${s.advice.reasons.join("; ")} />` : html`<span class="muted">ok</span>`}</td></tr>`)}</tbody>
-    </table>`}
+    </table></div>`}
     ${list && list.next ? html`<p class="muted">Showing the first 1000 sessions; narrow the filters to see others.</p>` : null}
   </main>`;
 }

@@ -1,7 +1,7 @@
 // The lineage tree and the lifecycle panel of the session page.
 import { useState, useEffect } from "preact/hooks";
 import { getJSON, postJSON, enc } from "./api.js";
-import { html, Badge } from "./render.js";
+import { html, Badge, Time } from "./render.js";
 
 const link = (id, current) => id === current ? html`<strong><code>${id}</code></strong>` : html`<a href=${"#/s/" + encodeURIComponent(id)}><code>${id}</code></a>`;
 
@@ -25,6 +25,15 @@ export function LineagePanel({ id }) {
     <ul class="tree">${anc.length ? anc.map((a) => html`<li key=${a.sessionId}>${link(a.sessionId, id)}</li>`) : null}
       <li>${link(id, id)}<${Tree} nodes=${lin.descendants} current=${id} /></li></ul>
     ${lin.truncated ? html`<p class="muted">(truncated)</p>` : null}</section>`;
+}
+
+// windowText describes a work window: none started, open (with the time left) or closed.
+export function windowText(w) {
+  if (!w || !w.startedAt) return "none started (sessiond session warm starts one)";
+  const left = typeof w.hoursLeft === "number" ? w.hoursLeft : null;
+  const span = html`<${Time} iso=${w.startedAt} /> → <${Time} iso=${w.closesAt} />`;
+  if (left === null) return span;
+  return left > 0 ? html`${span} (${left.toFixed(left < 10 ? 1 : 0)} h left)` : html`${span} (closed)`;
 }
 
 // LifecyclePanel shows the record's lifecycle fields, heartbeat and recommendation, the work
@@ -59,12 +68,13 @@ export function LifecyclePanel({ id, res, onChange }) {
     <summary><h3>Lifecycle</h3></summary>
     <dl>
       <dt>status</dt><dd><${Badge} s=${rec.status} /></dd>
-      <dt>started</dt><dd>${rec.started_at}</dd><dt>updated</dt><dd>${rec.updated_at}${rec.updated_by_gate ? " by " + rec.updated_by_gate : ""}</dd>
-      <dt>last heartbeat</dt><dd>${rec.last_heartbeat_at || "—"}</dd>
+      <dt>started</dt><dd><${Time} iso=${rec.started_at} /></dd>
+      <dt>updated</dt><dd><${Time} iso=${rec.updated_at} />${rec.updated_by_gate ? " by " + rec.updated_by_gate : ""}</dd>
+      <dt>last heartbeat</dt><dd>${rec.last_heartbeat_at ? html`<${Time} iso=${rec.last_heartbeat_at} />` : "—"}</dd>
       ${rec.phase ? html`<dt>phase</dt><dd>${rec.phase}</dd>` : null}${rec.activity ? html`<dt>activity</dt><dd>${rec.activity}</dd>` : null}
       ${st ? html`<dt>recommendation</dt><dd><${Badge} s=${st.recommendation} />${(st.reasons || []).map((r, i) => html`<div key=${i} class="muted">${r}</div>`)}</dd>
-        ${st.window ? html`<dt>work window</dt><dd>${st.window.startedAt} → ${st.window.closesAt} (${st.window.hoursLeft} h left)</dd>` : null}
-        ${st.lastArchivedAt ? html`<dt>last archive</dt><dd>${st.lastArchivedAt}</dd>` : null}` : null}
+        <dt>work window</dt><dd class="work-window">${windowText(st.window)}</dd>
+        ${st.lastArchivedAt ? html`<dt>last archive</dt><dd><${Time} iso=${st.lastArchivedAt} /></dd>` : null}` : null}
     </dl>
     ${rec.status !== "archived" ? html`<form class="archive" onSubmit=${(e) => { e.preventDefault(); act("archive", `/v1/sessions/${enc(id)}/archive`, Object.keys(cleanNote).length ? { note: cleanNote } : {}); }}>
       <fieldset><legend>Archive now, with a note</legend>${field("done", "done")}${field("inProgress", "in progress")}${field("next", "next")}

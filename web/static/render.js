@@ -1,14 +1,15 @@
 // Renderers of the transcript's items, for people. Event content is untrusted: markdown goes
-// through marked and then DOMPurify, terminal output through ansi_up (which escapes HTML) and
-// DOMPurify, and everything else is rendered as text by Preact.
+// through marked and then DOMPurify (images of other origins become links: the page never
+// fetches what a message points at), terminal output through ansi.js (text in styled spans),
+// and everything else is rendered as text by Preact.
 import { h } from "preact";
 import { memo } from "./memo.js";
 import { useState, useMemo } from "preact/hooks";
 import htm from "htm";
 import { marked } from "marked";
 import DOMPurify from "dompurify";
-import { AnsiUp } from "ansi_up";
-import { partText } from "./fold.js";
+import { Ansi } from "./ansi.js";
+import { messageText } from "./fold.js";
 
 export const html = htm.bind(h);
 
@@ -20,18 +21,56 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
-// markdownHTML renders markdown to sanitized HTML.
+// markdownHTML renders markdown to sanitized HTML, with images of other origins as links.
 export function markdownHTML(text) {
-  return DOMPurify.sanitize(marked.parse(text, { async: false, gfm: true }), { USE_PROFILES: { html: true } });
+  const clean = DOMPurify.sanitize(marked.parse(text, { async: false, gfm: true }), { USE_PROFILES: { html: true } });
+  return clean.includes("<img") ? localImages(clean) : clean;
 }
 
-const ansi = new AnsiUp();
-ansi.use_classes = true;
-
-// ansiHTML renders terminal output with its colours, as sanitized HTML.
-export function ansiHTML(text) {
-  return DOMPurify.sanitize(ansi.ansi_to_html(text));
+// localImages replaces each image of sanitized HTML whose source is not this origin (nor a
+// data: URL) by a link to it, so that showing a message requests nothing (a remote image
+// is a tracking pixel); the CSP's img-src is the second line. It works in a <template>,
+// whose content is inert: nothing in it is fetched.
+function localImages(clean) {
+  const tpl = document.createElement("template");
+  tpl.innerHTML = clean;
+  for (const img of tpl.content.querySelectorAll("img")) {
+    const src = img.getAttribute("src") || "";
+    let u = null;
+    try { u = new URL(src, location.href); } catch (_) { /* not a URL: dropped below */ }
+    if (u && (u.protocol === "data:" || u.origin === location.origin)) continue;
+    const a = document.createElement("a");
+    const href = u && safeURL(u.href);
+    if (href) {
+      a.href = href;
+      a.rel = "noopener noreferrer nofollow";
+      a.target = "_blank";
+    }
+    a.className = "remote-img";
+    a.textContent = `image: ${img.getAttribute("alt") || "(no description)"} (${u ? u.host || u.protocol : "invalid URL"}, not loaded)`;
+    img.replaceWith(a);
+  }
+  return tpl.innerHTML;
 }
+
+const MINUTE = 60e3, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+
+// relativeTime says how long ago (or in how long) iso is from now: "just now", "5 min ago",
+// "in 2 h"; beyond a week it is the date.
+export function relativeTime(iso, now = Date.now()) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso || "";
+  const d = now - t, a = Math.abs(d);
+  const say = (n, unit) => (d >= 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`);
+  if (a < 45e3) return "just now";
+  if (a < HOUR) return say(Math.round(a / MINUTE), "min");
+  if (a < DAY) return say(Math.round(a / HOUR), "h");
+  if (a < 7 * DAY) return say(Math.round(a / DAY), "d");
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+// Time shows a time relative to now, with the absolute time on hover.
+export const Time = ({ iso }) => (iso ? html`<time datetime=${iso} title=${iso}>${relativeTime(iso)}</time>` : null);
 
 // safeURL answers url when it is http(s), else null (an artifact's url is not trusted).
 export function safeURL(url) {
@@ -58,7 +97,7 @@ export const Markdown = memo(({ text }) => {
 });
 
 export const Message = memo(({ m, actions }) => {
-  const text = m.parts.map(partText).join("\n\n");
+  const text = messageText(m.parts);
   return html`<article class="msg role-${m.role}" data-message-id=${m.messageId} aria-label="${m.role} message">
     <header><strong>${m.role}</strong> <span class="muted">#${m.sequence}${m.runId ? " · run " + m.runId : ""}</span>
       ${m.status && m.status !== "completed" ? html` <${Badge} s=${m.status} />` : null}
@@ -114,9 +153,8 @@ function TerminalOutput({ output }) {
   const [all, setAll] = useState(false);
   const long = output.length > TERMINAL_TAIL;
   const text = long && !all ? output.slice(-TERMINAL_TAIL) : output;
-  const inner = useMemo(() => ansiHTML(text), [text]);
   return html`${long ? html`<button type="button" onClick=${() => setAll(!all)}>${all ? "show the tail" : `show all ${output.length} characters`}</button>` : null}
-    <pre class="ansi" dangerouslySetInnerHTML=${{ __html: inner }}></pre>`;
+    <pre class="ansi"><${Ansi} text=${text} /></pre>`;
 }
 
 // Terminal shows a terminal's output with its ANSI colours (open: the latest terminal; the

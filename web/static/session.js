@@ -1,15 +1,19 @@
-// The session page: the transcript, live over SSE, with the controls the policy table allows,
-// time travel, lineage and the lifecycle panel.
-import { useState, useEffect, useRef, useMemo, useCallback } from "preact/hooks";
-import { getJSON, postJSON, sendCommand, readPrefix, enc } from "./api.js";
+// The session page: the session's story as one chronological transcript by run, live over
+// SSE, with the controls the policy table allows, time travel, lineage and the lifecycle
+// panel; the side column sums it up (plan, tasks, usage, pending approvals, files).
+import { useState, useEffect, useRef, useMemo, useCallback, useLayoutEffect } from "preact/hooks";
+import { getJSON, sendCommand, readPrefix, enc } from "./api.js";
 import { Fold, emptyTranscript, KINDS, eventLine } from "./fold.js";
 import { allowed, isTerminal } from "./policy.js";
 import * as R from "./render.js";
 import { LineagePanel, LifecyclePanel } from "./panels.js";
+import { Timeline, Transcript } from "./timeline.js";
 
 const html = R.html;
 const RECENT = 500; // events kept for the event log and for finding event ids (retry)
-const PAGE = 100; // items of a list shown at first (messages: more on request)
+// WINDOW is how many events of the log the transcript reads at a time: the latest on
+// opening, the ones before on "load earlier" (the read endpoint's pages are up to 10,000).
+const WINDOW = 1000;
 
 const INHERIT = { messages: "through-source-message", attachments: "exclude", summaries: "inherit", toolResults: "exclude", codeChanges: "exclude" };
 
@@ -22,11 +26,13 @@ function useLiveSession(id) {
   const [streamNote, setStreamNote] = useState("");
   const [, setVersion] = useState(0);
   const fold = useRef(null);
+  const tl = useRef(null);
   const recent = useRef([]);
 
   useEffect(() => {
     let closed = false, es = null, chain = Promise.resolve(), refreshTimer = null;
     fold.current = null;
+    tl.current = null;
     recent.current = [];
     setRes(null); setErr(null); setConn("connecting"); setStreamNote("");
     const bump = () => setVersion((v) => v + 1);
@@ -42,6 +48,7 @@ function useLiveSession(id) {
     const applyOne = (ev) => {
       if (!fold.current.apply(ev)) return; // a duplicate: already applied
       remember(ev);
+      tl.current.add(ev);
       if (ev.eventType === "status" && ev.runId) {
         // The current run is the earliest one still active (a run enqueued behind it waits):
         // a status of another run replaces it only when it has ended. The refresh below
@@ -70,16 +77,22 @@ function useLiveSession(id) {
     };
     (async () => {
       try {
-        const [r, t] = await Promise.all([getJSON(`/v1/sessions/${enc(id)}`), getJSON(`/v1/sessions/${enc(id)}/transcript`)]);
+        const base = `/v1/sessions/${enc(id)}`;
+        const [r, t, runs] = await Promise.all([getJSON(base), getJSON(base + "/transcript"), getJSON(base + "/runs")]);
         if (closed) return;
         performance.mark("sessiond:transcript-loaded");
         fold.current = new Fold(t);
+        const timeline = new Timeline();
+        for (const run of runs.runs || []) timeline.noteRun(run, false);
         const last = t.lastSequence;
         if (last >= 0) {
-          const from = Math.max(-1, last - PAGE);
-          const page = await getJSON(`/v1/sessions/${enc(id)}/events?after=${from}&limit=${last - from}`);
-          recent.current = page.events.filter((e) => e.sequence <= last);
+          const from = Math.max(-1, last - WINDOW);
+          const page = await getJSON(`${base}/events?after=${from}&limit=${last - from}`);
+          const evs = page.events.filter((e) => e.sequence <= last);
+          evs.forEach((e) => timeline.add(e));
+          recent.current = evs.slice(-RECENT);
         }
+        tl.current = timeline;
         if (closed) return;
         setRes(r);
         es = new EventSource(`/v1/sessions/${enc(id)}/events/stream?after=${last}`);
@@ -97,7 +110,7 @@ function useLiveSession(id) {
     const poll = setInterval(() => !document.hidden && refresh(), 5000);
     return () => { closed = true; clearInterval(poll); clearTimeout(refreshTimer); if (es) es.close(); };
   }, [id]);
-  return { res, setRes, err, conn, streamNote, fold: fold.current, recent: recent.current };
+  return { res, setRes, err, conn, streamNote, fold: fold.current, tl: tl.current, recent: recent.current, bump: () => setVersion((v) => v + 1) };
 }
 
 // EditRerun is a message's "edit and rerun" control: a text box with the message's text.
@@ -125,15 +138,19 @@ export function SessionPage({ id }) {
   const [notice, setNotice] = useState(null);
   const [busy, setBusy] = useState("");
   const [steerText, setSteerText] = useState("");
-  const [shown, setShown] = useState(PAGE);
-  const [travel, setTravel] = useState(null); // {seq, t, loading}
+  const [travel, setTravel] = useState(null); // {seq, fold, tl, loading}
+  const [loadingEarlier, setLoadingEarlier] = useState(false);
   const travelReq = useRef(0);
 
-  useEffect(() => { setTravel(null); setShown(PAGE); setNotice(null); }, [id]);
+  useEffect(() => { setTravel(null); setNotice(null); }, [id]);
   // A performance mark when the transcript is first on screen (the large-session benchmark
-  // reads it; developer tools show it).
-  const drawn = !!(live.res && live.fold);
-  useEffect(() => { if (drawn) performance.mark("sessiond:session-drawn"); }, [drawn]);
+  // reads it; developer tools show it); the page then shows the newest entries.
+  const drawn = !!(live.res && live.fold && live.tl);
+  useLayoutEffect(() => {
+    if (!drawn) return;
+    performance.mark("sessiond:session-drawn");
+    jumpToNewest();
+  }, [drawn]);
 
   const lastSeq = fold ? fold.t.lastSequence : -1;
   const run = res && res.currentRun;
@@ -156,19 +173,17 @@ export function SessionPage({ id }) {
   }, [id]);
 
   const ctx = useRef({});
-  ctx.current = { run, runStatus, snapshot, lastSeq, recent, send, travel };
+  // The timeline drawn: the past's in time travel, else the live one.
+  const shownTl = travel && travel.tl ? travel.tl : live.tl;
+  ctx.current = { run, runStatus, snapshot, lastSeq, recent, send, travel, tl: shownTl };
+
+  // runOfMessage is the run a message started or belongs to (the runs the page knows of).
+  const runOfMessage = (m) => m.runId || (ctx.current.tl && ctx.current.tl.bySource.get(m.messageId)) || "";
 
   // Fork from a message: the run it started or belongs to is the source run.
   const fork = useCallback(async (m) => {
     const c = ctx.current;
-    let runId = m.runId;
-    if (!runId) {
-      try {
-        const runs = await getJSON(`/v1/sessions/${enc(id)}/runs`);
-        const r = runs.runs.find((x) => x.sourceMessageId === m.messageId);
-        runId = r && r.runId;
-      } catch (_) { /* reported below */ }
-    }
+    const runId = runOfMessage(m);
     if (!runId) {
       setNotice({ kind: "error", text: `fork: message ${m.messageId} started no run and belongs to none, so there is nothing to fork from` });
       return;
@@ -180,12 +195,7 @@ export function SessionPage({ id }) {
   // queued in it.
   const editRerun = useCallback(async (m, text) => {
     const c = ctx.current;
-    let runId = m.runId;
-    try {
-      const runs = await getJSON(`/v1/sessions/${enc(id)}/runs`);
-      const r = runs.runs.find((x) => x.sourceMessageId === m.messageId);
-      runId = (r && r.runId) || runId;
-    } catch (_) { /* reported below */ }
+    const runId = runOfMessage(m);
     if (!runId) {
       setNotice({ kind: "error", text: `edit and rerun: message ${m.messageId} started no run, so there is nothing to rerun` });
       return;
@@ -193,26 +203,41 @@ export function SessionPage({ id }) {
     const r = await c.send("edit and rerun", "edit-and-rerun", { expectedSequence: c.lastSeq, payload: { sourceThreadId: id, sourceMessageId: m.messageId, sourceRunId: runId, replacementParts: [{ type: "text", text }], inheritance: INHERIT } });
     if (r && r.operation) location.hash = "#/s/" + encodeURIComponent(r.operation.activeBranch.threadId);
   }, [id]);
+  // A message offers "fork from here" and "edit and rerun" only when it started a run or
+  // belongs to one (there is nothing to fork or rerun otherwise); in the past, only forks.
+  const past = !!travel;
+  const knownRuns = shownTl ? shownTl.runs.size : 0;
+  const forkButton = (m) => html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>`;
   const messageActions = useMemo(() => (m) => {
     const c = ctx.current;
+    if (!runOfMessage(m)) return null;
     const canFork = allowed("fork", c.snapshot, c.runStatus).ok;
-    const canEdit = m.role === "user" && allowed("edit-and-rerun", c.snapshot, c.runStatus).ok;
-    return html`${canFork ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null}
-      ${canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null}`;
-  }, [fork, editRerun, snapshot, runStatus]);
-  // In the past (time travel) a message can still be forked: the fork takes the log through it.
-  const pastActions = useMemo(() => (m) => (allowed("fork", ctx.current.snapshot, ctx.current.runStatus).ok
-    ? html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>` : null), [fork, snapshot, runStatus]);
+    const canEdit = !c.travel && m.role === "user" && allowed("edit-and-rerun", c.snapshot, c.runStatus).ok;
+    return html`${canFork ? forkButton(m) : null}${canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null}`;
+  }, [fork, editRerun, snapshot, runStatus, knownRuns, past]);
 
-  // Time travel: the transcript as it stood at sequence N, folded from the log's prefix.
+  // Time travel: the transcript as it stood at sequence N, folded from the log's prefix; its
+  // timeline holds the prefix's last WINDOW events, and every run's status as of N.
   const travelTo = useCallback((n) => {
     const c = ctx.current;
     if (n >= c.lastSeq) { setTravel(null); return; }
     const req = ++travelReq.current;
-    setTravel((tr) => ({ seq: n, t: tr && tr.t, loading: true }));
+    setTravel((tr) => ({ ...(tr || {}), seq: n, loading: true }));
     const f = new Fold(emptyTranscript(id));
-    readPrefix(id, n, (evs) => evs.forEach((e) => f.apply(e)))
-      .then(() => req === travelReq.current && setTravel({ seq: n, t: f.t, loading: false }))
+    const t = new Timeline();
+    let tail = [];
+    readPrefix(id, n, (evs) => {
+      for (const e of evs) {
+        f.apply(e);
+        if (e.eventType === "status" && e.runId) t.noteRun(Timeline.runOfStatus(e));
+      }
+      tail = tail.concat(evs).slice(-WINDOW);
+    })
+      .then(() => {
+        if (req !== travelReq.current) return;
+        tail.forEach((e) => t.add(e));
+        setTravel({ seq: n, fold: f, tl: t, loading: false });
+      })
       .catch((e) => setNotice({ kind: "error", text: `time travel: ${e.message}` }));
   }, [id]);
   const travelTimer = useRef(null);
@@ -220,44 +245,86 @@ export function SessionPage({ id }) {
     const n = Number(e.currentTarget.value);
     clearTimeout(travelTimer.current);
     travelTimer.current = setTimeout(() => travelTo(n), 150);
-    setTravel((tr) => (n >= lastSeq ? null : { seq: n, t: tr && tr.t, loading: true }));
+    setTravel((tr) => (n >= lastSeq ? null : { ...(tr || {}), seq: n, loading: true }));
   };
 
-  if (err) return html`<main class="page"><p><a href="#/">← sessions</a></p><p class="err" role="alert">${err.code || "error"}: ${err.message}</p></main>`;
-  if (!res || !fold) return html`<main class="page"><p><a href="#/">← sessions</a></p><p>Loading ${id}…</p></main>`;
+  // loadEarlier reads the WINDOW events before the shown timeline's window.
+  const loadEarlier = async () => {
+    const t = ctx.current.tl;
+    if (!t || t.first <= 0 || loadingEarlier) return;
+    setLoadingEarlier(true);
+    const from = Math.max(-1, t.first - 1 - WINDOW);
+    try {
+      const page = await getJSON(`/v1/sessions/${enc(id)}/events?after=${from}&limit=${t.first - 1 - from}`);
+      const evs = page.events.filter((e) => e.sequence < t.first);
+      if (evs.length) t.prepend(evs);
+      else t.first = 0; // nothing earlier is stored (a compacted log)
+      live.bump();
+    } catch (e) {
+      setNotice({ kind: "error", text: `load earlier events: ${e.message}` });
+    } finally {
+      setLoadingEarlier(false);
+    }
+  };
 
-  const t = travel && travel.t ? travel.t : fold.t;
-  const past = !!travel;
-  // The message "fork from here" in time travel forks from: the latest one at that sequence.
-  const forkPoint = past && !travel.loading && t.messages.length ? t.messages[t.messages.length - 1] : null;
+  // approvalControl is a pending approval's Approve and Reject, where the approval was asked.
+  const approvalControl = useMemo(() => (a) => {
+    const c = ctx.current;
+    const g = c.travel ? { ok: false, why: "viewing the past: go back to live" } : allowed("approval", c.snapshot, c.runStatus);
+    if (!g.ok || !c.run) return html`<p class="muted">${g.ok ? "no run to answer for" : g.why}</p>`;
+    const decide = (label, decision) => () => c.send(label, "approval", {
+      runId: c.run.runId, expectedSequence: c.lastSeq, payload: { approvalId: a.approvalId, decision },
+    });
+    return html`<button type="button" disabled=${!!busy} onClick=${decide("approve", "approved")}>Approve</button>
+      <button type="button" class="danger" disabled=${!!busy} onClick=${decide("reject", "rejected")}>Reject</button>`;
+  }, [snapshot, runStatus, run && run.runId, past, lastSeq, busy]);
+  const retrySummary = past ? { ok: false } : allowed("retry-summary", snapshot, runStatus);
+  const summaryAction = useMemo(() => (s) => (s.status === "failed" && retrySummary.ok
+    ? html`<button type="button" class="small" onClick=${() => doRetrySummary(s)}>retry summary</button>` : null), [retrySummary.ok, lastSeq]);
+  const controls = useMemo(() => ({ messageActions, approvalControl, summaryAction }), [messageActions, approvalControl, summaryAction]);
+
+  if (err) return html`<main class="page"><p><a href="#/">← sessions</a></p><p class="err" role="alert">${err.code || "error"}: ${err.message}</p></main>`;
+  if (!res || !fold || !live.tl) return html`<main class="page"><p><a href="#/">← sessions</a></p><p>Loading ${id}…</p></main>`;
+
+  const f = travel && travel.fold ? travel.fold : fold;
+  const t = f.t;
+  const tl = shownTl;
+  // The message "fork from here" in time travel forks from: the latest one at that sequence
+  // that started a run or belongs to one.
+  let forkPoint = null;
+  if (past && !travel.loading) for (let i = t.messages.length - 1; i >= 0 && !forkPoint; i--) if (runOfMessage(t.messages[i])) forkPoint = t.messages[i];
   const canForkPast = forkPoint && allowed("fork", snapshot, runStatus).ok;
   const gate = (type) => (past ? { ok: false, why: "viewing the past: go back to live" } : allowed(type, snapshot, runStatus));
-  const stop = gate("stop"), steer = gate("steer"), resume = gate("resume"), retry = gate("retry"), approve = gate("approval"), retrySummary = gate("retry-summary");
+  const stop = gate("stop"), steer = gate("steer"), resume = gate("resume"), retry = gate("retry");
 
   const doRetry = () => {
     const src = findEvent(recent, (e) => e.runId === run.runId && ((e.eventType === "error" && e.payload.retryable) || (e.eventType === "status" && e.payload.status === "failed")));
     if (!src) { setNotice({ kind: "error", text: `retry: no retryable error or failed status of run ${run.runId} among the last ${RECENT} events` }); return; }
     send("retry", "retry", { runId: run.runId, expectedSequence: lastSeq, payload: { sourceEventId: src.eventId } });
   };
-  const doRetrySummary = (s) => {
+  function doRetrySummary(s) {
     const src = findEvent(recent, (e) => e.eventType === "summary" && e.payload.summaryId === s.summaryId && e.payload.status === "failed");
     if (!src) { setNotice({ kind: "error", text: `retry summary: its failed event is not among the last ${RECENT} events` }); return; }
     send("retry summary", "retry-summary", { runId: s.runId, expectedSequence: lastSeq, payload: { sourceEventId: src.eventId, sourceRunId: s.runId } });
-  };
+  }
 
-  const msgs = t.messages;
-  const from = Math.max(0, msgs.length - shown);
   const pending = t.approvals.filter((a) => a.status === "requested");
-  const resolved = t.approvals.filter((a) => a.status !== "requested");
   const rec = res.record;
+  // The header tells the moment shown: live, or the sequence of the past and its run's status.
+  const shownSeq = past ? travel.seq : lastSeq;
+  const pastRun = past && tl.lastRun ? tl.runs.get(tl.lastRun) : null;
+  const headRun = past ? (pastRun ? { runId: pastRun.runId, status: pastRun.status } : null) : run;
+  const headStatus = headRun ? headRun.status : "idle";
+  const total = lastSeq + 1, held = tl.first === Infinity ? 0 : Math.max(0, shownSeq - tl.first + 1);
+  const failing = t.testResults.filter((x) => x.status === "failed").length;
 
-  return html`<main class="page session" data-last-sequence=${lastSeq} data-run-status=${runStatus}>
+  return html`<main class="page session" data-last-sequence=${lastSeq} data-run-status=${runStatus} data-shown-sequence=${shownSeq}>
   <nav class="crumbs"><a href="#/">← sessions</a></nav>
   <header class="session-head">
     <h1><code>${id}</code></h1>
-    <${R.Conn} state=${conn} what="live stream" />
-    <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${run ? html`<code>${run.runId}</code> ` : null}<span class="run-status"><${R.Badge} s=${runStatus} /></span>
-      · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""} · model ${snapshot ? snapshot.modelId : "—"} · sequence ${lastSeq}</div>
+    ${past ? html`<span class="conn conn-past" role="status"><span aria-hidden="true">◷</span> the past: sequence ${travel.seq}</span>` : html`<${R.Conn} state=${conn} what="live stream" />`}
+    <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${headRun ? html`<code>${headRun.runId}</code> ` : null}<span class="run-status"><${R.Badge} s=${headStatus} /></span>${past ? " (then)" : ""}
+      · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""} · model ${snapshot ? snapshot.modelId : "—"} · sequence <span class="shown-seq">${shownSeq}</span>${past ? ` of ${lastSeq}` : ""}</div>
   </header>
   ${streamNote ? html`<p class="note" role="status">${streamNote}</p>` : null}
 
@@ -283,36 +350,35 @@ export function SessionPage({ id }) {
 
   <div class="cols">
     <div class="main-col">
-      <section aria-label="Conversation" class="conversation">
-        <h2>Conversation</h2>
-        ${from > 0 ? html`<button type="button" onClick=${() => setShown(shown + PAGE)}>show ${Math.min(PAGE, from)} earlier messages (${from} hidden)</button>` : null}
-        ${msgs.length === 0 ? html`<p class="muted">No messages yet.</p>` : null}
-        ${msgs.slice(from).map((m) => html`<${R.Message} key=${m.messageId} m=${m} actions=${past ? pastActions : messageActions} />`)}
+      <section aria-label="Transcript" class="transcript">
+        <h2>Transcript</h2>
+        <nav class="jump" aria-label="Jump in the transcript">
+          <button type="button" class="small" onClick=${jumpToNewest}>newest</button>
+          ${tl.runs.size > 1 ? html`<select aria-label="jump to a run" onChange=${(e) => jumpTo(`.run-head[data-run="${CSS.escape(e.currentTarget.value)}"]`, false)}>
+            <option value="">run…</option>${[...tl.runs.keys()].map((r) => html`<option value=${r}>${r}</option>`)}</select>` : null}
+          <button type="button" class="small" onClick=${() => jumpTo(".entry .approval[data-approval]", true)}>next approval</button>
+          <button type="button" class="small" onClick=${() => jumpTo(".entry [data-error]", true)}>next error</button>
+          <button type="button" class="small" onClick=${() => jumpTo('.entry [data-test-status="failed"]', true)}>next failing test</button>
+        </nav>
+        ${tl.first > 0 && tl.first !== Infinity ? html`<p class="window-note"><span class="muted">Showing the last ${held.toLocaleString("en")} of ${(shownSeq + 1).toLocaleString("en")} events.</span>
+          <button type="button" class="load-earlier" disabled=${loadingEarlier} onClick=${loadEarlier}>${loadingEarlier ? "loading…" : `load ${Math.min(WINDOW, tl.first).toLocaleString("en")} earlier events`}</button></p>` : null}
+        ${tl.entries.length === 0 ? html`<p class="muted">Nothing yet.</p>` : null}
+        <${Transcript} tl=${tl} fold=${f} x=${controls} usage=${t.usage.byRun} />
       </section>
-      ${t.reasoning.length ? html`<section aria-label="Reasoning"><h2>Reasoning</h2>${t.reasoning.slice(-PAGE).map((r) => html`<${R.Reasoning} key=${r.reasoningId} r=${r} />`)}</section>` : null}
-      ${t.tools.length ? html`<section aria-label="Tool calls"><h2>Tool calls</h2>${t.tools.slice(-PAGE).map((x) => html`<${R.Tool} key=${x.toolCallId} t=${x} />`)}</section>` : null}
-      ${t.diffs.length ? html`<section aria-label="Diffs"><h2>Diffs</h2>${t.diffs.map((d) => html`<${R.Diff} key=${d.path} d=${d} />`)}</section>` : null}
-      ${t.terminals.length ? html`<section aria-label="Terminals"><h2>Terminals</h2>${t.terminals.length > PAGE ? html`<p class="muted">the last ${PAGE} of ${t.terminals.length}</p>` : null}${t.terminals.slice(-PAGE).map((x, i, all) => html`<${R.Terminal} key=${x.terminalId} term=${x} open=${i === all.length - 1} />`)}</section>` : null}
-      ${t.testResults.length ? html`<section aria-label="Test results"><h2>Tests</h2>${t.testResults.length > PAGE * 2 ? html`<p class="muted">the last ${PAGE * 2} of ${t.testResults.length}</p>` : null}<${R.TestTable} tests=${t.testResults.slice(-PAGE * 2)} /></section>` : null}
     </div>
     <aside class="side-col">
-      ${pending.length || resolved.length ? html`<section aria-label="Approvals" class="card"><h3>Approvals</h3>
-        ${pending.map((a) => html`<div class="approval" key=${a.approvalId} data-approval=${a.approvalId}>
-          <p><strong>${a.title}</strong></p>${a.description ? html`<p>${a.description}</p>` : null}
-          ${a.requestedAction !== undefined ? html`<pre>${JSON.stringify(a.requestedAction, null, 2)}</pre>` : null}
-          ${approve.ok && run ? html`<button type="button" disabled=${!!busy} onClick=${() => send("approve", "approval", { runId: run.runId, expectedSequence: lastSeq, payload: { approvalId: a.approvalId, decision: "approved" } })}>Approve</button>
-          <button type="button" class="danger" disabled=${!!busy} onClick=${() => send("reject", "approval", { runId: run.runId, expectedSequence: lastSeq, payload: { approvalId: a.approvalId, decision: "rejected" } })}>Reject</button>`
-            : html`<p class="muted">${approve.why}</p>`}</div>`)}
-        <ul>${resolved.map((a) => html`<li key=${a.approvalId}><${R.Badge} s=${a.status} /> ${a.title}</li>`)}</ul></section>` : null}
+      ${pending.length ? html`<section aria-label="Pending approvals" class="card"><h3>Pending approvals</h3><ul>
+        ${pending.map((a) => html`<li key=${a.approvalId}><button type="button" class="link" onClick=${() => jumpTo(`.entry [data-approval="${CSS.escape(a.approvalId)}"]`, false)}>${a.title}</button></li>`)}</ul></section>` : null}
       <${R.Plan} plan=${t.plan} />
       ${t.tasks.length ? html`<section aria-label="Tasks" class="card"><h3>Tasks</h3><ul>${t.tasks.map((x) => html`<${R.Task} key=${x.taskId} t=${x} />`)}</ul></section>` : null}
       <section aria-label="Usage" class="card"><h3>Usage (tokens)</h3><${R.Usage} usage=${t.usage} /></section>
-      ${t.errors.length ? html`<section aria-label="Errors" class="card"><h3>Errors</h3><ul>${t.errors.slice(-PAGE).map((e, i) => html`<${R.ErrorItem} key=${i} e=${e} />`)}</ul></section>` : null}
-      ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3><ul>${t.workspaceFiles.map((f) => html`<${R.WorkspaceFile} key=${f.path} f=${f} />`)}</ul></section>` : null}
+      <section aria-label="At a glance" class="card"><h3>At a glance</h3><ul class="glance">
+        <li>${t.messages.length.toLocaleString("en")} messages · ${t.tools.length.toLocaleString("en")} tool calls</li>
+        <li>${t.testResults.length.toLocaleString("en")} tests${failing ? html`, <button type="button" class="link err" onClick=${() => jumpTo('.entry [data-test-status="failed"]', false)}>${failing} failing</button>` : ""}</li>
+        <li>${t.errors.length ? html`<button type="button" class="link err" onClick=${() => jumpTo(".entry [data-error]", false)}>${t.errors.length} errors</button>` : "no errors"}</li></ul>
+        <p class="muted">${t.resumable ? "The runtime says the session can be resumed." : ""}</p></section>
+      ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3><ul>${t.workspaceFiles.map((x) => html`<${R.WorkspaceFile} key=${x.path} f=${x} />`)}</ul></section>` : null}
       ${t.artifacts.length ? html`<section aria-label="Artifacts" class="card"><h3>Artifacts</h3><ul>${t.artifacts.map((a) => html`<${R.Artifact} key=${a.artifactId} a=${a} />`)}</ul></section>` : null}
-      ${t.summaries.map((s) => html`<${R.Summary} key=${s.summaryId} s=${s} action=${s.status === "failed" && retrySummary.ok ? html`<button type="button" class="small" disabled=${!!busy} onClick=${() => doRetrySummary(s)}>retry summary</button>` : null} />`)}
-      ${t.steers.length ? html`<section aria-label="Steers" class="card"><h3>Steers</h3><ul>${t.steers.map((s) => html`<${R.Steer} key=${s.commandId} s=${s} />`)}</ul></section>` : null}
-      <p class="muted">${t.resumable ? "The runtime says the session can be resumed." : ""}</p>
       <${LineagePanel} id=${id} />
       <${LifecyclePanel} id=${id} res=${res} onChange=${live.setRes} />
     </aside>
@@ -320,7 +386,24 @@ export function SessionPage({ id }) {
 
   <details class="eventlog" open=${false}>
     <summary>Event log (the last ${recent.length} events)</summary>
-    <ol class="events">${recent.map((e) => html`<li key=${e.sequence} data-seq=${e.sequence}><span class="seq">${e.sequence}</span> <span class="muted">${e.occurredAt}</span> <code>${e.eventType}</code> ${eventLine(e)}</li>`)}</ol>
+    <ol class="events">${recent.map((e) => html`<li key=${e.sequence} data-seq=${e.sequence}><span class="seq">${e.sequence}</span> <span class="muted"><${R.Time} iso=${e.occurredAt} /></span> <code>${e.eventType}</code> ${eventLine(e)}</li>`)}</ol>
   </details>
 </main>`;
+}
+
+// jumpToNewest scrolls to the transcript's newest entry.
+function jumpToNewest() {
+  const all = document.querySelectorAll(".transcript .entry");
+  if (all.length) all[all.length - 1].scrollIntoView({ block: "end" });
+}
+
+// jumpTo scrolls to the first element matching sel (next: the first below the top of the
+// view, else the first) and opens the <details> around it.
+function jumpTo(sel, next) {
+  const all = [...document.querySelectorAll(sel)];
+  if (!all.length) return;
+  const el = (next && all.find((x) => x.getBoundingClientRect().top > 8)) || all[0];
+  const d = el.closest("details");
+  if (d) d.open = true;
+  el.scrollIntoView({ block: "start" });
 }
