@@ -33,8 +33,9 @@ type asset struct {
 var assets, index = load()
 
 // csp is the page's Content-Security-Policy: scripts only from this origin (and the import
-// map, by its hash), no inline script or event handler, no plugins, no framing; connections
-// only to this origin (the API and its streams). Event content rendered by the page is
+// map, by its hash), no inline script, event handler or style attribute, no plugins, no
+// framing; images only from this origin and data: URLs (no message content makes the page
+// request another origin); connections only to this origin (the API and its streams). Event content rendered by the page is
 // sanitized as well: this is the second line.
 var csp = func() string {
 	return "default-src 'self'; script-src 'self' '" + importMapHash(index.body) + "'; style-src 'self'; " +

@@ -59,10 +59,11 @@ func largeSession(tb testing.TB, s *site, id string, n int) {
 // BenchmarkBrowserOpenLargeSession measures how long a session of 100,000 events takes to
 // open in the browser and become interactive: from navigation to the page showing its last
 // message, with the live stream connected and the controls enabled (ms-to-interactive; the
-// page's performance marks give when the transcript had loaded and when it was drawn). The
-// page reads the transcript projection and the last 100 events, not the log, and renders the
-// latest 100 items of each list, with collapsed items' bodies drawn on opening. The first
-// iteration also pays for the server's first fold of the session's projection. Run it with
+// page's performance marks give when the transcript had loaded and when it was drawn), and the
+// JS heap then. The page reads the transcript projection, the runs and the last 1,000 events,
+// not the log, and draws the transcript of those events (the earlier ones on request), with
+// collapsed items' bodies drawn on opening. The first iteration also pays for the server's
+// first fold of the session's projection. Run it with
 //
 //	go test ./web -run '^$' -bench BrowserOpenLargeSession -benchtime 5x
 //
@@ -76,7 +77,7 @@ func BenchmarkBrowserOpenLargeSession(b *testing.B) {
 	b.Logf("appended %d events in %v", n+2, time.Since(start).Round(time.Millisecond))
 	ready := `document.querySelector('.conn[data-state="live"]') && document.querySelector('main').dataset.lastSequence === '` + fmt.Sprint(n+1) +
 		`' && !!document.querySelector('[data-message-id="m-` + fmt.Sprint(n/100-1) + `-1"]') && !document.querySelector('.controls button.danger').disabled`
-	var open, loaded, drawn []float64
+	var open, loaded, drawn, heap []float64
 	for b.Loop() {
 		run(b, ctx, "blank", chromedp.Navigate("about:blank"))
 		t0 := time.Now()
@@ -85,11 +86,13 @@ func BenchmarkBrowserOpenLargeSession(b *testing.B) {
 		marks := eval[map[string]float64](b, ctx, `Object.fromEntries(performance.getEntriesByType('mark').map((m) => [m.name, m.startTime]))`)
 		loaded = append(loaded, marks["sessiond:transcript-loaded"])
 		drawn = append(drawn, marks["sessiond:session-drawn"])
+		heap = append(heap, eval[float64](b, ctx, `performance.memory.usedJSHeapSize / 1e6`))
 	}
 	b.Logf("ms to interactive, per iteration: %v", open)
 	b.ReportMetric(median(open), "median-ms-to-interactive")
 	b.ReportMetric(median(loaded), "median-ms-transcript-loaded")
 	b.ReportMetric(median(drawn), "median-ms-drawn")
+	b.ReportMetric(median(heap), "median-MB-JS-heap")
 }
 
 // median of xs (sorted in place).

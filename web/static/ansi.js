@@ -113,5 +113,6 @@ export function ansiSegments(text) {
 // Ansi renders terminal output as spans (plain text runs stay text nodes).
 export function Ansi({ text }) {
   ensureSheet();
-  return ansiSegments(text).map((g, i) => (g.cls || g.style ? h("span", { key: i, class: g.cls || undefined, style: g.style || undefined }, g.text) : g.text));
+  return ansiSegments(text).map((g, i) => (g.cls || g.style
+    ? h("span", { key: i, class: g.cls || undefined, style: g.style || undefined }, g.text) : g.text));
 }

@@ -14,6 +14,7 @@ const RECENT = 500; // events kept for the event log and for finding event ids (
 // WINDOW is how many events of the log the transcript reads at a time: the latest on
 // opening, the ones before on "load earlier" (the read endpoint's pages are up to 10,000).
 const WINDOW = 1000;
+const PAST = { ok: false, why: "viewing the past: go back to live" }; // no control acts on the past
 
 const INHERIT = { messages: "through-source-message", attachments: "exclude", summaries: "inherit", toolResults: "exclude", codeChanges: "exclude" };
 
@@ -110,7 +111,8 @@ function useLiveSession(id) {
     const poll = setInterval(() => !document.hidden && refresh(), 5000);
     return () => { closed = true; clearInterval(poll); clearTimeout(refreshTimer); if (es) es.close(); };
   }, [id]);
-  return { res, setRes, err, conn, streamNote, fold: fold.current, tl: tl.current, recent: recent.current, bump: () => setVersion((v) => v + 1) };
+  const bump = () => setVersion((v) => v + 1);
+  return { res, setRes, err, conn, streamNote, fold: fold.current, tl: tl.current, recent: recent.current, bump };
 }
 
 // EditRerun is a message's "edit and rerun" control: a text box with the message's text.
@@ -207,13 +209,15 @@ export function SessionPage({ id }) {
   // belongs to one (there is nothing to fork or rerun otherwise); in the past, only forks.
   const past = !!travel;
   const knownRuns = shownTl ? shownTl.runs.size : 0;
-  const forkButton = (m) => html` <button type="button" class="small" onClick=${() => fork(m)} title="a new session from this message, with its lineage">fork from here</button>`;
+  const forkButton = (m) => html` <button type="button" class="small" onClick=${() => fork(m)}
+    title="a new session from this message, with its lineage">fork from here</button>`;
   const messageActions = useMemo(() => (m) => {
     const c = ctx.current;
     if (!runOfMessage(m)) return null;
     const canFork = allowed("fork", c.snapshot, c.runStatus).ok;
     const canEdit = !c.travel && m.role === "user" && allowed("edit-and-rerun", c.snapshot, c.runStatus).ok;
-    return html`${canFork ? forkButton(m) : null}${canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null}`;
+    const edit = canEdit ? html` <${EditRerun} m=${m} onSend=${editRerun} />` : null;
+    return html`${canFork ? forkButton(m) : null}${edit}`;
   }, [fork, editRerun, snapshot, runStatus, knownRuns, past]);
 
   // Time travel: the transcript as it stood at sequence N, folded from the log's prefix; its
@@ -270,7 +274,7 @@ export function SessionPage({ id }) {
   // approvalControl is a pending approval's Approve and Reject, where the approval was asked.
   const approvalControl = useMemo(() => (a) => {
     const c = ctx.current;
-    const g = c.travel ? { ok: false, why: "viewing the past: go back to live" } : allowed("approval", c.snapshot, c.runStatus);
+    const g = c.travel ? PAST : allowed("approval", c.snapshot, c.runStatus);
     if (!g.ok || !c.run) return html`<p class="muted">${g.ok ? "no run to answer for" : g.why}</p>`;
     const decide = (label, decision) => () => c.send(label, "approval", {
       runId: c.run.runId, expectedSequence: c.lastSeq, payload: { approvalId: a.approvalId, decision },
@@ -280,11 +284,15 @@ export function SessionPage({ id }) {
   }, [snapshot, runStatus, run && run.runId, past, lastSeq, busy]);
   const retrySummary = past ? { ok: false } : allowed("retry-summary", snapshot, runStatus);
   const summaryAction = useMemo(() => (s) => (s.status === "failed" && retrySummary.ok
-    ? html`<button type="button" class="small" onClick=${() => doRetrySummary(s)}>retry summary</button>` : null), [retrySummary.ok, lastSeq]);
-  const controls = useMemo(() => ({ messageActions, approvalControl, summaryAction }), [messageActions, approvalControl, summaryAction]);
+    ? html`<button type="button" class="small" onClick=${() => doRetrySummary(s)}>retry summary</button>` : null),
+  [retrySummary.ok, lastSeq]);
+  const controls = useMemo(() => ({ messageActions, approvalControl, summaryAction }),
+    [messageActions, approvalControl, summaryAction]);
 
   if (err) return html`<main class="page"><p><a href="#/">← sessions</a></p><p class="err" role="alert">${err.code || "error"}: ${err.message}</p></main>`;
-  if (!res || !fold || !live.tl) return html`<main class="page"><p><a href="#/">← sessions</a></p><p>Loading ${id}…</p></main>`;
+  if (!res || !fold || !live.tl) {
+    return html`<main class="page"><p><a href="#/">← sessions</a></p><p>Loading ${id}…</p></main>`;
+  }
 
   const f = travel && travel.fold ? travel.fold : fold;
   const t = f.t;
@@ -292,9 +300,11 @@ export function SessionPage({ id }) {
   // The message "fork from here" in time travel forks from: the latest one at that sequence
   // that started a run or belongs to one.
   let forkPoint = null;
-  if (past && !travel.loading) for (let i = t.messages.length - 1; i >= 0 && !forkPoint; i--) if (runOfMessage(t.messages[i])) forkPoint = t.messages[i];
+  for (let i = t.messages.length - 1; past && !travel.loading && i >= 0 && !forkPoint; i--) {
+    if (runOfMessage(t.messages[i])) forkPoint = t.messages[i];
+  }
   const canForkPast = forkPoint && allowed("fork", snapshot, runStatus).ok;
-  const gate = (type) => (past ? { ok: false, why: "viewing the past: go back to live" } : allowed(type, snapshot, runStatus));
+  const gate = (type) => (past ? PAST : allowed(type, snapshot, runStatus));
   const stop = gate("stop"), steer = gate("steer"), resume = gate("resume"), retry = gate("retry");
 
   const doRetry = () => {
@@ -318,13 +328,20 @@ export function SessionPage({ id }) {
   const total = lastSeq + 1, held = tl.first === Infinity ? 0 : Math.max(0, shownSeq - tl.first + 1);
   const failing = t.testResults.filter((x) => x.status === "failed").length;
 
-  return html`<main class="page session" data-last-sequence=${lastSeq} data-run-status=${runStatus} data-shown-sequence=${shownSeq}>
+  const pastNote = past ? html`<span class="conn conn-past" role="status"><span aria-hidden="true">◷</span>
+    ${" "}the past: sequence ${travel.seq}</span>` : null;
+  const jumpRun = (e) => jumpTo(`.run-head[data-run="${CSS.escape(e.currentTarget.value)}"]`, false);
+  const fmt = (n) => n.toLocaleString("en");
+  return html`<main class="page session" data-last-sequence=${lastSeq} data-run-status=${runStatus}
+    data-shown-sequence=${shownSeq}>
   <nav class="crumbs"><a href="#/">← sessions</a></nav>
   <header class="session-head">
     <h1><code>${id}</code></h1>
-    ${past ? html`<span class="conn conn-past" role="status"><span aria-hidden="true">◷</span> the past: sequence ${travel.seq}</span>` : html`<${R.Conn} state=${conn} what="live stream" />`}
-    <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${headRun ? html`<code>${headRun.runId}</code> ` : null}<span class="run-status"><${R.Badge} s=${headStatus} /></span>${past ? " (then)" : ""}
-      · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""} · model ${snapshot ? snapshot.modelId : "—"} · sequence <span class="shown-seq">${shownSeq}</span>${past ? ` of ${lastSeq}` : ""}</div>
+    ${pastNote || html`<${R.Conn} state=${conn} what="live stream" />`}
+    <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${headRun ? html`<code>${headRun.runId}</code> ` : null}
+      <span class="run-status"><${R.Badge} s=${headStatus} /></span>${past ? " (then)" : ""}
+      · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""}
+      · model ${snapshot ? snapshot.modelId : "—"} · sequence <span class="shown-seq">${shownSeq}</span>${past ? ` of ${lastSeq}` : ""}</div>
   </header>
   ${streamNote ? html`<p class="note" role="status">${streamNote}</p>` : null}
 
@@ -354,30 +371,37 @@ export function SessionPage({ id }) {
         <h2>Transcript</h2>
         <nav class="jump" aria-label="Jump in the transcript">
           <button type="button" class="small" onClick=${jumpToNewest}>newest</button>
-          ${tl.runs.size > 1 ? html`<select aria-label="jump to a run" onChange=${(e) => jumpTo(`.run-head[data-run="${CSS.escape(e.currentTarget.value)}"]`, false)}>
-            <option value="">run…</option>${[...tl.runs.keys()].map((r) => html`<option value=${r}>${r}</option>`)}</select>` : null}
-          <button type="button" class="small" onClick=${() => jumpTo(".entry .approval[data-approval]", true)}>next approval</button>
+          ${tl.runs.size > 1 ? html`<select aria-label="jump to a run" onChange=${jumpRun}><option value="">run…</option>
+            ${[...tl.runs.keys()].map((r) => html`<option value=${r}>${r}</option>`)}</select>` : null}
+          <button type="button" class="small" onClick=${() => jumpTo(".entry .approval", true)}>next approval</button>
           <button type="button" class="small" onClick=${() => jumpTo(".entry [data-error]", true)}>next error</button>
-          <button type="button" class="small" onClick=${() => jumpTo('.entry [data-test-status="failed"]', true)}>next failing test</button>
+          <button type="button" class="small" onClick=${() => jumpTo(FAILED, true)}>next failing test</button>
         </nav>
-        ${tl.first > 0 && tl.first !== Infinity ? html`<p class="window-note"><span class="muted">Showing the last ${held.toLocaleString("en")} of ${(shownSeq + 1).toLocaleString("en")} events.</span>
-          <button type="button" class="load-earlier" disabled=${loadingEarlier} onClick=${loadEarlier}>${loadingEarlier ? "loading…" : `load ${Math.min(WINDOW, tl.first).toLocaleString("en")} earlier events`}</button></p>` : null}
+        ${tl.first > 0 && tl.first !== Infinity ? html`<p class="window-note">
+          <span class="muted">Showing the last ${fmt(held)} of ${fmt(shownSeq + 1)} events.</span>
+          <button type="button" class="load-earlier" disabled=${loadingEarlier} onClick=${loadEarlier}>
+            ${loadingEarlier ? "loading…" : `load ${fmt(Math.min(WINDOW, tl.first))} earlier events`}</button></p>` : null}
         ${tl.entries.length === 0 ? html`<p class="muted">Nothing yet.</p>` : null}
         <${Transcript} tl=${tl} fold=${f} x=${controls} usage=${t.usage.byRun} />
       </section>
     </div>
     <aside class="side-col">
       ${pending.length ? html`<section aria-label="Pending approvals" class="card"><h3>Pending approvals</h3><ul>
-        ${pending.map((a) => html`<li key=${a.approvalId}><button type="button" class="link" onClick=${() => jumpTo(`.entry [data-approval="${CSS.escape(a.approvalId)}"]`, false)}>${a.title}</button></li>`)}</ul></section>` : null}
+        ${pending.map((a) => html`<li key=${a.approvalId}><button type="button" class="link"
+          onClick=${() => jumpTo(`.entry [data-approval="${CSS.escape(a.approvalId)}"]`, false)}>${a.title}</button></li>`)}
+        </ul></section>` : null}
       <${R.Plan} plan=${t.plan} />
       ${t.tasks.length ? html`<section aria-label="Tasks" class="card"><h3>Tasks</h3><ul>${t.tasks.map((x) => html`<${R.Task} key=${x.taskId} t=${x} />`)}</ul></section>` : null}
       <section aria-label="Usage" class="card"><h3>Usage (tokens)</h3><${R.Usage} usage=${t.usage} /></section>
       <section aria-label="At a glance" class="card"><h3>At a glance</h3><ul class="glance">
-        <li>${t.messages.length.toLocaleString("en")} messages · ${t.tools.length.toLocaleString("en")} tool calls</li>
-        <li>${t.testResults.length.toLocaleString("en")} tests${failing ? html`, <button type="button" class="link err" onClick=${() => jumpTo('.entry [data-test-status="failed"]', false)}>${failing} failing</button>` : ""}</li>
-        <li>${t.errors.length ? html`<button type="button" class="link err" onClick=${() => jumpTo(".entry [data-error]", false)}>${t.errors.length} errors</button>` : "no errors"}</li></ul>
+        <li>${fmt(t.messages.length)} messages · ${fmt(t.tools.length)} tool calls</li>
+        <li>${fmt(t.testResults.length)} tests${failing ? html`, <button type="button" class="link err"
+          onClick=${() => jumpTo(FAILED, false)}>${fmt(failing)} failing</button>` : ""}</li>
+        <li>${t.errors.length ? html`<button type="button" class="link err" onClick=${() => jumpTo(".entry [data-error]", false)}>
+          ${fmt(t.errors.length)} errors</button>` : "no errors"}</li></ul>
         <p class="muted">${t.resumable ? "The runtime says the session can be resumed." : ""}</p></section>
-      ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3><ul>${t.workspaceFiles.map((x) => html`<${R.WorkspaceFile} key=${x.path} f=${x} />`)}</ul></section>` : null}
+      ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3>
+        <ul>${t.workspaceFiles.map((x) => html`<${R.WorkspaceFile} key=${x.path} f=${x} />`)}</ul></section>` : null}
       ${t.artifacts.length ? html`<section aria-label="Artifacts" class="card"><h3>Artifacts</h3><ul>${t.artifacts.map((a) => html`<${R.Artifact} key=${a.artifactId} a=${a} />`)}</ul></section>` : null}
       <${LineagePanel} id=${id} />
       <${LifecyclePanel} id=${id} res=${res} onChange=${live.setRes} />
@@ -386,10 +410,13 @@ export function SessionPage({ id }) {
 
   <details class="eventlog" open=${false}>
     <summary>Event log (the last ${recent.length} events)</summary>
-    <ol class="events">${recent.map((e) => html`<li key=${e.sequence} data-seq=${e.sequence}><span class="seq">${e.sequence}</span> <span class="muted"><${R.Time} iso=${e.occurredAt} /></span> <code>${e.eventType}</code> ${eventLine(e)}</li>`)}</ol>
+    <ol class="events">${recent.map((e) => html`<li key=${e.sequence} data-seq=${e.sequence}><span class="seq">${e.sequence}</span>
+      ${" "}<span class="muted"><${R.Time} iso=${e.occurredAt} /></span> <code>${e.eventType}</code> ${eventLine(e)}</li>`)}</ol>
   </details>
 </main>`;
 }
+
+const FAILED = '.entry [data-test-status="failed"]';
 
 // jumpToNewest scrolls to the transcript's newest entry.
 function jumpToNewest() {

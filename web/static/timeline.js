@@ -4,7 +4,7 @@
 // usage, error, resume) stand one per event. The page holds a window of the log (the last
 // events; "load earlier" reads the ones before), never the whole of a long log.
 import { memo } from "./memo.js";
-import { LIST_OF } from "./fold.js";
+import { LIST_OF, KEYED } from "./fold.js";
 import * as R from "./render.js";
 
 const html = R.html;
@@ -31,24 +31,24 @@ export class Timeline {
     if (newer) this.lastRun = r.runId;
   }
 
+  // runOfStatus is what a status event says of its run.
   static runOfStatus(ev) {
-    const p = ev.payload;
-    return {
-      runId: ev.runId, status: p.status, sourceMessageId: ev.sourceMessageId, occurredAt: ev.occurredAt,
-      ...(p.startedAt ? { startedAt: p.startedAt } : {}), ...(p.durationMs !== undefined ? { durationMs: p.durationMs } : {}),
-      ...(p.completedAt || p.failedAt || p.stoppedAt ? { endedAt: p.completedAt || p.failedAt || p.stoppedAt } : {}),
-    };
+    const p = ev.payload, r = { runId: ev.runId, status: p.status, sourceMessageId: ev.sourceMessageId };
+    if (p.startedAt) r.startedAt = p.startedAt;
+    if (p.durationMs !== undefined) r.durationMs = p.durationMs;
+    return r;
   }
 
+  // entryOf is the entry of an event: its item's (key "type id"), or its own (key "#seq").
   static entryOf(ev) {
     const list = LIST_OF[ev.eventType];
     if (list) {
-      const id = ev.payload[{ messages: "messageId", reasoning: "reasoningId", tasks: "taskId", tools: "toolCallId",
-        approvals: "approvalId", artifacts: "artifactId", diffs: "path", workspaceFiles: "path", terminals: "terminalId",
-        testResults: "testId", steers: "commandId", summaries: "summaryId" }[list]];
+      const id = ev.payload[KEYED[list]];
       return { key: ev.eventType + " " + id, type: ev.eventType, list, id, seq: ev.sequence, runId: ev.runId };
     }
-    return { key: "#" + ev.sequence, type: ev.eventType, seq: ev.sequence, runId: ev.runId, payload: ev.payload, at: ev.occurredAt };
+    return {
+      key: "#" + ev.sequence, type: ev.eventType, seq: ev.sequence, runId: ev.runId, payload: ev.payload, at: ev.occurredAt,
+    };
   }
 
   // add appends an event later than those held (a live event, or the window's in order).
@@ -119,16 +119,21 @@ export function runSections(tl) {
 const num = (n) => (n || 0).toLocaleString("en");
 
 function seconds(ms) {
-  if (ms === undefined || ms === null) return "";
-  return ms < 1000 ? `${ms} ms` : ms < 120e3 ? `${(ms / 1000).toFixed(ms < 10e3 ? 1 : 0)} s` : `${Math.round(ms / 60e3)} min`;
+  if (ms < 1000) return `${ms} ms`;
+  return ms < 120e3 ? `${(ms / 1000).toFixed(ms < 10e3 ? 1 : 0)} s` : `${Math.round(ms / 60e3)} min`;
 }
+
+const tokens = (u) => `${num(u.totalTokens)} tokens (${num(u.inputTokens)} in, ${num(u.outputTokens)} out)`;
 
 // RunHead is a run's heading: its status, start, duration and tokens.
 const RunHead = ({ run, info, usage }) => {
   if (!run) return html`<h3 class="run-head">Outside any run</h3>`;
   const i = info || {};
-  return html`<h3 class="run-head" data-run=${run}>Run <code>${run}</code> ${i.status ? html`<${R.Badge} s=${i.status} />` : null}
-    <span class="muted">${i.startedAt ? html` · started <${R.Time} iso=${i.startedAt} />` : null}${i.durationMs !== undefined ? " · " + seconds(i.durationMs) : ""}${usage ? ` · ${num(usage.totalTokens)} tokens (${num(usage.inputTokens)} in, ${num(usage.outputTokens)} out)` : ""}</span></h3>`;
+  const started = i.startedAt ? html` · started <${R.Time} iso=${i.startedAt} />` : null;
+  const rest = (i.durationMs !== undefined ? " · " + seconds(i.durationMs) : "") + (usage ? " · " + tokens(usage) : "");
+  const badge = i.status ? html`<${R.Badge} s=${i.status} />` : null;
+  return html`<h3 class="run-head" data-run=${run}>Run <code>${run}</code> ${badge}
+    <span class="muted">${started}${rest}</span></h3>`;
 };
 
 const PLAN_MARK = { completed: "☑", failed: "☒", skipped: "⊘", running: "◐", pending: "☐" };
@@ -137,12 +142,19 @@ const PLAN_MARK = { completed: "☑", failed: "☒", skipped: "⊘", running: "�
 function line(e, item, x, open) {
   const p = e.payload;
   switch (e.type) {
-    case "status": return html`<p class="ev-line">run <code>${e.runId || "?"}</code> <${R.Badge} s=${p.status} />${p.detail ? " " + p.detail : ""} <span class="muted"><${R.Time} iso=${e.at} /></span></p>`;
-    case "usage": return html`<p class="ev-line muted">usage: ${num(p.totalTokens)} tokens (${num(p.inputTokens)} in, ${num(p.outputTokens)} out)${p.contextTokens !== undefined ? ` · context ${num(p.contextTokens)}${p.contextWindow ? " of " + num(p.contextWindow) : ""}` : ""}</p>`;
-    case "resume": return html`<p class="ev-line muted">${p.resumable ? "the runtime can resume the session" : "the session cannot be resumed"}${p.reason ? ": " + p.reason : ""}</p>`;
-    case "error": return html`<div class="ev-line error-item" data-error><span class="err">error</span> <code class="code">${p.code}</code> ${p.message}${p.retryable ? html` <span class="badge">retryable</span>` : null}</div>`;
-    case "plan": return html`<details class="plan-update"><summary>Plan${p.title ? ": " + p.title : ""} <${R.Badge} s=${p.status} /> <span class="muted">${(p.steps || []).filter((s) => s.status === "completed").length} of ${(p.steps || []).length} steps done</span></summary>
-      <ul class="checklist">${(p.steps || []).map((s) => html`<li key=${s.id} class="st-${s.status}"><span aria-hidden="true">${PLAN_MARK[s.status] || "☐"}</span> ${s.title} <span class="sr">(${s.status})</span></li>`)}</ul></details>`;
+    case "status": return html`<p class="ev-line">run <code>${e.runId || "?"}</code> <${R.Badge} s=${p.status} />
+      ${p.detail ? " " + p.detail : ""} <span class="muted"><${R.Time} iso=${e.at} /></span></p>`;
+    case "usage": {
+      const ctx = p.contextTokens !== undefined
+        ? ` · context ${num(p.contextTokens)}${p.contextWindow ? " of " + num(p.contextWindow) : ""}` : "";
+      return html`<p class="ev-line muted">usage: ${tokens(p)}${ctx}</p>`;
+    }
+    case "resume": return html`<p class="ev-line muted">${p.resumable ? "the runtime can resume the session"
+      : "the session cannot be resumed"}${p.reason ? ": " + p.reason : ""}</p>`;
+    case "error": return html`<div class="ev-line error-item" data-error><span class="err">error</span>
+      ${" "}<code class="code">${p.code}</code> ${p.message}
+      ${p.retryable ? html` <span class="badge">retryable</span>` : null}</div>`;
+    case "plan": return html`<${PlanUpdate} p=${p} />`;
     default: break;
   }
   if (!item) return null;
@@ -154,7 +166,8 @@ function line(e, item, x, open) {
     case "diff": return html`<${R.Diff} d=${item} />`;
     case "terminal": return html`<${R.Terminal} term=${item} open=${open} />`;
     case "test-result": return html`<${TestLine} t=${item} />`;
-    case "task": return html`<p class="ev-line">task <${R.Badge} s=${item.status} /> ${item.title}${item.detail ? html` <span class="muted">${item.detail}</span>` : null}</p>`;
+    case "task": return html`<p class="ev-line">task <${R.Badge} s=${item.status} /> ${item.title}
+      ${item.detail ? html` <span class="muted">${item.detail}</span>` : null}</p>`;
     case "artifact": return html`<ul class="ev-line bare"><${R.Artifact} a=${item} /></ul>`;
     case "workspace-file": return html`<ul class="ev-line bare"><${R.WorkspaceFile} f=${item} /></ul>`;
     case "steer": return html`<ul class="ev-line bare steer-line">steer: <${R.Steer} s=${item} /></ul>`;
@@ -163,21 +176,36 @@ function line(e, item, x, open) {
   }
 }
 
+// PlanUpdate is a plan as one plan event set it: a line, its checklist on opening.
+const PlanUpdate = ({ p }) => {
+  const steps = p.steps || [];
+  const done = steps.filter((s) => s.status === "completed").length;
+  return html`<details class="plan-update">
+    <summary>Plan${p.title ? ": " + p.title : ""} <${R.Badge} s=${p.status} />
+      ${" "}<span class="muted">${done} of ${steps.length} steps done</span></summary>
+    <ul class="checklist">${steps.map((s) => html`<li key=${s.id} class="st-${s.status}">
+      <span aria-hidden="true">${PLAN_MARK[s.status] || "☐"}</span> ${s.title}
+      ${" "}<span class="sr">(${s.status})</span></li>`)}</ul></details>`;
+};
+
 // TestLine is one test result.
-const TestLine = memo(({ t }) => html`<div class="ev-line test-line" data-test-status=${t.status}>test <${R.Badge} s=${t.status} /> <code>${t.name}</code>
-  ${t.durationMs !== undefined ? html` <span class="muted">${t.durationMs} ms</span>` : null}${t.output ? html`<pre>${t.output}</pre>` : null}</div>`);
+const TestLine = memo(({ t }) => html`<div class="ev-line test-line" data-test-status=${t.status}>
+  test <${R.Badge} s=${t.status} /> <code>${t.name}</code>
+  ${t.durationMs !== undefined ? html` <span class="muted">${t.durationMs} ms</span>` : null}
+  ${t.output ? html`<pre>${t.output}</pre>` : null}</div>`);
 
 // Approval is an approval where it was asked: its request, and its controls while pending or
 // its decision.
 const Approval = memo(({ a, control }) => html`<div class="approval" data-approval=${a.approvalId}>
-  <p><span class="muted">approval</span> <${R.Badge} s=${a.status} /> <strong>${a.title}</strong></p>${a.description ? html`<p>${a.description}</p>` : null}
+  <p><span class="muted">approval</span> <${R.Badge} s=${a.status} /> <strong>${a.title}</strong></p>
+  ${a.description ? html`<p>${a.description}</p>` : null}
   ${a.requestedAction !== undefined ? html`<pre>${JSON.stringify(a.requestedAction, null, 2)}</pre>` : null}
   ${a.status === "requested" && control ? control(a) : null}</div>`);
 
 // Entry is one entry of the transcript; it re-renders when its item changes.
 // (seq: an entry moves up when an earlier window shows its first event).
-const Entry = memo(({ e, seq, item, x, open }) => html`<div class=${"entry k-" + e.type} data-seq=${seq} data-kind=${e.type}
-  data-key=${e.key}>${line(e, item, x, open)}</div>`);
+const Entry = memo(({ e, seq, item, x, open }) => html`<div class=${"entry k-" + e.type} data-seq=${seq}
+  data-kind=${e.type} data-key=${e.key}>${line(e, item, x, open)}</div>`);
 
 // Transcript draws the window's entries by run. x (the same object while the controls do not
 // change) holds them: messageActions, approvalControl(a), summaryAction(s); usage is the
@@ -185,7 +213,9 @@ const Entry = memo(({ e, seq, item, x, open }) => html`<div class=${"entry k-" +
 export function Transcript({ tl, fold, x, usage }) {
   let lastTerminal = null;
   for (const e of tl.entries) if (e.type === "terminal") lastTerminal = e.key;
-  return runSections(tl).map((s, i) => html`<section class="run" key=${s.run + ":" + s.entries[0].key} aria-label=${s.run ? "run " + s.run : "outside any run"}>
+  return runSections(tl).map((s) => html`<section class="run" key=${s.run + ":" + s.entries[0].key}
+    aria-label=${s.run ? "run " + s.run : "outside any run"}>
     <${RunHead} run=${s.run} info=${tl.runs.get(s.run)} usage=${s.run && usage ? usage[s.run] : null} />
-    ${s.entries.map((e) => html`<${Entry} key=${e.key} e=${e} seq=${e.seq} item=${itemOf(fold, e)} x=${x} open=${e.key === lastTerminal} />`)}</section>`);
+    ${s.entries.map((e) => html`<${Entry} key=${e.key} e=${e} seq=${e.seq} item=${itemOf(fold, e)} x=${x}
+      open=${e.key === lastTerminal} />`)}</section>`);
 }
