@@ -76,7 +76,9 @@ func TestBrowserAllKinds(t *testing.T) {
 	} {
 		run(t, ctx, check.what, waitJS(check.expr))
 	}
+	// The page opens at the newest entry; the screenshots show the session from its start.
 	run(t, ctx, "viewport", chromedp.EmulateViewport(1280, 1400))
+	eval[any](t, ctx, `window.scrollTo(0, 0)`)
 	shot(t, ctx, "web-session.png")
 	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
 		t.Fatal(err)

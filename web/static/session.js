@@ -340,8 +340,8 @@ export function SessionPage({ id }) {
     ${pastNote || html`<${R.Conn} state=${conn} what="live stream" />`}
     <div class="meta">record <${R.Badge} s=${rec.status} /> · run ${headRun ? html`<code>${headRun.runId}</code> ` : null}
       <span class="run-status"><${R.Badge} s=${headStatus} /></span>${past ? " (then)" : ""}
-      · agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""}
-      · model ${snapshot ? snapshot.modelId : "—"} · sequence <span class="shown-seq">${shownSeq}</span>${past ? ` of ${lastSeq}` : ""}</div>
+      ${" "}· agent ${rec.agent_id || "—"} · role ${rec.role || "—"}${rec.project ? " · project " + rec.project : ""}
+      ${" "}· model ${snapshot ? snapshot.modelId : "—"} · sequence <span class="shown-seq">${shownSeq}</span>${past ? ` of ${lastSeq}` : ""}</div>
   </header>
   ${streamNote ? html`<p class="note" role="status">${streamNote}</p>` : null}
 
@@ -398,7 +398,7 @@ export function SessionPage({ id }) {
         <li>${fmt(t.testResults.length)} tests${failing ? html`, <button type="button" class="link err"
           onClick=${() => jumpTo(FAILED, false)}>${fmt(failing)} failing</button>` : ""}</li>
         <li>${t.errors.length ? html`<button type="button" class="link err" onClick=${() => jumpTo(".entry [data-error]", false)}>
-          ${fmt(t.errors.length)} errors</button>` : "no errors"}</li></ul>
+          ${fmt(t.errors.length)} error${t.errors.length === 1 ? "" : "s"}</button>` : "no errors"}</li></ul>
         <p class="muted">${t.resumable ? "The runtime says the session can be resumed." : ""}</p></section>
       ${t.workspaceFiles.length ? html`<section aria-label="Workspace files" class="card"><h3>Workspace files</h3>
         <ul>${t.workspaceFiles.map((x) => html`<${R.WorkspaceFile} key=${x.path} f=${x} />`)}</ul></section>` : null}
