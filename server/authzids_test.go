@@ -417,3 +417,49 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 		}
 	})
 }
+
+// TestArchiveListFollowsTheProjectRule checks that the list of archives shows a key exactly
+// the archives of the sessions it may see: a key of project "-" sees project "-"'s, not those
+// of the sessions without a project (which "?project=-" asks for, with a key of every
+// project).
+func TestArchiveListFollowsTheProjectRule(t *testing.T) {
+	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		e := newAuthEnv(t, open(t), server.Options{ArchiveDir: t.TempDir()}, true)
+		root := bearer(e.key(t, "root", store.AllProjects, "read,append,admin", 0))
+		dash := bearer(e.key(t, "dash", "-", "read", 0))
+		alpha := bearer(e.key(t, "alpha", "alpha", "read", 0))
+		for sid, project := range map[string]string{"S-none": "", "S-dash": `"project":"-",`, "S-al": `"project":"alpha",`} {
+			body := fmt.Sprintf(`{"session_id":%q,%s"agent_id":"a","role":"implementer","snapshot":{"mode":"work","modelId":"m","capabilities":{}}}`, sid, project)
+			if r := e.call(t, "POST", "/v1/sessions", root, body); r.status != 201 {
+				t.Fatalf("create %s: %d %s", sid, r.status, r.body)
+			}
+			if r := e.call(t, "POST", "/v1/sessions/"+sid+"/archive", root, ""); r.status >= 300 {
+				t.Fatalf("archive %s: %d %s", sid, r.status, r.body)
+			}
+		}
+		for _, c := range []struct {
+			name, authz, query string
+			want               []string
+		}{
+			{"key of -", dash, "", []string{"S-dash"}},
+			{"key of -, ?project=-", dash, "?project=-", []string{"S-dash"}},
+			{"key of alpha", alpha, "", []string{"S-al"}},
+			{"key of *, ?project=-", root, "?project=-", []string{"S-none"}},
+			{"key of *", root, "", []string{"S-al", "S-dash", "S-none"}},
+		} {
+			r := e.call(t, "GET", "/v1/archives"+c.query, c.authz, "")
+			var list api.ArchiveList
+			if err := json.Unmarshal([]byte(r.body), &list); r.status != 200 || err != nil {
+				t.Fatalf("%s: %d %s", c.name, r.status, r.body)
+			}
+			var got []string
+			for _, a := range list.Archives {
+				got = append(got, a.SessionID)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%s: archives of %v, want %v", c.name, got, c.want)
+			}
+		}
+	})
+}
