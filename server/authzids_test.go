@@ -13,8 +13,10 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/storetest"
 )
 
 // idSlot is a place in a request that names a session, thread, run or message: a path or
@@ -460,6 +462,38 @@ func TestArchiveListFollowsTheProjectRule(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Errorf("%s: archives of %v, want %v", c.name, got, c.want)
 			}
+		}
+	})
+}
+
+// TestLineageHidesOtherProjects checks that a lineage drawn for a key of one project shows a
+// session of another project exactly as a missing one: an ancestor by its id only, where the
+// chain stops, and no descendant. (Forks stay in their source's project, so such a lineage
+// is written into the store here directly.)
+func TestLineageHidesOtherProjects(t *testing.T) {
+	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		st := open(t)
+		e := newAuthEnv(t, st, server.Options{}, true)
+		alpha := bearer(e.key(t, "alpha", "alpha", "read", 0))
+		for _, s := range []struct{ id, project, parent string }{
+			{"S-root", "beta", "S-gone2"}, // another project's ancestor, with an ancestor of its own
+			{"S-m1", "alpha", "S-root"},
+			{"S-cb", "beta", "S-m1"}, // another project's descendant
+			{"S-m2", "alpha", "S-gone"},
+		} {
+			sess := storetest.NewSession(s.id, storetest.SessionSpec{Project: s.project})
+			sess.Lineage = &contract.Lineage{ForkedFromThreadID: s.parent, ForkedFromMessageID: "m1", SourceRunID: "r1"}
+			if err := st.CreateSession(context.Background(), sess); err != nil {
+				t.Fatal(err)
+			}
+		}
+		norm := func(body, self, parent string) string {
+			return strings.NewReplacer(self, "<SELF>", parent, "<PARENT>").Replace(body)
+		}
+		other := e.call(t, "GET", "/v1/sessions/S-m1/lineage", alpha, "")
+		missing := e.call(t, "GET", "/v1/sessions/S-m2/lineage", alpha, "")
+		if other.status != 200 || norm(other.body, "S-m1", "S-root") != norm(missing.body, "S-m2", "S-gone") {
+			t.Errorf("a lineage through another project's sessions:\n  %d %s\nthrough missing ones:\n  %d %s", other.status, other.body, missing.status, missing.body)
 		}
 	})
 }
