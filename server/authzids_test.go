@@ -198,7 +198,7 @@ func runtimeEventOf(eventType, extra, payload string) string {
 // whose body is optional, is tried without a body.
 var idBases = map[string]string{
 	"POST /v1/sessions|":                                         `{"session_id":"S-@new","project":"alpha","agent_id":"a","role":"implementer","current_run_id":"r1","snapshot":{"mode":"work","modelId":"m","capabilities":{}}}`,
-	"PATCH /v1/sessions/{id}|":                                   `{"current_run_id":"r1","updated_by_gate":"test"}`,
+	"PATCH /v1/sessions/{id}|":                                   `{"current_run_id":"r1","updated_by_gate":"owner"}`,
 	"POST /v1/sessions/{id}/agui|":                               `{"threadId":"@self","runId":"ag-@new","parentRunId":"r1","messages":[{"id":"u-@new","role":"user","content":"hi"}]}`,
 	"POST /v1/sessions/{id}/chat|":                               `{"id":"@self","messageId":"m1","trigger":"submit-message","messages":[{"id":"u-@new","role":"user","parts":[{"type":"text","text":"hi"}]}]}`,
 	"POST /v1/sessions/{id}/commands|":                           command("stop", `"runId":"r1",`, `{}`),
@@ -340,8 +340,47 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 		if len(slots) < 20 {
 			t.Fatalf("only %d id slots derived from the API document: the derivation is broken", len(slots))
 		}
+		// send sends slot sl's base request tmpl with key to fixture session self, the slot
+		// set to v; it returns the answer and the fresh id it used for @new.
+		n := 0
+		send := func(sl idSlot, tmpl, key, self, v string) (authResp, string) {
+			t.Helper()
+			n++
+			fresh := fmt.Sprintf("n%d", n)
+			seq, err := st.LastSequence(ctx, self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			method, path, _ := strings.Cut(sl.pattern, " ")
+			if sl.in == "path" {
+				path = strings.ReplaceAll(path, "{"+sl.name+"}", v)
+			}
+			path = strings.NewReplacer("{id}", self, "{runId}", "r1", "{chatId}", self).Replace(path)
+			if sl.in == "query" {
+				path += "?" + url.Values{sl.name: {v}}.Encode()
+			}
+			body := strings.NewReplacer("@self", self, "@new", fresh, "@seq", strconv.FormatInt(seq, 10)).Replace(tmpl)
+			if sl.in == "body" {
+				var doc any
+				if err := json.Unmarshal([]byte(body), &doc); err != nil {
+					t.Fatalf("%s: base: %v", sl, err)
+				}
+				if strings.HasPrefix(sl.name, "/0/") {
+					doc = []any{doc} // the field of an event in a batch
+				}
+				if !setPointer(doc, sl.name, v) {
+					t.Fatalf("%s: the base request has no field %s: add it", sl, sl.name)
+				}
+				b, _ := json.Marshal(doc)
+				body = string(b)
+			}
+			return e.call(t, method, path, bearer(e.keys[key]), body), fresh
+		}
+		own := func(kind, self string) string {
+			return map[string]string{"session": self, "run": "r1", "message": "m1"}[kind]
+		}
 		stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-		n, fixtures := 0, 0
+		fixtures := 0
 		for _, sl := range slots {
 			if why, ok := idExempt[sl.pattern+" "+sl.in+" "+sl.name]; ok {
 				t.Logf("%s: exempt: %s", sl, why)
@@ -352,7 +391,15 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 				t.Errorf("%s: no base request in idBases: add one naming the fixture's own ids", sl)
 				continue
 			}
-			method, pathTmpl, _ := strings.Cut(sl.pattern, " ")
+			// The base request with the fixture's own id must get past the checks of its
+			// shape, so that the comparisons below are of requests that reach the id.
+			fixtures++
+			self := fmt.Sprintf("S-x%d", fixtures)
+			mk(self, "alpha")
+			if r, _ := send(sl, tmpl, "alpha-all", self, own(sl.kind, self)); r.status == 401 || r.status == 403 || r.status == 415 ||
+				r.status >= 400 && slices.Contains([]string{string(api.CodeMalformed), string(api.CodeContractViolation)}, string(errorBody(t, r.body).Code)) {
+				t.Errorf("%s: the base request with the session's own ids is refused: %d %s", sl, r.status, r.body)
+			}
 			for _, key := range keys {
 				passes := key == "alpha-all" || key == "alpha-"+scopeOf[sl.pattern]
 				var answers [2]string
@@ -365,36 +412,7 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 						self = fmt.Sprintf("S-x%d", fixtures)
 						mk(self, "alpha")
 					}
-					n++
-					fresh := fmt.Sprintf("n%d", n)
-					seq, err := st.LastSequence(ctx, self)
-					if err != nil {
-						t.Fatal(err)
-					}
-					path := pathTmpl
-					if sl.in == "path" {
-						path = strings.ReplaceAll(path, "{"+sl.name+"}", v)
-					}
-					path = strings.NewReplacer("{id}", self, "{runId}", "r1", "{chatId}", self).Replace(path)
-					if sl.in == "query" {
-						path += "?" + url.Values{sl.name: {v}}.Encode()
-					}
-					body := strings.NewReplacer("@self", self, "@new", fresh, "@seq", strconv.FormatInt(seq, 10)).Replace(tmpl)
-					if sl.in == "body" {
-						var doc any
-						if err := json.Unmarshal([]byte(body), &doc); err != nil {
-							t.Fatalf("%s: base: %v", sl, err)
-						}
-						if strings.HasPrefix(sl.name, "/0/") {
-							doc = []any{doc} // the field of an event in a batch
-						}
-						if !setPointer(doc, sl.name, v) {
-							t.Fatalf("%s: the base request has no field %s: add it", sl, sl.name)
-						}
-						b, _ := json.Marshal(doc)
-						body = string(b)
-					}
-					r := e.call(t, method, path, bearer(e.keys[key]), body)
+					r, fresh := send(sl, tmpl, key, self, v)
 					answers[i] = fmt.Sprintf("%d %s", r.status, stamp.ReplaceAllString(strings.NewReplacer(v, "<ID>", self, "<SELF>", fresh, "<NEW>").Replace(r.body), "<T>"))
 					if now := beta(); now != untouched {
 						t.Fatalf("%s, key %s, id %s: the request changed project beta:\nbefore %s\nafter %s\nanswer %d %s", sl, key, v, untouched, now, r.status, r.body)
