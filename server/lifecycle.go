@@ -178,8 +178,7 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	asked := r.URL.Query().Get("project")
-	project, aerr := projectFilter(r, asked)
+	project, aerr := projectFilter(r, r.URL.Query().Get("project"))
 	if aerr != nil {
 		writeError(w, aerr)
 		return
