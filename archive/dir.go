@@ -50,12 +50,26 @@ func readHeader(path string) (header, error) {
 }
 
 // List lists the archive files in dir, newest first (then by name): those of project
-// when it is not empty ("-" for sessions without a project), else all. Temporary files and
-// files that are not archives are skipped; listed files are not verified (restore does).
+// when it is not empty ("-" for sessions without a project, as the CLI and GET /v1/archives
+// take it), else all. Temporary files and files that are not archives are skipped; listed
+// files are not verified (restore does).
 func List(dir, project string) ([]wire.ArchiveInfo, error) {
-	var dirs []string
 	switch project {
 	case "":
+		return ListProject(dir, nil)
+	case "-":
+		none := ""
+		return ListProject(dir, &none)
+	}
+	return ListProject(dir, &project)
+}
+
+// ListProject lists the archive files in dir as [List] does, selecting the project exactly as
+// session records hold it: nil lists every project's, "" the archives of sessions without a
+// project, any other string that project's ("-" included).
+func ListProject(dir string, project *string) ([]wire.ArchiveInfo, error) {
+	var dirs []string
+	if project == nil {
 		ents, err := os.ReadDir(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			return []wire.ArchiveInfo{}, nil
@@ -68,10 +82,8 @@ func List(dir, project string) ([]wire.ArchiveInfo, error) {
 				dirs = append(dirs, filepath.Join(dir, e.Name()))
 			}
 		}
-	case "-":
-		dirs = []string{filepath.Join(dir, noProject)}
-	default:
-		dirs = []string{filepath.Join(dir, ProjectDir(&project))}
+	} else {
+		dirs = []string{filepath.Join(dir, ProjectDir(project))}
 	}
 	out := []wire.ArchiveInfo{}
 	for _, d := range dirs {
@@ -91,7 +103,7 @@ func List(dir, project string) ([]wire.ArchiveInfo, error) {
 			if err != nil {
 				continue
 			}
-			if project != "" && project != "-" && (h.Project == nil || *h.Project != project) {
+			if project != nil && (h.Project == nil && *project != "" || h.Project != nil && *h.Project != *project) {
 				continue
 			}
 			fi, _ := e.Info()

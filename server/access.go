@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -57,6 +58,12 @@ const cookieName = "sessiond_login"
 
 // principalKey is the context key of the request's principal.
 type principalKey struct{}
+
+// withPrincipal returns ctx carrying p: as the request's principal, and as the scope the
+// session service authorizes every id it resolves against ([session.Permits]).
+func withPrincipal(ctx context.Context, p auth.Principal) context.Context {
+	return session.WithScope(context.WithValue(ctx, principalKey{}, p), p)
+}
 
 // principalOf returns the principal the request acts as (auth.Anonymous without
 // authentication).
@@ -286,9 +293,11 @@ func (a *authn) openStream(p auth.Principal) (func(), bool) {
 }
 
 // checkSession answers 404, exactly as for a missing session, when the route's session is
-// not one the principal may see; it returns false then. For a principal limited to a project
-// or a session, a missing session is answered here too, before the body is looked at, so
-// that a missing session and another project's answer the same whatever the request holds.
+// not one the principal may see ([session.Permits], the one decision, which the session
+// service also asks for every id it resolves from a body); it returns false then. For a
+// principal limited to a project or a session, a missing session is answered here too,
+// before the body is looked at, so that a missing session and another project's answer the
+// same whatever the request holds.
 func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, p auth.Principal) bool {
 	id := r.PathValue("id")
 	if id == "" || p.AllProjects() && p.Session == "" {
@@ -299,7 +308,7 @@ func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, p auth.Pri
 		writeError(w, storeError(err, id))
 		return false
 	}
-	if err != nil || !p.MaySee(id, project) {
+	if err != nil || !session.Permits(r.Context(), id, project) {
 		writeError(w, storeError(store.ErrSessionNotFound, id))
 		return false
 	}

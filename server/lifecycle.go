@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/wire"
 )
 
 // lifecycleRoutes is the lifecycle part of the route table (see [Server.routes]).
@@ -181,11 +183,26 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	list, err := archive.List(dir, project)
+	var list []wire.ArchiveInfo
+	var err error
+	if principalOf(r.Context()).AllProjects() {
+		list, err = archive.List(dir, project) // "-" asks for the sessions without a project
+	} else {
+		list, err = archive.ListProject(dir, &project) // the key's project, whatever its name
+	}
 	if err != nil {
 		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
 		return
 	}
+	// Each archive is of a session: listed only when its session is one the caller may see,
+	// by the same decision as every other id.
+	list = slices.DeleteFunc(list, func(a wire.ArchiveInfo) bool {
+		p := ""
+		if a.Project != nil {
+			p = *a.Project
+		}
+		return !session.Permits(r.Context(), a.SessionID, p)
+	})
 	for i := range list {
 		list[i].Path = "" // names only: the list does not show the server's file system
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"mime"
 	"net/http"
@@ -54,7 +53,7 @@ func (s *Server) guard(rt route) http.Handler {
 			return
 		}
 		if s.authn.on {
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
 		if aerr := rt.checkQuery(r); aerr != nil {
 			writeError(w, aerr)

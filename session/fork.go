@@ -98,7 +98,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 // checks that the message and the source run belong together. A missing thread, run or
 // message, or a message the run has nothing to do with, is a *RejectError.
 func (s *Service) forkSource(ctx context.Context, spec *forkSpec) (*store.Session, *Message, *RejectError, error) {
-	src, err := s.st.GetSession(ctx, spec.sourceThread)
+	src, err := s.visibleSession(ctx, spec.sourceThread)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return nil, nil, reject(contract.CodeSourceThreadNotFound, "source thread %q does not exist", spec.sourceThread), nil
 	}
@@ -571,7 +571,7 @@ func (s *Service) executeFork(ctx context.Context, sid string, c *contract.Comma
 // rejection (unknown session, message or run, or a message and run that do not belong
 // together) is returned as *RejectError.
 func (s *Service) Continue(ctx context.Context, id string, req *contract.ContinuationRequest) (*contract.ContinuationResult, error) {
-	sess, err := s.st.GetSession(ctx, id)
+	sess, err := s.visibleSession(ctx, id)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return nil, reject(contract.CodeSourceThreadNotFound, "session %q does not exist", id)
 	}
@@ -607,9 +607,11 @@ const (
 )
 
 // LineageOf returns the chain of ancestors and the tree of descendants of a session, so that a
-// UI can draw the tree. It returns store.ErrSessionNotFound for an unknown session.
+// UI can draw the tree. It returns store.ErrSessionNotFound for an unknown session. A session
+// the caller may not see ([Permits]) is drawn as a missing one: an ancestor by its id only
+// (the session's own lineage names it), a descendant not at all.
 func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
-	sess, err := s.st.GetSession(ctx, id)
+	sess, err := s.visibleSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +624,7 @@ func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
 			break
 		}
 		seen[parent] = true
-		p, err := s.st.GetSession(ctx, parent)
+		p, err := s.visibleSession(ctx, parent)
 		if errors.Is(err, store.ErrSessionNotFound) {
 			out.Ancestors = append(out.Ancestors, LineageNode{SessionID: parent})
 			break
@@ -645,6 +647,9 @@ func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
 			}
 			for _, c := range page {
 				cid := c.Record.SessionID
+				if !Permits(ctx, cid, c.Record.Project.Get()) {
+					continue // as if it did not exist
+				}
 				if seen[cid] || count >= maxDescendants {
 					out.Truncated = true
 					continue
