@@ -140,14 +140,21 @@ func (r *Recorder) Run(ctx context.Context, a Agent) error {
 	go func() { promptDone <- r.prompts(ctx) }()
 	select {
 	case err := <-connDone:
+		if ctx.Err() != nil { // the agent ended because sessiond acp was interrupted
+			r.interruptTurn()
+			return ctx.Err()
+		}
 		r.failTurn("the agent process ended: " + errText(err))
 		return fmt.Errorf("the agent ended: %w", err)
 	case err := <-streamDone:
 		return fmt.Errorf("the session stream ended: %w", err)
 	case err := <-promptDone:
+		if ctx.Err() != nil {
+			r.interruptTurn()
+		}
 		return err
 	case <-ctx.Done():
-		r.failTurn("sessiond acp was interrupted")
+		r.interruptTurn()
 		return ctx.Err()
 	}
 }
@@ -351,12 +358,38 @@ func (r *Recorder) prompts(ctx context.Context) error {
 			if pp.runID == "" && r.seenMessage(pp.messageID) {
 				continue
 			}
+			if pp.runID == "" {
+				// A message a front end sent with its run (a bridge appends the message and
+				// the run's queued status in one append): that run prompts it, when the
+				// follower reaches its status. The run is in the server already.
+				queued, err := r.hasRun(ctx, pp.messageID)
+				if err != nil {
+					return err
+				}
+				if queued {
+					continue
+				}
+			}
 			r.markSeen(pp.messageID)
 			if err := r.prompt(ctx, pp); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// hasRun reports whether a run of the session has the message as its source.
+func (r *Recorder) hasRun(ctx context.Context, messageID string) (bool, error) {
+	runs, err := r.Client.Runs(ctx, r.SessionID)
+	if err != nil {
+		return false, fmt.Errorf("read the runs of session %s: %w", r.SessionID, err)
+	}
+	for _, run := range runs {
+		if run.SourceMessageID == messageID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // prompt runs one prompt turn: the run opens (running), the agent's updates are recorded as
@@ -375,6 +408,9 @@ func (r *Recorder) prompt(ctx context.Context, pp pendingPrompt) error {
 	r.emit(t, Out{"status", &contract.StatusPayload{Status: contract.RunStatusRunning, StartedAt: stamp(t.began)}})
 	var res PromptResponse
 	err := r.conn.Call(ctx, MethodSessionPrompt, PromptRequest{SessionID: r.acpID, Prompt: PromptBlocks(pp.parts)}, &res)
+	if err != nil && ctx.Err() != nil {
+		return nil // sessiond acp was interrupted: Run ends the turn (interruptTurn), not the agent's fault
+	}
 	r.mu.Lock()
 	r.turn = nil
 	r.mu.Unlock()
@@ -402,6 +438,8 @@ func (r *Recorder) finish(t *turn, reason StopReason, failure string) {
 	if failure != "" {
 		status = contract.RunStatusFailed
 		outs = append(outs, Out{"error", &contract.ErrorPayload{Code: "AGENT_ERROR", Message: failure, Retryable: false}})
+	} else if reason == StopRefusal {
+		outs = append(outs, Out{"error", &contract.ErrorPayload{Code: "AGENT_REFUSED", Message: "the agent refused the prompt (stop reason: refusal)", Retryable: false}})
 	}
 	now := time.Now()
 	d := json.Number(strconv.FormatInt(now.Sub(t.began).Milliseconds(), 10))
@@ -431,6 +469,28 @@ func (r *Recorder) failTurn(why string) {
 	if t != nil {
 		r.finish(t, "", why)
 	}
+}
+
+// interruptTurn stops the turn in progress because sessiond acp itself was interrupted (Ctrl-C,
+// or its context ended): the person ended it, not the agent, so the run goes stopping, then
+// stopped with that reason, rather than failed.
+func (r *Recorder) interruptTurn() {
+	r.mu.Lock()
+	t := r.turn
+	r.turn = nil
+	stopping := t != nil && t.cancelled // a stop command is stopping it already
+	if t != nil {
+		t.cancelled = true
+	}
+	r.mu.Unlock()
+	if t == nil {
+		return
+	}
+	if !stopping {
+		why := "sessiond acp was interrupted"
+		r.emit(t, Out{"status", &contract.StatusPayload{Status: contract.RunStatusStopping, StoppingRequestedAt: stamp(time.Now()), Detail: &why}})
+	}
+	r.finish(t, StopCancelled, "")
 }
 
 // stop cancels the turn of runID: session/cancel, and pending permission requests answered

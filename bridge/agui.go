@@ -110,6 +110,18 @@ func AppendAGUI(b []byte, op *Op, r AGUIRun) []byte {
 		return aguiEnd(b)
 	case OpApprovalRequest, OpApprovalDecision:
 		return appendCustom(b, "approval", op)
+	case OpApprovalReason:
+		b = aguiStart(b, "CUSTOM")
+		b = appendField(b, "name", "sessiond.approval-reason")
+		b = append(b, `,"value":{"approvalId":`...)
+		b = contract.AppendString(b, op.ID)
+		if op.ToolCallID != "" {
+			b = appendField(b, "toolCallId", op.ToolCallID)
+		}
+		b = appendField(b, "status", op.Name)
+		b = appendField(b, "reason", op.Text)
+		b = append(b, '}')
+		return aguiEnd(b)
 	case OpData:
 		if op.Name == "plan" || op.Name == "task" {
 			return b // in STATE_SNAPSHOT (and the plan's steps in STEP_*)

@@ -1,6 +1,9 @@
 package bridge
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // UIStreamHeader and UIStreamVersion are the header the AI SDK's UI message stream protocol
 // sends with every stream, and its value (the protocol's version).
@@ -8,6 +11,56 @@ const (
 	UIStreamHeader  = "x-vercel-ai-ui-message-stream"
 	UIStreamVersion = "v1"
 )
+
+// AIMajorHeader is the request header that names the major version of the AI SDK (npm package
+// ai) the client runs: "6" (the default, when absent) or "7". The stream's chunks are that
+// major's: ai 7 has a chunk for an approval's decision (tool-approval-response) that ai 6's
+// schema refuses. It is a header, not a query parameter, because DefaultChatTransport sends
+// its headers with the resume request too, whose URL it builds from api by appending a path.
+const AIMajorHeader = "X-Sessiond-AI-SDK"
+
+// AIMajor reads the AIMajorHeader's value: 6 or 7 (6 when empty); ok is false for any other.
+func AIMajor(v string) (major int, ok bool) {
+	switch strings.TrimSpace(v) {
+	case "", "6":
+		return 6, true
+	case "7":
+		return 7, true
+	}
+	return 0, false
+}
+
+// UIEncoder returns the writer of the chunks of the AI SDK's major (6 or 7): [AppendUI], or
+// [AppendUI7].
+func UIEncoder(major int) func(b []byte, op *Op) []byte {
+	if major == 7 {
+		return AppendUI7
+	}
+	return AppendUI
+}
+
+// AppendUI7 is [AppendUI] for ai 7: the same chunks, and an approval's decision (and then its
+// reason) as tool-approval-response.
+func AppendUI7(b []byte, op *Op) []byte {
+	if op.Kind != OpApprovalDecision && op.Kind != OpApprovalReason {
+		return AppendUI(b, op)
+	}
+	decision, reason := op.Text, ""
+	if op.Kind == OpApprovalReason {
+		decision, reason = op.Name, op.Text
+	}
+	b = append(b, `data: {"type":"tool-approval-response"`...)
+	b = appendField(b, "approvalId", op.ID)
+	if decision == "approved" {
+		b = append(b, `,"approved":true`...)
+	} else {
+		b = append(b, `,"approved":false`...)
+	}
+	if reason != "" {
+		b = appendField(b, "reason", reason)
+	}
+	return append(b, "}\n\n"...)
+}
 
 // UIDone is the block that ends a UI message stream.
 const UIDone = "data: [DONE]\n\n"
@@ -20,7 +73,8 @@ func UIStart(b []byte, runID string) []byte {
 }
 
 // AppendUI appends the UI message stream chunks of op (protocol v1: each an SSE block
-// "data: {json}"), nothing for ops the protocol has no chunk for.
+// "data: {json}") as ai 6 reads them, nothing for ops the protocol has no chunk for (in ai 6,
+// an approval's decision and its reason).
 func AppendUI(b []byte, op *Op) []byte {
 	start := func(typ string) []byte {
 		b = append(b, `data: {"type":"`...)
@@ -144,6 +198,7 @@ type UIPart struct {
 type UIApproval struct {
 	ID       string `json:"id"`
 	Approved *bool  `json:"approved,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // MarshalJSON encodes the part, or Raw as it was sent.
@@ -161,15 +216,20 @@ func (p UIPart) MarshalJSON() ([]byte, error) {
 type UIHistory struct {
 	fold     *Fold
 	messages []UIMessage
-	cur      *UIMessage // the current run's assistant message
-	curRun   string
-	texts    map[string]int // open text id -> part index in cur
-	reasons  map[string]int
+	runs     map[string]*uiRun // run id -> its assistant message
+	cur      *uiRun            // the run of the last op
+}
+
+// uiRun is a run's assistant message in a [UIHistory]: where it is, and its open parts.
+type uiRun struct {
+	at      int            // index in messages
+	texts   map[string]int // open text id -> part index
+	reasons map[string]int
 }
 
 // NewUIHistory returns an empty history.
 func NewUIHistory() *UIHistory {
-	return &UIHistory{fold: NewFold(""), texts: map[string]int{}, reasons: map[string]int{}}
+	return &UIHistory{fold: NewFold(""), runs: map[string]*uiRun{}}
 }
 
 // Apply folds the next event of the log.
@@ -187,22 +247,30 @@ func (h *UIHistory) Messages() []UIMessage {
 	return h.messages
 }
 
+// assistant returns the run's assistant message, added when the run has none yet. A message
+// that comes while the run goes on (an imported "[Request interrupted…]", a message queued
+// behind the run) is listed after it, and the run's message goes on: one run, one message.
 func (h *UIHistory) assistant(runID string) *UIMessage {
-	if h.cur == nil || h.curRun != runID {
-		h.messages = append(h.messages, UIMessage{ID: runID, Role: "assistant", Parts: []UIPart{}})
-		h.cur, h.curRun = &h.messages[len(h.messages)-1], runID
-		clear(h.texts)
-		clear(h.reasons)
+	r := h.runs[runID]
+	if runID == "" && r != nil && r.at != len(h.messages)-1 {
+		r = nil // events outside a run: a message of their own where they come
 	}
-	return h.cur
+	if r == nil {
+		h.messages = append(h.messages, UIMessage{ID: runID, Role: "assistant", Parts: []UIPart{}})
+		r = &uiRun{at: len(h.messages) - 1, texts: map[string]int{}, reasons: map[string]int{}}
+		h.runs[strings.Clone(runID)] = r
+	}
+	h.cur = r
+	return &h.messages[r.at]
 }
 
 func (h *UIHistory) tool(id string) *UIPart {
 	if h.cur == nil {
 		return nil
 	}
-	for i := len(h.cur.Parts) - 1; i >= 0; i-- {
-		if p := &h.cur.Parts[i]; p.Type == "dynamic-tool" && p.ToolCallID == id {
+	m := &h.messages[h.cur.at]
+	for i := len(m.Parts) - 1; i >= 0; i-- {
+		if p := &m.Parts[i]; p.Type == "dynamic-tool" && p.ToolCallID == id {
 			return p
 		}
 	}
@@ -225,7 +293,6 @@ func (h *UIHistory) op(runID string, op *Op) {
 			return
 		}
 		h.messages = append(h.messages, m)
-		h.cur = nil
 		return
 	}
 	if op.Kind == OpStepStart || op.Kind == OpStepEnd || op.Kind == OpState {
@@ -234,26 +301,26 @@ func (h *UIHistory) op(runID string, op *Op) {
 	m := h.assistant(runID)
 	switch op.Kind {
 	case OpTextStart, OpReasoningStart:
-		typ, open := "text", h.texts
+		typ, open := "text", h.cur.texts
 		p := UIPart{Type: "text", Text: new(string), State: "streaming"}
 		if op.Kind == OpReasoningStart {
-			typ, open = "reasoning", h.reasons
+			typ, open = "reasoning", h.cur.reasons
 			p = UIPart{Type: typ, ID: op.ID, Text: new(string), State: "streaming"}
 		}
 		open[op.ID] = len(m.Parts)
 		m.Parts = append(m.Parts, p)
 	case OpTextDelta, OpReasoningDelta:
-		open := h.texts
+		open := h.cur.texts
 		if op.Kind == OpReasoningDelta {
-			open = h.reasons
+			open = h.cur.reasons
 		}
 		if i, ok := open[op.ID]; ok {
 			*m.Parts[i].Text += op.Text
 		}
 	case OpTextEnd, OpReasoningEnd:
-		open := h.texts
+		open := h.cur.texts
 		if op.Kind == OpReasoningEnd {
-			open = h.reasons
+			open = h.cur.reasons
 		}
 		if i, ok := open[op.ID]; ok {
 			m.Parts[i].State = "done"
@@ -292,6 +359,10 @@ func (h *UIHistory) op(runID string, op *Op) {
 			if p.State == "approval-requested" {
 				p.State = "approval-responded"
 			}
+		}
+	case OpApprovalReason:
+		if p := h.tool(op.ToolCallID); p != nil && p.Approval != nil && p.Approval.ID == op.ID {
+			p.Approval.Reason = op.Text
 		}
 	case OpData:
 		typ := "data-" + op.Name

@@ -46,6 +46,11 @@ const (
 	// OpApprovalDecision is the decision on an approval of an announced tool call (ID =
 	// approvalId, ToolCallID, Text = "approved" or "rejected", Raw = the payload).
 	OpApprovalDecision
+	// OpApprovalReason is the reason a person gave for the decision on the approval ID of the
+	// tool call ToolCallID (Text = the reason, Name = the decision): the detail of the running
+	// status the approval command appends with the decision (the approval event has no room
+	// for it), so it follows OpApprovalDecision.
+	OpApprovalReason
 	// OpStepStart is a plan step that started running (ID = the step id, Name = its title).
 	OpStepStart
 	// OpStepEnd is a started plan step that ended (ID, Name as for OpStepStart).
@@ -106,6 +111,10 @@ type Fold struct {
 	order     []string               // open steps in the order they started
 	pending   []Approval             // approvals requested and not decided
 	lastError *contract.ErrorPayload // the run's last error (code, message)
+	decided   *Approval              // the decision of the event just folded, if it was one
+	decision  string                 // its status
+	stopping  map[string]string      // active run -> the reason its stop gave
+	waiting   bool                   // the last status of the run followed is waiting_approval
 	plan      json.RawMessage
 	tasks     []json.RawMessage
 	taskIndex map[string]int
@@ -122,7 +131,7 @@ type toolState struct {
 // NewFold returns a fold of the run runID ("" for every run: history).
 func NewFold(runID string) *Fold {
 	return &Fold{run: runID, tools: map[string]*toolState{},
-		steps: map[string]string{}, taskIndex: map[string]int{}}
+		steps: map[string]string{}, taskIndex: map[string]int{}, stopping: map[string]string{}}
 }
 
 // Cut forgets what the client of a new stream cannot know to be open: the texts, reasonings
@@ -146,6 +155,11 @@ func (f *Fold) Apply(e *Event) []Op {
 	f.ops = f.ops[:0]
 	if f.run != "" && e.RunID != f.run {
 		return nil
+	}
+	decided := f.decided
+	f.decided = nil
+	if decided != nil && e.Type == "status" && e.Status == contract.RunStatusRunning && e.Detail != nil {
+		f.emit(Op{Kind: OpApprovalReason, ID: decided.ApprovalID, ToolCallID: decided.ToolCallID, Name: f.decision, Text: *e.Detail})
 	}
 	switch e.Type {
 	case "message":
@@ -297,6 +311,10 @@ func (f *Fold) approval(p *Event) {
 			break
 		}
 	}
+	if p.Status == "approved" || p.Status == "rejected" {
+		f.decided = &Approval{ApprovalID: strings.Clone(p.ID), ToolCallID: strings.Clone(p.ToolCallID)}
+		f.decision = p.Status
+	}
 	if t := f.tools[p.ToolCallID]; p.ToolCallID != "" && t != nil && (p.Status == "approved" || p.Status == "rejected") {
 		f.emit(Op{Kind: OpApprovalDecision, ID: p.ID, ToolCallID: p.ToolCallID, Text: p.Status, Raw: p.payloadOrData(), Event: p.Data})
 		return
@@ -389,7 +407,12 @@ func (f *Fold) closeAll() {
 }
 
 func (f *Fold) status(p *Event) {
+	f.waiting = p.Status == contract.RunStatusWaitingApproval
 	switch p.Status {
+	case "stopping":
+		if p.Detail != nil {
+			f.stopping[strings.Clone(p.RunID)] = strings.Clone(*p.Detail)
+		}
 	case "waiting_approval":
 		f.closeAll()
 		f.emit(Op{Kind: OpRunWaiting, Approvals: append([]Approval(nil), f.pending...)})
@@ -398,7 +421,9 @@ func (f *Fold) status(p *Event) {
 		f.emit(Op{Kind: OpRunCompleted})
 	case "stopped":
 		f.closeAll()
-		op := Op{Kind: OpRunStopped}
+		// The reason is the stop's (the stopping status's detail), unless the runtime
+		// that confirmed the stop gave one of its own.
+		op := Op{Kind: OpRunStopped, Text: f.stopping[p.RunID]}
 		if p.Detail != nil {
 			op.Text = *p.Detail
 		}
@@ -416,7 +441,18 @@ func (f *Fold) status(p *Event) {
 	}
 	if contract.IsTerminal(p.Status) {
 		f.pending = nil
+		delete(f.stopping, p.RunID)
 	}
+}
+
+// Waiting returns the approvals the run waits for when the last status the fold read of it
+// is waiting_approval (a stream that starts while the run waits offers them: [OpRunWaiting]),
+// else nil.
+func (f *Fold) Waiting() []Approval {
+	if !f.waiting || len(f.pending) == 0 {
+		return nil
+	}
+	return append([]Approval(nil), f.pending...)
 }
 
 // Ends reports whether op ends a run's stream: the run finished, or waits for a person.

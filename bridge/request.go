@@ -45,8 +45,7 @@ func (r *ChatRequest) Check(sid string) []Problem {
 	}
 	switch r.Trigger {
 	case "submit-message":
-	case "regenerate-message":
-		probs = append(probs, Problem{"/trigger", "regenerate-message is not supported: send the message again, or a resume command (POST /v1/sessions/{id}/commands)"})
+	case "regenerate-message": // well-formed, but asks for what sessiond does not do: Unsupported
 	default:
 		probs = append(probs, Problem{"/trigger", fmt.Sprintf("trigger %q must be submit-message", r.Trigger)})
 	}
@@ -71,6 +70,16 @@ func (r *ChatRequest) Check(sid string) []Problem {
 		probs = append(probs, Problem{p + "/id", "must not be empty"})
 	}
 	return probs
+}
+
+// Unsupported returns what a well-formed chat request asks for that sessiond does not do
+// (nil when nothing): regenerate() (trigger regenerate-message), since none of the contract's
+// commands means "replace this answer".
+func (r *ChatRequest) Unsupported() []Problem {
+	if r.Trigger == "regenerate-message" {
+		return []Problem{{"/trigger", "regenerate-message is not supported: no command replaces an answer; send the message again (a new run in the same chat), or send a command yourself (POST /v1/sessions/{id}/commands)"}}
+	}
+	return nil
 }
 
 // Decision is an approval answered in a client: the approval's id and the decision.
@@ -310,9 +319,10 @@ func (s *Service) submitted(ctx context.Context, sid, messageID string, parts []
 }
 
 // Decide answers approvals through approval commands (idempotent by the approval id) and
-// returns the run they belong to and the sequence of the last decision in the log (the
-// stream that continues the run starts after it). An approval already decided the same way
-// is answered from the log.
+// returns the run they belong to and the sequence just before the last decision in the log:
+// the stream that continues the run starts with that decision (and its reason), so that what
+// a person decided reaches the stream as it reaches history. An approval already decided is
+// answered from the log.
 func (s *Service) Decide(ctx context.Context, sid string, ds []Decision) (runID string, cut int64, err error) {
 	cut = -1
 	for _, d := range ds {
@@ -338,7 +348,7 @@ func (s *Service) decide(ctx context.Context, sid string, d Decision) (string, i
 		return "", 0, &RequestError{Code: contract.CodeApprovalNotFound, Message: fmt.Sprintf("approval %q was never requested in session %q", d.ApprovalID, sid)}
 	}
 	if seq >= 0 { // already decided
-		return runID, seq, nil
+		return runID, seq - 1, nil
 	}
 	for attempt := 0; attempt < 10; attempt++ {
 		last, err := s.Svc.LastSequence(ctx, sid)
@@ -361,11 +371,11 @@ func (s *Service) decide(ctx context.Context, sid string, d Decision) (string, i
 			}
 			return "", 0, &RequestError{Code: res.Error.Code, Message: res.Error.Message}
 		}
-		if res.AcceptedSequence != nil {
-			return runID, *res.AcceptedSequence, nil
+		if res.AcceptedSequence != nil { // the last of the command's events (the decision first)
+			return runID, *res.AcceptedSequence - int64(len(res.ResultEventIDs)), nil
 		}
 		_, seq, _, err := s.findApproval(ctx, sid, d.ApprovalID)
-		return runID, seq, err
+		return runID, seq - 1, err
 	}
 	return "", 0, &RequestError{Code: contract.CodeCommandExecutionFailed, Message: "the session kept changing while the approval was applied; send it again"}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/contract"
 )
@@ -149,10 +150,32 @@ type ccStream struct {
 type ccPending struct {
 	id, ts string
 	line   int
-	parts  []contract.RawJSON
+	parts  []contract.RawJSON // the parts not written yet
 	usage  *ccUsage
-	// the thinking blocks and tool calls are written as their lines come; the text is
-	// written once, when the message ends.
+	// The thinking blocks and tool calls are written as their lines come; the text between
+	// them is written (an append to the message) before the next of them, so that the events
+	// keep the content's order, and what is left when the message ends.
+	partsLine int    // the line of parts' first part
+	partsTS   string // its timestamp
+	lastTS    string // the timestamp of the message's last line
+	written   bool   // some of its parts were written already
+	segments  int    // how many appends writeParts made (their ids are apart)
+}
+
+// writeParts writes the message's parts not written yet, before the block of the current
+// line that follows them: an append of the message, still streaming.
+func (s *ccStream) writeParts() {
+	p := s.pending
+	if p == nil || len(p.parts) == 0 {
+		return
+	}
+	line, k := s.b.line, s.b.k
+	s.b.at(p.partsLine)
+	s.b.k = 200 + p.segments // apart from the events the line has (and the message's end, at 100)
+	p.segments++
+	s.b.add(p.partsTS, "message", &contract.MessagePayload{MessageID: p.id, Role: "assistant", Operation: "append", Parts: p.parts, Status: "streaming"}, true)
+	s.b.line, s.b.k = line, k
+	p.parts, p.written = nil, true
 }
 
 // ParseClaudeCode reads a Claude Code session file. name is the file's path (its base name
@@ -536,12 +559,22 @@ func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
 	if m.Usage != nil {
 		p.usage = m.Usage // every fragment repeats the message's usage: counted once
 	}
+	if _, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
+		p.lastTS = l.Timestamp
+	}
+	keep := func(part contract.RawJSON) {
+		if len(p.parts) == 0 {
+			p.partsLine, p.partsTS = n, l.Timestamp
+		}
+		p.parts = append(p.parts, part)
+	}
 	thought := 0
 	for _, b := range bs {
 		switch b.Type {
 		case "text":
-			p.parts = append(p.parts, textPart(b.Text))
+			keep(textPart(b.Text))
 		case "thinking", "redacted_thinking":
+			s.writeParts()
 			thought++
 			text := b.Thinking
 			if b.Type == "redacted_thinking" {
@@ -549,6 +582,7 @@ func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
 			}
 			s.b.add(l.Timestamp, "reasoning", &contract.ReasoningPayload{ReasoningID: id + "-thinking-" + strconv.Itoa(n) + "-" + strconv.Itoa(thought), Text: text, Status: "completed"}, true)
 		case "tool_use":
+			s.writeParts()
 			b.ID = ref(b.ID)
 			t := &contract.ToolPayload{ToolCallID: b.ID, ToolName: b.Name, Status: "running", Input: contract.RawJSON(b.Input), StartedAt: s.b.stamp(l.Timestamp)}
 			if len(t.Input) == 0 {
@@ -566,7 +600,7 @@ func (s *ccStream) assistant(rep *Report, n int, l *ccLine, m *ccMessage) {
 			s.b.add(l.Timestamp, "tool", &cp, true)
 		default:
 			raw, _ := json.Marshal(b)
-			p.parts = append(p.parts, raw)
+			keep(raw)
 		}
 	}
 	s.leafRun[l.UUID] = s.b.run.id
@@ -588,18 +622,32 @@ func (s *ccStream) flush(rep *Report) {
 	line := s.b.line
 	s.b.at(p.line)
 	s.b.k = 100 // after the events this line already has
-	if len(p.parts) > 0 || (s.b.run != nil && s.b.run.source == p.id) {
-		// (A message that started its run is written even without text: the run names it.)
+	// The message's end: what is left of its parts, when it has parts left, or when some were
+	// written (they are completed), or when it started its run (the run names it). It comes
+	// after the message's last block, at the time of the last of its parts, or of its last line.
+	ts := p.ts
+	if p.written {
+		ts = p.lastTS
+	}
+	if len(p.parts) > 0 {
+		s.b.at(p.partsLine)
+		s.b.k = 100
+		ts = p.partsTS
+	}
+	if len(p.parts) > 0 || p.written || (s.b.run != nil && s.b.run.source == p.id) {
 		parts := p.parts
 		if parts == nil {
 			parts = []contract.RawJSON{}
 		}
-		s.b.add(p.ts, "message", &contract.MessagePayload{MessageID: p.id, Role: "assistant", Operation: "append", Parts: parts, Status: "completed"}, true)
+		s.b.add(ts, "message", &contract.MessagePayload{MessageID: p.id, Role: "assistant", Operation: "append", Parts: parts, Status: "completed"}, true)
+	}
+	if p.lastTS != "" {
+		ts = p.lastTS
 	}
 	if u := p.usage; u != nil && !s.usageByMsg[p.id] {
 		s.usageByMsg[p.id] = true
 		in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-		s.b.add(p.ts, "usage", &contract.UsagePayload{InputTokens: tokens(in, 0), OutputTokens: tokens(u.OutputTokens, 0), TotalTokens: tokens(in+u.OutputTokens, 0)}, true)
+		s.b.add(ts, "usage", &contract.UsagePayload{InputTokens: tokens(in, 0), OutputTokens: tokens(u.OutputTokens, 0), TotalTokens: tokens(in+u.OutputTokens, 0)}, true)
 	}
 	s.b.at(line)
 }

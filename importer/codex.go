@@ -39,6 +39,9 @@ type cxPayload struct {
 	Input     string          `json:"input"`
 	CallID    string          `json:"call_id"`
 	Output    json.RawMessage `json:"output"`
+	// web_search_call (raw: other lines' status may be of another kind)
+	Status json.RawMessage `json:"status"`
+	Action json.RawMessage `json:"action"`
 	// event_msg
 	Message          string          `json:"message"`
 	Text             string          `json:"text"`
@@ -349,6 +352,35 @@ func (x *cxReader) item(n int, l *cxLine, p *cxPayload) {
 		for _, d := range patchDiffs(patchText(p)) {
 			b.add(l.Timestamp, "diff", d, true)
 		}
+		rep.Mapped++
+	case "web_search_call":
+		// A search the model ran itself: a tool call named web_search whose input is the
+		// action (the query, or the page opened); the file has no output for it.
+		id := ref(p.ID)
+		if id == "" {
+			id = "web-search-" + strconv.Itoa(n)
+		}
+		if b.run == nil {
+			b.startRun(l.Timestamp, "run-"+strconv.Itoa(n), "call-"+id)
+		}
+		input := contract.RawJSON(p.Action)
+		if len(input) == 0 || string(input) == "null" {
+			input = contract.RawJSON(`{}`)
+		}
+		ts := b.stamp(l.Timestamp)
+		t := &contract.ToolPayload{ToolCallID: id, ToolName: "web_search", Status: "running", Input: input, StartedAt: ts}
+		switch string(p.Status) {
+		case `"completed"`:
+			t.Status, t.CompletedAt = "completed", ts
+			x.results[id] = true
+		case `"failed"`:
+			msg := "the web search failed"
+			t.Status, t.CompletedAt, t.Error = "failed", ts, &msg
+			x.results[id] = true
+		}
+		x.tools[id] = t
+		cp := *t
+		b.add(l.Timestamp, "tool", &cp, true)
 		rep.Mapped++
 	case "function_call_output", "custom_tool_call_output":
 		p.CallID = ref(p.CallID)

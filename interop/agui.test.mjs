@@ -72,7 +72,16 @@ test('an approval interrupts the run, and resume[] answers it', async () => {
   assert.equal(interrupt.toolCallId, `tool-run-${id}`);
   assert.equal(agent.pendingInterrupts.length, 1);
 
-  const second = await run(agent, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true } }] });
+  // A reloaded tab, with nothing new to send, learns of the pending approval and its run ends.
+  const reloaded = agentFor(sid);
+  const again = await run(reloaded);
+  assert.deepEqual(types(again), ['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
+  assert.deepEqual(again.at(-1).outcome, finished.outcome);
+  assert.equal(reloaded.pendingInterrupts.length, 1);
+
+  const second = await run(agent, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true, reason: 'looks safe' } }] });
+  const why = second.find((e) => e.type === 'CUSTOM' && e.name === 'sessiond.approval-reason');
+  assert.deepEqual(why?.value, { approvalId: interrupt.id, toolCallId: interrupt.toolCallId, status: 'approved', reason: 'looks safe' });
   const ts = types(second);
   assert.equal(ts[0], 'RUN_STARTED');
   assert.equal(ts[1], 'MESSAGES_SNAPSHOT');

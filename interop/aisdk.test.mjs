@@ -3,7 +3,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
+import * as ai7 from 'ai7';
 import { base, createSession, newId, json, getJSON, waitRun } from './helpers.mjs';
+
+// Both majors of the AI SDK, each its own package: ai 7 names itself with the header
+// X-Sessiond-AI-SDK (docs/bridges.md), ai 6 sends nothing (the default).
+const majors = [
+  { major: 6, Transport: DefaultChatTransport, read: readUIMessageStream, headers: undefined },
+  { major: 7, Transport: ai7.DefaultChatTransport, read: ai7.readUIMessageStream, headers: { 'X-Sessiond-AI-SDK': '7' } },
+];
 
 const transport = (sid) => new DefaultChatTransport({ api: `${base}/v1/sessions/${sid}/chat` });
 const userMessage = (text) => ({ id: newId(), role: 'user', parts: [{ type: 'text', text }] });
@@ -115,7 +123,7 @@ test('stop stops the run through the stop command', async () => {
   const types = [];
   let stopped = false;
   for await (const chunk of stream) {
-    types.push(chunk.type);
+    types.push(chunk);
     if (!stopped && chunk.type === 'tool-output-available') {
       stopped = true;
       const res = await fetch(`${base}/v1/sessions/${sid}/chat/stop`, { method: 'POST' });
@@ -126,7 +134,53 @@ test('stop stops the run through the stop command', async () => {
     }
   }
   assert.ok(stopped);
-  assert.deepEqual(types.slice(-2), ['abort', 'finish']);
+  assert.deepEqual(types.slice(-2).map((c) => c.type), ['abort', 'finish']);
+  assert.equal(types.at(-2).reason, 'stopped from the chat', 'the abort chunk carries the stop\'s reason');
   await waitRun(sid, `run-${user.id}`, 'stopped');
   assert.equal(await t.reconnectToStream({ chatId: sid }), null);
 });
+
+// agreeAI6 is what ai 6 can agree on with history: ai 6 has no chunk for an approval's
+// decision, so a tool part's approval is compared by its id alone (docs/bridges.md).
+const agreeAI6 = (m) => {
+  const c = json(m);
+  for (const p of c.parts) if (p.approval) p.approval = { id: p.approval.id };
+  return c;
+};
+
+for (const { major, Transport, read, headers } of majors) {
+  test(`ai ${major}: a run replayed after its approval agrees with history, the reason included`, async () => {
+    const sid = await createSession('echoslow');
+    const t = new Transport({ api: `${base}/v1/sessions/${sid}/chat`, headers });
+    const readAll = async (stream, message) => {
+      let last;
+      for await (const m of read({ stream, message, terminateOnError: true })) last = m;
+      return last;
+    };
+    const user = userMessage('say hello');
+    const first = await readAll(await t.sendMessages({ chatId: sid, messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }));
+    const answered = structuredClone(first);
+    const part = answered.parts.find((p) => p.type === 'dynamic-tool');
+    assert.equal(part.state, 'approval-requested');
+    part.state = 'approval-responded';
+    part.approval = { id: part.approval.id, approved: true, reason: 'looks safe' };
+    const live = t.sendMessages({ chatId: sid, messages: [user, answered], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const liveDone = live.then((stream) => readAll(stream, structuredClone(answered)));
+    await waitRun(sid, first.id, 'running');
+    // A fresh tab resumes the run after its approval: the stream replays it from its start.
+    const resumed = await t.reconnectToStream({ chatId: sid });
+    assert.ok(resumed, 'the run is active (echoslow streams for seconds)');
+    const replayed = await readAll(resumed);
+    const done = await liveDone;
+    await waitRun(sid, first.id, 'completed');
+    const history = (await getJSON(`/v1/sessions/${sid}/chat`)).messages;
+    assert.equal(history.length, 2);
+    assert.deepEqual(history[1].parts.find((p) => p.type === 'dynamic-tool').approval, { id: part.approval.id, approved: true, reason: 'looks safe' });
+    assert.deepEqual(json(done), history[1], 'the live stream agrees with history');
+    if (major === 7) {
+      assert.deepEqual(json(replayed), history[1], 'the replay agrees with history');
+    } else {
+      assert.deepEqual(agreeAI6(replayed), agreeAI6(history[1]), 'the replay agrees with history but for the decision');
+    }
+  });
+}

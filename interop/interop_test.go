@@ -15,17 +15,21 @@ import (
 	"github.com/sessiond/sessiond/internal/testenv"
 )
 
-// TestRealClients starts the real sessiond binary and two example workers (echoagent, which
-// asks for approval before its tool call, and one claiming the sessions of agent "echoquick"
-// with --skip-approval), then runs the Node tests of this directory with node --test: the AI
-// SDK's DefaultChatTransport and readUIMessageStream, and AG-UI's HttpAgent, unmodified.
+// TestRealClients starts the real sessiond binary and three example workers (echoagent, which
+// asks for approval before its tool call; one claiming the sessions of agent "echoquick" with
+// --skip-approval; one claiming "echoslow", which asks and then streams for seconds), then
+// runs the Node tests of this directory with node --test: the AI SDK's DefaultChatTransport
+// and readUIMessageStream of both majors (ai 6 as ai, ai 7 as ai7), and AG-UI's HttpAgent,
+// unmodified; differential.test.mjs runs 200 generated sessions per bridge
+// (SESSIOND_DIFF_SESSIONS sets another number) whose live, resumed and history views must agree.
 func TestRealClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes and Node: skipped with -short")
 	}
 	node := testenv.Need(t, "node", "it runs the AI SDK and AG-UI clients", "apt-get install nodejs npm")
 	pkgs := testenv.NpmPackages(t, ".")
-	for _, f := range []string{"aisdk.test.mjs", "agui.test.mjs", "helpers.mjs"} {
+	files := []string{"aisdk.test.mjs", "agui.test.mjs", "differential.test.mjs"}
+	for _, f := range append(files, "helpers.mjs") {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -51,6 +55,7 @@ func TestRealClients(t *testing.T) {
 	for _, args := range [][]string{
 		{"--agent", "echoagent", "--tick", "20ms", "--chunks", "5"},
 		{"--agent", "echoquick", "--skip-approval", "--tick", "50ms", "--chunks", "60"},
+		{"--agent", "echoslow", "--tick", "50ms", "--chunks", "40"},
 	} {
 		cmd := exec.Command(filepath.Join(bin, "echoagent"), append([]string{"--server", url}, args...)...)
 		cmd.Stderr = agentLog
@@ -59,9 +64,9 @@ func TestRealClients(t *testing.T) {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	test := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "aisdk.test.mjs", "agui.test.mjs")
+	test := exec.CommandContext(ctx, node, append([]string{"--test", "--test-concurrency=1"}, files...)...)
 	test.Dir = pkgs
 	test.Env = append(os.Environ(), "SESSIOND_URL="+url)
 	out, err := test.CombinedOutput()

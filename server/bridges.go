@@ -81,8 +81,18 @@ func problemsError(what string, probs []bridge.Problem) *api.Error {
 // the client become approval commands; the answer is the run's UI message stream.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
+	major, ok := aiMajor(w, r)
+	if !ok {
+		return
+	}
 	var req bridge.ChatRequest
 	if !s.decodeChecked(w, r, sid, "chat request", &req) {
+		return
+	}
+	if probs := req.Unsupported(); len(probs) > 0 {
+		e := problemsError("chat request", probs)
+		e.Code = contract.CodeCommandNotSupported
+		writeError(w, e)
 		return
 	}
 	bs := s.bridges()
@@ -107,13 +117,28 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, bridgeError(err, sid))
 		return
 	}
-	s.streamRun(w, r, sid, runID, after, cut, uiProtocol(runID))
+	s.streamRun(w, r, sid, runID, after, cut, uiProtocol(runID, major))
+}
+
+// aiMajor reads the AI SDK major the client names in bridge.AIMajorHeader (6 without it); a
+// value that is neither 6 nor 7 is refused, naming the header.
+func aiMajor(w http.ResponseWriter, r *http.Request) (int, bool) {
+	v := r.Header.Get(bridge.AIMajorHeader)
+	major, ok := bridge.AIMajor(v)
+	if !ok {
+		writeError(w, api.Errorf(api.CodeMalformed, "header %s is %q: it names the major version of the AI SDK the client runs, 6 (the default) or 7", bridge.AIMajorHeader, v))
+	}
+	return major, ok
 }
 
 // handleChatResume serves the AI SDK's reconnect: 204 without an active run, else the active
 // run's stream replayed from its start, then live.
 func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 	sid, chat := r.PathValue("id"), r.PathValue("chatId")
+	major, ok := aiMajor(w, r)
+	if !ok {
+		return
+	}
 	if chat != sid {
 		writeError(w, api.Errorf(api.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
 		return
@@ -127,7 +152,7 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	s.streamRun(w, r, sid, run.RunID, -1, -1, uiProtocol(run.RunID))
+	s.streamRun(w, r, sid, run.RunID, -1, -1, uiProtocol(run.RunID, major))
 }
 
 // handleChatHistory answers the chat's UIMessages folded from the log.
@@ -253,11 +278,11 @@ type protocol struct {
 	closing string
 }
 
-func uiProtocol(runID string) *protocol {
+func uiProtocol(runID string, major int) *protocol {
 	return &protocol{
 		header:  [2]string{bridge.UIStreamHeader, bridge.UIStreamVersion},
 		opening: func(b []byte) []byte { return bridge.UIStart(b, runID) },
-		op:      bridge.AppendUI,
+		op:      bridge.UIEncoder(major),
 		closing: bridge.UIDone,
 	}
 }
@@ -368,19 +393,25 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			ops := fold.Apply(e)
 			for j := range ops {
 				op := &ops[j]
-				buf = p.op(buf, op)
-				if !op.Ends() {
-					continue
-				}
 				if op.Kind == bridge.OpRunWaiting && (i < len(evs)-1 || !s.stillWaiting(r, sid, runID)) {
-					continue // the approval was answered already: the run goes on
+					continue // the approval was answered already: the run goes on, and so does the stream
 				}
+				buf = p.op(buf, op)
+				if op.Ends() {
+					finish()
+					return
+				}
+			}
+		}
+		if cursor >= cut && !opened {
+			open()
+			// A stream that starts while the run waits for a person (a reloaded tab) offers
+			// what it waits for, as the stream that saw the run start waiting did.
+			if pending := fold.Waiting(); pending != nil && s.stillWaiting(r, sid, runID) {
+				buf = p.op(buf, &bridge.Op{Kind: bridge.OpRunWaiting, Approvals: pending})
 				finish()
 				return
 			}
-		}
-		if cursor >= cut {
-			open()
 		}
 		if len(buf) > 0 {
 			if !sw.flush(buf) {

@@ -3,7 +3,9 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,9 +108,23 @@ func TestChatRunWithApproval(t *testing.T) {
 	}
 
 	// The client answers the approval: the assistant message with the tool part responded.
-	assistant := `{"id":"run-m1","role":"assistant","parts":[{"type":"dynamic-tool","toolName":"shell","toolCallId":"t1","state":"approval-responded","input":{"cmd":"ls"},"approval":{"id":"ap1","approved":true}}]}`
+	assistant := `{"id":"run-m1","role":"assistant","parts":[{"type":"dynamic-tool","toolName":"shell","toolCallId":"t1","state":"approval-responded","input":{"cmd":"ls"},"approval":{"id":"ap1","approved":true,"reason":"looks safe"}}]}`
 	second := b.async(t, "POST", "/v1/sessions/S-chat/chat", `{"id":"S-chat","messages":[`+user+`,`+assistant+`],"trigger":"submit-message"}`)
 	b.waitSequence(t, sid, 8) // the decision and running
+	// Replays of the run that went through the approval, for each AI SDK major: no finish
+	// mid-stream; ai 7 gets the decision and its reason.
+	replay := map[string]*http.Response{}
+	for _, major := range []string{"6", "7"} {
+		req, err := http.NewRequest("GET", b.ts.URL+"/v1/sessions/S-chat/chat/S-chat/stream", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Sessiond-AI-SDK", major)
+		if replay[major], err = b.ts.Client().Do(req); err != nil { // the stream has started
+			t.Fatal(err)
+		}
+		defer replay[major].Body.Close()
+	}
 	b.appendAll(t, sid,
 		runtimeEvent(sid, run, 7, "tool", `{"toolCallId":"t1","toolName":"shell","status":"completed","output":"a b"}`),
 		runtimeEvent(sid, run, 8, "message", `{"messageId":"a1","role":"assistant","operation":"append","parts":[{"type":"text","text":"done"}],"status":"completed"}`),
@@ -128,6 +144,16 @@ func TestChatRunWithApproval(t *testing.T) {
 	if got := dataLines(resp.body); strings.Join(got, "\n") != strings.Join(want2, "\n") {
 		t.Fatalf("continuation:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want2, "\n"))
 	}
+	decision := []string{
+		`{"type":"tool-approval-response","approvalId":"ap1","approved":true}`,
+		`{"type":"tool-approval-response","approvalId":"ap1","approved":true,"reason":"looks safe"}`,
+	}
+	for major, chunks := range map[string][][]string{"6": {want[:10], want2[1:]}, "7": {want[:10], decision, want2[1:]}} {
+		body, _ := io.ReadAll(replay[major].Body)
+		if got, w := strings.Join(dataLines(string(body)), "\n"), strings.Join(slices.Concat(chunks...), "\n"); replay[major].StatusCode != http.StatusOK || got != w {
+			t.Fatalf("replay for ai %s: %d\n%s\nwant:\n%s", major, replay[major].StatusCode, got, w)
+		}
+	}
 
 	// History: the user's message and the run's message, as the client holds them.
 	hist := b.do(t, "GET", "/v1/sessions/S-chat/chat", "", "")
@@ -137,7 +163,7 @@ func TestChatRunWithApproval(t *testing.T) {
 	if err := json.Unmarshal([]byte(hist.body), &h); err != nil || len(h.Messages) != 2 {
 		t.Fatalf("history: %s", hist.body)
 	}
-	wantAssistant := `{"id":"run-m1","role":"assistant","parts":[{"type":"reasoning","id":"r1","text":"think","state":"done"},{"type":"text","text":"Hello \"you\"\n","state":"done"},{"type":"dynamic-tool","state":"output-available","toolName":"shell","toolCallId":"t1","input":{"cmd":"ls"},"output":"a b","approval":{"id":"ap1","approved":true}},{"type":"text","text":"done","state":"done"},{"type":"data-terminal","data":{"terminalId":"t1","stream":"stdout","chunk":"a b"}}]}`
+	wantAssistant := `{"id":"run-m1","role":"assistant","parts":[{"type":"reasoning","id":"r1","text":"think","state":"done"},{"type":"text","text":"Hello \"you\"\n","state":"done"},{"type":"dynamic-tool","state":"output-available","toolName":"shell","toolCallId":"t1","input":{"cmd":"ls"},"output":"a b","approval":{"id":"ap1","approved":true,"reason":"looks safe"}},{"type":"text","text":"done","state":"done"},{"type":"data-terminal","data":{"terminalId":"t1","stream":"stdout","chunk":"a b"}}]}`
 	if string(h.Messages[0]) != user || string(h.Messages[1]) != wantAssistant {
 		t.Fatalf("history:\n%s\n%s\nwant:\n%s\n%s", h.Messages[0], h.Messages[1], user, wantAssistant)
 	}
@@ -197,6 +223,20 @@ func TestAGUIRunWithInterrupt(t *testing.T) {
 		t.Fatalf("first run: %s", resp.body)
 	}
 
+	// A reloaded tab (nothing new to send) while the run waits: the snapshot, then the
+	// interrupt it waits for, and the stream ends.
+	reload := b.async(t, "POST", "/v1/sessions/S-agui/agui", strings.Replace(in, `"c1"`, `"c1b"`, 1))
+	select {
+	case r := <-reload:
+		got := dataLines(r.body)
+		if strings.Join(types(r.body), " ") != "RUN_STARTED MESSAGES_SNAPSHOT RUN_FINISHED" ||
+			got[2] != strings.Replace(lines[len(lines)-1], `"c1"`, `"c1b"`, 1) {
+			t.Fatalf("reload while waiting:\n%s", r.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reload while waiting: the stream did not end with the pending interrupt")
+	}
+
 	resume := `{"threadId":"S-agui","runId":"c2","messages":[{"id":"u1","role":"user","content":"hi"}],"resume":[{"interruptId":"ap1","status":"resolved","payload":{"approved":true}}]}`
 	second := b.async(t, "POST", "/v1/sessions/S-agui/agui", resume)
 	b.waitSequence(t, sid, 8)
@@ -205,12 +245,12 @@ func TestAGUIRunWithInterrupt(t *testing.T) {
 		runtimeEvent(sid, run, 8, "status", `{"status":"completed","completedAt":"2026-03-01T12:00:01Z","durationMs":1000}`))
 	resp = <-second
 	lines = dataLines(resp.body)
-	want2 := "RUN_STARTED MESSAGES_SNAPSHOT TOOL_CALL_RESULT RUN_FINISHED"
+	want2 := "RUN_STARTED MESSAGES_SNAPSHOT CUSTOM TOOL_CALL_RESULT RUN_FINISHED"
 	if got := strings.Join(types(resp.body), " "); got != want2 {
 		t.Fatalf("resumed run: %s\nwant %s\n%s", got, want2, resp.body)
 	}
-	if lines[2] != `{"type":"TOOL_CALL_RESULT","messageId":"result-t1","toolCallId":"t1","content":"{\"files\":2}","role":"tool"}` {
-		t.Fatalf("tool result: %s", lines[2])
+	if lines[3] != `{"type":"TOOL_CALL_RESULT","messageId":"result-t1","toolCallId":"t1","content":"{\"files\":2}","role":"tool"}` {
+		t.Fatalf("tool result: %s", lines[3])
 	}
 	msgs := b.do(t, "GET", "/v1/sessions/S-agui/agui/messages", "", "")
 	wantMsgs := `{"messages":[{"id":"u1","role":"user","content":"hi"},{"id":"a1","role":"assistant","content":"ok"},{"id":"t1","role":"assistant","toolCalls":[{"id":"t1","type":"function","function":{"name":"shell","arguments":"{\"cmd\":\"ls\"}"}}]},{"id":"result-t1","role":"tool","content":"{\"files\":2}","toolCallId":"t1"}]}` + "\n"
@@ -236,7 +276,7 @@ func TestBridgeRefusals(t *testing.T) {
 		{"chat id is not the session", "POST", "/v1/sessions/S-r/chat", `{"id":"other","messages":[{"id":"m","role":"user","parts":["x"]}],"trigger":"submit-message"}`, 422, "CONTRACT_VIOLATION", "chat request"},
 		{"unknown member", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[],"trigger":"submit-message","model":"x"}`, 422, "CONTRACT_VIOLATION", "model"},
 		{"no messages", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[],"trigger":"submit-message"}`, 422, "CONTRACT_VIOLATION", "chat request"},
-		{"regenerate", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[{"id":"m","role":"user","parts":["x"]}],"trigger":"regenerate-message"}`, 422, "CONTRACT_VIOLATION", "chat request"},
+		{"regenerate", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[{"id":"m","role":"user","parts":["x"]}],"trigger":"regenerate-message"}`, 422, "COMMAND_NOT_SUPPORTED", "chat request"},
 		{"assistant without approvals", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[{"id":"m","role":"assistant","parts":[]}],"trigger":"submit-message"}`, 422, "CONTRACT_VIOLATION", "chat request"},
 		{"approval never requested", "POST", "/v1/sessions/S-r/chat", `{"id":"S-r","messages":[{"id":"m","role":"assistant","parts":[{"type":"dynamic-tool","state":"approval-responded","approval":{"id":"nope","approved":true}}]}],"trigger":"submit-message"}`, 404, "APPROVAL_NOT_FOUND", "never requested"},
 		{"unknown session", "POST", "/v1/sessions/S-none/chat", `{"id":"S-none","messages":[{"id":"m","role":"user","parts":["x"]}],"trigger":"submit-message"}`, 404, "SESSION_NOT_FOUND", "create it"},

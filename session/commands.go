@@ -266,7 +266,13 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		}
 		a.Status = pl.Decision
 		newEvent("approval", target.RunID, target.SourceMessageID, &a)
-		newEvent("status", target.RunID, target.SourceMessageID, &contract.StatusPayload{Status: contract.RunStatusRunning, StartedAt: target.StartedAt})
+		// The approval event has no member for the person's reason: it is the detail of
+		// the status the decision moves the run to, so that the log keeps it.
+		running := &contract.StatusPayload{Status: contract.RunStatusRunning, StartedAt: target.StartedAt}
+		if strings.TrimSpace(pl.Reason) != "" {
+			running.Detail = &pl.Reason
+		}
+		newEvent("status", target.RunID, target.SourceMessageID, running)
 		runID = target.RunID
 	case *contract.RetryCommand:
 		ev, err := s.st.EventByID(ctx, c.SessionID, pl.SourceEventID)

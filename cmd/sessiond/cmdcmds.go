@@ -41,8 +41,8 @@ Text that starts with - goes after --: sessiond cmd steer S-1 run-1 -- -v is too
 // cmdKinds are the kinds of "sessiond cmd": the positional arguments after the kind.
 var cmdKinds = map[string]struct{ args, summary string }{
 	"stop":          {"<session-id> <run-id> [reason...]", "ask the run to stop (--wait 10s waits for the runtime to confirm)"},
-	"approve":       {"<session-id> <run-id> <approval-id>", "approve a requested approval"},
-	"reject":        {"<session-id> <run-id> <approval-id>", "reject it"},
+	"approve":       {"<session-id> <run-id> <approval-id> [reason...]", "approve a requested approval (the reason is kept: the detail of the run's next status)"},
+	"reject":        {"<session-id> <run-id> <approval-id> [reason...]", "reject it"},
 	"steer":         {"<session-id> <run-id> <text>...", "send guidance to a running run"},
 	"resume":        {"<session-id> <run-id>", "start a new run after a stopped, completed or failed one"},
 	"retry":         {"<session-id> <run-id> <event-id>", "start a new run after a failure; the event is the retryable error"},
@@ -189,7 +189,7 @@ func runCmd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case "approve", "reject":
 		c.CommandType = "approval"
 		decision := map[string]string{"approve": "approved", "reject": "rejected"}[kind]
-		c.Payload = &contract.ApprovalCommand{ApprovalID: a[3], Decision: decision}
+		c.Payload = &contract.ApprovalCommand{ApprovalID: a[3], Decision: decision, Reason: strings.Join(a[4:], " ")}
 	case "steer":
 		c.Payload = &contract.SteerCommand{TargetRunID: run, Text: strings.Join(a[3:], " ")}
 	case "resume":

@@ -138,7 +138,7 @@ func TestCommandGroupErrors(t *testing.T) {
 		{[]string{"session", "--no-such-flag"}, 2, "unknown verb \"--no-such-flag\"\nusage: sessiond session", false},
 		{[]string{"help", "session", "bogus"}, 2, "unknown verb \"bogus\"", false},
 		{[]string{"cmd", "frobnicate", "S-1", "r1"}, 2, "sessiond cmd: unknown kind \"frobnicate\"\nusage: sessiond cmd <kind>", false},
-		{[]string{"cmd", "approve", "S-1", "r1"}, 2, "sessiond cmd: missing <approval-id> (usage: sessiond cmd approve <session-id> <run-id> <approval-id> [flags])", false},
+		{[]string{"cmd", "approve", "S-1", "r1"}, 2, "sessiond cmd: missing <approval-id> (usage: sessiond cmd approve <session-id> <run-id> <approval-id> [reason...] [flags])", false},
 		{[]string{"cmd", "resume", "S-1", "r1", "extra"}, 2, `unexpected argument "extra": it takes only <session-id> <run-id>`, false},
 		{[]string{"cmd", "steer", "S-1", "r1", "hi", "--wait", "1s"}, 2, "sessiond cmd: --wait applies to stop only", false},
 		{[]string{"cmd", "stop", "S-1", "r1", "--wait", "-1s"}, 2, "sessiond cmd: --wait must not be negative", false},

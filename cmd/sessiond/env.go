@@ -27,6 +27,7 @@ var otherEnv = map[string]string{
 	"SESSIOND_TEST_POSTGRES":     "test-only: the PostgreSQL database of the driver's tests",
 	"SESSIOND_AS_MAIN":           "test-only: a test binary runs as sessiond",
 	"SESSIOND_URL":               "test-only: the server of a Node test",
+	"SESSIOND_DIFF_SESSIONS":     "test-only: the sessions per bridge of the interop differential test",
 	"SESSIOND_CRASH_DIR":         "test-only: the crash test's child process",
 	"SESSIOND_CRASH_ITER":        "test-only: the crash test's child process",
 	"SESSIOND_WRITE_SCREENSHOTS": "test-only: the web UI's screenshots are written again",

@@ -7,6 +7,7 @@
 //                reports a diff and the terminal; a rejected permission fails the tool call;
 //   "escape"     tries to read /etc/hostname (outside the root) and reports the refusal;
 //   "wait"       streams a chunk every 20 ms until the client cancels the turn;
+//   "refuse"     refuses the prompt (stop reason refusal);
 //   "bench N"    streams N chunks "chunk-0" … one every 5 ms (the latency benchmark).
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -128,6 +129,7 @@ const app = acp
         }
         return { stopReason: "end_turn" };
       }
+      if (text.startsWith("refuse")) return { stopReason: "refusal" };
       if (text.startsWith("wait")) {
         for (let i = 0; !isCancelled; i++) {
           await say(client, sessionId, ".");
