@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 	"testing"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -149,4 +151,130 @@ func TestRacingInterrupts(t *testing.T) {
 			})
 		})
 	}
+}
+
+// errorEvents returns the error events of run runID in the session's log.
+func errorEvents(t *testing.T, b *bundle, sid, runID string) []*contract.ErrorPayload {
+	t.Helper()
+	var out []*contract.ErrorPayload
+	for _, e := range b.readAll(t, sid) {
+		if e.EventType == "error" && e.RunID == runID {
+			out = append(out, e.Payload.(*contract.ErrorPayload))
+		}
+	}
+	return out
+}
+
+// waitTerminal waits until run runID of the session is terminal and returns the runs.
+func waitTerminal(t *testing.T, b *bundle, sid, runID string) []api.RunResource {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		runs := b.runs(t, sid)
+		for _, r := range runs {
+			if r.RunID == runID && contract.IsTerminal(r.Status) {
+				return runs
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never ended: %+v", runID, runs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStoppedRunStaysStoppedWhenItsLeaseExpires: a run a person stopped (a stop command, or
+// an interrupt) whose worker dies before confirming is stopped by the lease expirer, with a
+// LEASE_EXPIRED error that is not retryable, and no new attempt, even below --max-attempts.
+func TestStoppedRunStaysStoppedWhenItsLeaseExpires(t *testing.T) {
+	for _, how := range []string{"stop", "interrupt"} {
+		t.Run(how, func(t *testing.T) {
+			onDrivers(t, server.Options{MaxAttempts: 2, LeaseExpiryInterval: 20 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
+				b.queueRun(t, "S-1")
+				c := b.claim(t, `{"leaseTtl":"1s"}`, http.StatusOK)
+				if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "s1", "r1", "running")); resp.status != http.StatusCreated {
+					t.Fatalf("running: %d %s", resp.status, resp.body)
+				}
+				want := "r1:stopped"
+				switch how {
+				case "stop":
+					var last int64
+					for _, r := range b.readAll(t, "S-1") {
+						last = r.Sequence
+					}
+					if status, res := b.command(t, "S-1", "stop", "r1", "stop-1", last, `{"reason":"enough"}`, ""); status != http.StatusOK || res.Outcome != "accepted" {
+						t.Fatalf("stop: %d %+v", status, res)
+					}
+				case "interrupt":
+					if resp := b.do(t, "POST", "/v1/sessions/S-1/events?multitask=interrupt", "", userTurn("S-1", "m2", "r2")); resp.status != http.StatusCreated {
+						t.Fatalf("interrupt: %d %s", resp.status, resp.body)
+					}
+					want += " r2:queued"
+				}
+				// The worker dies: its lease expires.
+				waitTerminal(t, b, "S-1", "r1")
+				if got := b.runStatuses(t, "S-1"); got != want {
+					t.Fatalf("runs after the expiry = %s, want %s (no new attempt of a stopped run)", got, want)
+				}
+				errs := errorEvents(t, b, "S-1", "r1")
+				if len(errs) != 1 || errs[0].Code != session.LeaseExpired || errs[0].Retryable {
+					t.Fatalf("r1's error events = %+v, want one LEASE_EXPIRED, not retryable", errs)
+				}
+			})
+		})
+	}
+}
+
+// TestSweeperLeavesALeasedRunToTheExpirer: a run waiting for approval whose lease expired in
+// a session silent past --stale-after is not failed by the sweeper (HEARTBEAT_LOST, no new
+// attempt) but by the lease expirer: LEASE_EXPIRED and the next attempt queued.
+func TestSweeperLeavesALeasedRunToTheExpirer(t *testing.T) {
+	onDrivers(t, server.Options{StaleAfter: 100 * time.Millisecond, LeaseExpiryInterval: -1}, func(t *testing.T, b *bundle, st store.Store) {
+		b.queueRun(t, "S-1")
+		c := b.claim(t, `{"leaseTtl":"1s"}`, http.StatusOK)
+		for _, ev := range []string{statusEvent("S-1", "s1", "r1", "running"), statusEvent("S-1", "s2", "r1", "waiting_approval")} {
+			if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, ev); resp.status != http.StatusCreated {
+				t.Fatalf("%d %s", resp.status, resp.body)
+			}
+		}
+		expires, err := time.Parse(time.RFC3339Nano, c.Lease.ExpiresAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(expires) + 50*time.Millisecond) // the lease and the heartbeat are both past
+		b.mustDo(t, "POST", "/v1/sweep", "", "", http.StatusOK)
+		if got := b.runStatuses(t, "S-1"); got != "r1:waiting_approval" {
+			t.Fatalf("runs after the sweep = %s; the sweeper took the leased run", got)
+		}
+		res, err := session.New(st, nil).ExpireLeases(t.Context(), session.LeaseExpiryOptions{MaxAttempts: 2})
+		if err != nil || res.Failed != 1 || res.Requeued != 1 {
+			t.Fatalf("ExpireLeases = %+v, %v; want r1 failed and requeued", res, err)
+		}
+		runs := b.runs(t, "S-1")
+		if len(runs) != 2 || runs[0].Status != contract.RunStatusFailed || runs[1].Status != contract.RunStatusQueued || runs[1].Attempt != 2 {
+			t.Fatalf("runs = %+v, want r1 failed and attempt 2 queued", runs)
+		}
+		if errs := errorEvents(t, b, "S-1", "r1"); len(errs) != 1 || errs[0].Code != session.LeaseExpired {
+			t.Fatalf("r1's error events = %+v, want one LEASE_EXPIRED", errs)
+		}
+	})
+}
+
+// TestSweeperLeavesTheBacklog: a queued run no worker has claimed is not failed however long
+// its session is silent: the sweeper marks the session stale and the run stays claimable.
+func TestSweeperLeavesTheBacklog(t *testing.T) {
+	onDrivers(t, server.Options{StaleAfter: 100 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
+		b.queueRun(t, "S-1")
+		time.Sleep(200 * time.Millisecond)
+		b.mustDo(t, "POST", "/v1/sweep", "", "", http.StatusOK)
+		if got := b.runStatuses(t, "S-1"); got != "r1:queued" {
+			t.Fatalf("runs after the sweep = %s; the sweeper failed a run waiting for a worker", got)
+		}
+		if s, err := b.cl.GetSession(t.Context(), "S-1"); err != nil || s.Record.Status != contract.SessionStatusStale {
+			t.Fatalf("session = %+v, %v; want stale", s, err)
+		}
+		if c := b.claim(t, `{}`, http.StatusOK); c.Run.RunID != "r1" {
+			t.Fatalf("claim = %+v, want r1", c)
+		}
+	})
 }
