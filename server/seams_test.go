@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
