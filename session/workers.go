@@ -35,7 +35,7 @@ const (
 type queueSignal struct {
 	mu     sync.Mutex
 	ch     chan struct{}
-	cancel func() // the store subscription, once taken
+	cancel func() // the store subscriptions, once taken
 }
 
 // wait returns a channel that is closed by the next kick.
@@ -67,12 +67,18 @@ func (q *queueSignal) onCommit(c store.Commit) {
 	}
 }
 
-// subscribe takes the store subscription of the queue signal on first use.
+// onRelease kicks the waiters when a lease was released (by this process or, on PostgreSQL,
+// another instance): the run may be queued, and claimable again.
+func (q *queueSignal) onRelease(string) { q.kick() }
+
+// subscribe takes the store subscriptions of the queue signal (commits and lease releases) on
+// first use.
 func (s *Service) subscribe() {
 	s.queue.mu.Lock()
 	defer s.queue.mu.Unlock()
 	if s.queue.cancel == nil {
-		s.queue.cancel = s.st.Subscribe(s.queue.onCommit)
+		commits, releases := s.st.Subscribe(s.queue.onCommit), s.st.SubscribeReleases(s.queue.onRelease)
+		s.queue.cancel = func() { commits(); releases() }
 	}
 }
 
@@ -148,16 +154,12 @@ func (s *Service) RenewLease(ctx context.Context, sessionID, runID string, ref s
 }
 
 // ReleaseLease drops the lease ref holds on the run. A queued run is claimable again at once
-// (the claims waiting in this process are woken); a run the holder started stays as it is,
+// (the claims waiting are woken, in every instance: store.Store.SubscribeReleases); a run the holder started stays as it is,
 // without a lease: it is then live by its session's heartbeat, as a run of a session without
 // workers is. A lease that has expired is not released (LEASE_LOST): the lease expirer fails
 // the run, or queues it again.
 func (s *Service) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef) error {
-	if err := s.st.ReleaseLease(ctx, sessionID, runID, ref, s.now()); err != nil {
-		return err
-	}
-	s.queue.kick()
-	return nil
+	return s.st.ReleaseLease(ctx, sessionID, runID, ref, s.now())
 }
 
 // RunLeases returns the lease state of the session's runs, in creation order.

@@ -76,6 +76,13 @@ type Store interface {
 	// Subscribe registers fn to be called after every commit that added events, in commit
 	// order per session. fn must not block. The returned func unregisters it.
 	Subscribe(fn func(Commit)) (cancel func())
+	// SubscribeReleases registers fn to be called after a lease release commits
+	// (ReleaseLease), with the session's id: a queued run may be claimable again. A release
+	// adds no event, so Subscribe does not report it. On a store shared by several processes
+	// (PostgreSQL) fn is also called for the releases of the others, as their commits are
+	// reported (the id may then be "" when it was too long to travel). fn must not block. The
+	// returned func unregisters it.
+	SubscribeReleases(fn func(sessionID string)) (cancel func())
 
 	// ExpiredSessions returns, oldest heartbeat first, at most limit (default 100, capped at
 	// 10000) sessions whose status is running or paused and whose heartbeat is before cutoff.
