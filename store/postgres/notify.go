@@ -22,9 +22,9 @@ type notifier struct {
 	pending map[string]pendingCommit
 	// released are the sessions whose lease releases are to be told (releasePayload).
 	released map[string]struct{}
-	kick    chan struct{}
-	stopc   chan struct{}
-	done    chan struct{}
+	kick     chan struct{}
+	stopc    chan struct{}
+	done     chan struct{}
 
 	sent   atomic.Int64 // notifications sent, for tests
 	failed atomic.Int64 // batches that could not be sent, for tests and monitoring

@@ -78,7 +78,7 @@ type Store struct {
 	inflight sync.WaitGroup
 
 	subs       store.Subscribers
-	releases   store.Registry[string] // SubscribeReleases
+	releases   store.Registry[string]  // SubscribeReleases
 	changeSubs store.ChangeSubscribers // SubscribeChanges (changes.go)
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
