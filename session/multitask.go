@@ -29,10 +29,6 @@ type Interruption struct {
 	Results []store.AppendResult
 }
 
-// interruptAttempts bounds how often an interrupting append looks at the current run again
-// when the run moved on between the look and the append.
-const interruptAttempts = 3
-
 // AppendWith appends events as Append does, with the multitask strategy p.Multitask: reject (a
 // new run while another is active is refused, *store.RunError wrapping
 // *contract.ActiveRunError), enqueue (a run created queued waits behind the active one and is
@@ -86,48 +82,48 @@ func queuesRun(events []*contract.EncodedEvent) bool {
 }
 
 // interrupt appends events after the stop of the session's current run, when it is active and
-// not already stopping. If the run moves on between the look and the append (it ends, or is
-// stopped by someone else), it looks again.
+// not already stopping. The store decides inside the appending transaction
+// (store.AppendOptions.Interrupt), from the runs as they stand there: racing interrupts each
+// see the stops of those that committed before them (a run gets one stopping, and a later
+// interrupt finds it stopping or stops the run the earlier one queued), and a retried request
+// whose every event is already stored is answered from the log and stops nothing, whatever run
+// is current by then.
 func (s *Service) interrupt(ctx context.Context, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
-	for attempt := 1; ; attempt++ {
-		runs, err := s.st.Runs(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		stops, runID, err := s.interruptEvents(ctx, id, contract.CurrentRun(runs), events)
-		if err != nil {
-			return nil, err
-		}
-		opts.Unfenced = len(stops)
-		res, err := s.st.Append(ctx, id, append(stops, events...), opts)
-		var runErr *store.RunError
-		if errors.As(err, &runErr) && runErr.Index < len(stops) && attempt < interruptAttempts {
-			continue // the run changed meanwhile: look at the current run again
-		}
-		if err != nil {
-			return nil, requestIndex(err, len(stops))
-		}
-		out := s.appended(ctx, id, res[len(stops):])
+	var stopped string // the run the last call stopped (the store may plan more than once)
+	opts.Interrupt = func(cur *contract.Run, held *store.Lease) ([]*contract.EncodedEvent, error) {
+		stops, err := s.interruptEvents(id, cur, held, events)
+		stopped = ""
 		if len(stops) > 0 {
-			out.Interrupted = &Interruption{RunID: runID, Results: res[:len(stops)]}
-			out.Added = true
-			out.LastSequence = max(out.LastSequence, res[len(stops)-1].Sequence)
+			stopped = cur.RunID
 		}
-		return out, nil
+		return stops, err
 	}
+	res, err := s.st.Append(ctx, id, events, opts)
+	if err != nil {
+		return nil, err
+	}
+	n := len(res) - len(events)
+	out := s.appended(ctx, id, res[n:])
+	if n > 0 {
+		out.Interrupted = &Interruption{RunID: stopped, Results: res[:n]}
+		out.Added = true
+		out.LastSequence = max(out.LastSequence, res[n-1].Sequence)
+	}
+	return out, nil
 }
 
-// interruptEvents builds the stop of run (the session's current run) for an interrupting
-// append of events: none when there is no run, it is not active or already stopping, or the
-// batch itself names it. Their ids and keys derive from the run and the batch's first key, so
-// that a retried request is answered by the same events.
-func (s *Service) interruptEvents(ctx context.Context, id string, run *contract.Run, events []*contract.EncodedEvent) ([]*contract.EncodedEvent, string, error) {
+// interruptEvents builds the stop of run (the session's current run, held the lease on it)
+// for an interrupting append of events: none when there is no run, it is not active or already
+// stopping, or the batch itself names it. A queued run whose lease is not alive is also
+// stopped (nobody works on it to confirm). Their ids and keys derive from the run and the
+// batch's first key.
+func (s *Service) interruptEvents(id string, run *contract.Run, held *store.Lease, events []*contract.EncodedEvent) ([]*contract.EncodedEvent, error) {
 	if run == nil || contract.IsTerminal(run.Status) || run.Status == contract.RunStatusStopping {
-		return nil, "", nil
+		return nil, nil
 	}
 	for _, ev := range events {
 		if ev.RunID == run.RunID {
-			return nil, "", nil
+			return nil, nil
 		}
 	}
 	ts := s.stamp()
@@ -137,53 +133,21 @@ func (s *Service) interruptEvents(ctx context.Context, id string, run *contract.
 	evs := []contract.Event{{Contract: "AgentSessionEvent", EventID: stoppingID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
 		IdempotencyKey: stoppingID, OccurredAt: ts, EventType: "status",
 		Payload: &contract.StatusPayload{Status: contract.RunStatusStopping, StoppingRequestedAt: ts, Detail: &detail}}}
-	if run.Status == contract.RunStatusQueued {
-		held, err := s.leaseAlive(ctx, id, run.RunID)
-		if err != nil {
-			return nil, "", err
-		}
-		if !held {
-			// Nobody works on it to confirm the stop: the server does, now.
-			stoppedID := lifecycleKey(id, "interrupt", subject, 1)
-			d := json.Number("0")
-			evs = append(evs, contract.Event{Contract: "AgentSessionEvent", EventID: stoppedID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
-				IdempotencyKey: stoppedID, OccurredAt: ts, EventType: "status",
-				Payload: &contract.StatusPayload{Status: contract.RunStatusStopped, StoppedAt: ts, DurationMs: &d, Detail: &detail}})
-		}
+	if run.Status == contract.RunStatusQueued && (held == nil || !held.ExpiresAt.After(s.now())) {
+		// Nobody works on it to confirm the stop: the server does, now.
+		stoppedID := lifecycleKey(id, "interrupt", subject, 1)
+		d := json.Number("0")
+		evs = append(evs, contract.Event{Contract: "AgentSessionEvent", EventID: stoppedID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: stoppedID, OccurredAt: ts, EventType: "status",
+			Payload: &contract.StatusPayload{Status: contract.RunStatusStopped, StoppedAt: ts, DurationMs: &d, Detail: &detail}})
 	}
 	out := make([]*contract.EncodedEvent, len(evs))
 	for i := range evs {
 		enc, err := contract.EncodeEvent(&evs[i])
 		if err != nil {
-			return nil, "", fmt.Errorf("interrupt event %d is invalid: %w", i, err)
+			return nil, fmt.Errorf("interrupt event %d is invalid: %w", i, err)
 		}
 		out[i] = enc
 	}
-	return out, run.RunID, nil
-}
-
-// requestIndex makes the batch position an append error names a position among the request's
-// events, when the server added n events of its own before them. (A refusal of one of those
-// is retried or reported as it is.)
-func requestIndex(err error, n int) error {
-	if n == 0 {
-		return err
-	}
-	var (
-		conf *store.ConflictError
-		lim  *store.LimitError
-		run  *store.RunError
-		ls   *store.LeaseError
-	)
-	switch {
-	case errors.As(err, &conf) && conf.Index >= n:
-		conf.Index -= n
-	case errors.As(err, &lim) && lim.What == "event" && lim.Index >= n:
-		lim.Index -= n
-	case errors.As(err, &run) && run.Index >= n:
-		run.Index -= n
-	case errors.As(err, &ls) && ls.Index >= n:
-		ls.Index -= n
-	}
-	return err
+	return out, nil
 }

@@ -27,13 +27,15 @@ type SweepOptions struct {
 var errAlive = errors.New("the session is alive again")
 
 // Sweep marks stale every running or paused session whose last heartbeat (started_at when it
-// never had one) is older than opt.StaleAfter, unless its active run holds a lease that has not
-// expired (a worker renews it: the run is alive, whatever its status, waiting_approval
-// included; an expired lease is the lease expirer's, ExpireLeases). When such a session has an
-// active run, Sweep
-// first appends, through the store, the run's "failed" status (failedAt now, durationMs since
-// the run started) and an "error" event (code HEARTBEAT_LOST, retryable, sourceEventId the
-// failed status), with ids derived from the session and the run: several sweepers (other
+// never had one) is older than opt.StaleAfter, unless its current run holds a lease (a worker
+// renews it: the run is alive, whatever its status, waiting_approval included; a lease that
+// expired is the lease expirer's, ExpireLeases, which fails the run or queues its next attempt:
+// the sweeper never takes a leased run from it). When such a session's current run is active
+// and was started (a queued run nobody holds waits for a worker, however long: a queue does
+// not fail work because it waited; it is left queued and only the session is marked stale),
+// Sweep first appends, through the store, the run's "failed" status (failedAt now, durationMs
+// since the run started) and an "error" event (code HEARTBEAT_LOST, retryable, sourceEventId
+// the failed status), with ids derived from the session and the run: several sweepers (other
 // instances) racing on one session append them once. The append is conditional on the log the
 // sweeper read, and the stale mark on the heartbeat still being old, so a session that speaks
 // up meanwhile is left alone. Only expired sessions are read: the cost is in proportion to
@@ -147,15 +149,23 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 		active = nil
 	}
 	if active != nil {
-		// A run whose lease is renewed is alive, whatever its status (waiting_approval
-		// included): its worker, not the session's heartbeat, vouches for it.
-		alive, err := s.leaseAlive(ctx, id, active.RunID)
+		// A run that holds a lease is its worker's while the lease is renewed, whatever its
+		// status (waiting_approval included), and the lease expirer's once it expired (which
+		// fails it with LEASE_EXPIRED and queues the next attempt): never the sweeper's.
+		held, err := s.leased(ctx, id, active.RunID)
 		if err != nil {
 			return false, err
 		}
-		if alive {
+		if held {
 			return false, errAlive
 		}
+	}
+	if active != nil && active.Status == contract.RunStatusQueued {
+		// Queued and held by nobody: it waits for a worker, and waiting is not dying. The
+		// session is marked stale below; the run stays claimable.
+		active = nil
+	}
+	if active != nil {
 		events, err := s.heartbeatLost(id, active, &sess.Record, ttl)
 		if err != nil {
 			return false, err

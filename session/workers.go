@@ -35,7 +35,7 @@ const (
 type queueSignal struct {
 	mu     sync.Mutex
 	ch     chan struct{}
-	cancel func() // the store subscription, once taken
+	cancel func() // the store subscriptions, once taken
 }
 
 // wait returns a channel that is closed by the next kick.
@@ -67,12 +67,18 @@ func (q *queueSignal) onCommit(c store.Commit) {
 	}
 }
 
-// subscribe takes the store subscription of the queue signal on first use.
+// onRelease kicks the waiters when a lease was released (by this process or, on PostgreSQL,
+// another instance): the run may be queued, and claimable again.
+func (q *queueSignal) onRelease(string) { q.kick() }
+
+// subscribe takes the store subscriptions of the queue signal (commits and lease releases) on
+// first use.
 func (s *Service) subscribe() {
 	s.queue.mu.Lock()
 	defer s.queue.mu.Unlock()
 	if s.queue.cancel == nil {
-		s.queue.cancel = s.st.Subscribe(s.queue.onCommit)
+		commits, releases := s.st.Subscribe(s.queue.onCommit), s.st.SubscribeReleases(s.queue.onRelease)
+		s.queue.cancel = func() { commits(); releases() }
 	}
 }
 
@@ -148,16 +154,12 @@ func (s *Service) RenewLease(ctx context.Context, sessionID, runID string, ref s
 }
 
 // ReleaseLease drops the lease ref holds on the run. A queued run is claimable again at once
-// (the claims waiting in this process are woken); a run the holder started stays as it is,
+// (the claims waiting are woken, in every instance: store.Store.SubscribeReleases); a run the holder started stays as it is,
 // without a lease: it is then live by its session's heartbeat, as a run of a session without
 // workers is. A lease that has expired is not released (LEASE_LOST): the lease expirer fails
 // the run, or queues it again.
 func (s *Service) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef) error {
-	if err := s.st.ReleaseLease(ctx, sessionID, runID, ref, s.now()); err != nil {
-		return err
-	}
-	s.queue.kick()
-	return nil
+	return s.st.ReleaseLease(ctx, sessionID, runID, ref, s.now())
 }
 
 // RunLeases returns the lease state of the session's runs, in creation order.
@@ -178,8 +180,8 @@ type LeaseExpiryOptions struct {
 type LeaseExpiryResult struct {
 	// Expired is how many expired leases were found.
 	Expired int
-	// Failed is how many runs were failed (each also counted in Requeued when a new attempt
-	// was queued).
+	// Failed is how many runs were ended: failed, or stopped when a stop was pending (each
+	// failed one also counted in Requeued when a new attempt was queued).
 	Failed int
 	// Requeued is how many new attempts were queued.
 	Requeued int
@@ -189,7 +191,10 @@ type LeaseExpiryResult struct {
 
 // ExpireLeases handles every lease that expired by now, earliest first: the run is failed
 // with a retryable LEASE_EXPIRED error event naming the lease, and, when its attempt is below
-// opt.MaxAttempts, a new run with the same source message is queued as the next attempt; all
+// opt.MaxAttempts, a new run with the same source message is queued as the next attempt. A
+// run that was asked to stop (stopping: a stop command or an interrupt) is stopped instead,
+// with a LEASE_EXPIRED error event that is not retryable, and no attempt follows: a run a
+// person stopped stays stopped. All
 // in one append fenced by the expired lease (store.Fence.ExpiredBy), so a renewal, a release
 // or the run's end in between wins, and several instances racing on one lease append it once
 // (the events' ids derive from the lease). Only expired leases are read (an index).
@@ -263,19 +268,26 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	statusID, errID := lifecycleKey(e.SessionID, "lease", subject, 0), lifecycleKey(e.SessionID, "lease", subject, 1)
 	detail := fmt.Sprintf("lease %s expired", e.Lease.LeaseID)
 	next := e.Attempt + 1
-	requeued = next <= maxAttempts
+	// A run a person stopped (a stop command, or an interrupt) stays stopped: its expiry
+	// confirms the stop the worker did not (stopping -> stopped), and no attempt follows.
+	stopped := run.Status == contract.RunStatusStopping
+	requeued = next <= maxAttempts && !stopped
 	what := fmt.Sprintf("run %q was marked failed (attempt %d of %d); retry it with a retry command", e.RunID, e.Attempt, maxAttempts)
 	newRun := lifecycleKey(e.SessionID, "attempt", subject, 0)
 	if requeued {
 		what = fmt.Sprintf("run %q was marked failed, and attempt %d of %d is queued as run %q for the next worker", e.RunID, next, maxAttempts, newRun)
 	}
+	status := &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}
+	if stopped {
+		what = fmt.Sprintf("the stop asked of run %q was confirmed by the server: the run is stopped, and no new attempt is queued", e.RunID)
+		status = &contract.StatusPayload{Status: contract.RunStatusStopped, Detail: &detail, StoppedAt: ts, DurationMs: &d}
+	}
 	events := []contract.Event{
 		{Contract: "AgentSessionEvent", EventID: statusID, SessionID: e.SessionID, RunID: e.RunID, SourceMessageID: run.SourceMessageID,
-			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status",
-			Payload: &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}},
+			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status", Payload: status},
 		{Contract: "AgentSessionEvent", EventID: errID, SessionID: e.SessionID, RunID: e.RunID, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
-			Payload: &contract.ErrorPayload{Code: LeaseExpired, Retryable: true, SourceEventID: statusID,
+			Payload: &contract.ErrorPayload{Code: LeaseExpired, Retryable: !stopped, SourceEventID: statusID,
 				Message: fmt.Sprintf("lease %s (fencing token %d) of run %q expired at %s without a renewal, so %s", e.Lease.LeaseID, e.Lease.Token, e.RunID, contract.FormatTime(e.Lease.ExpiresAt), what)}},
 	}
 	opts := store.AppendOptions{Fence: &store.Fence{Lease: &store.LeaseRef{LeaseID: e.Lease.LeaseID, Token: e.Lease.Token}, ExpiredBy: cutoff}}
@@ -298,15 +310,16 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	return requeued, nil
 }
 
-// leaseAlive reports whether the run holds a lease that has not expired by now.
-func (s *Service) leaseAlive(ctx context.Context, sessionID, runID string) (bool, error) {
+// leased reports whether the run holds a lease, expired or not (an expired lease is the lease
+// expirer's to handle).
+func (s *Service) leased(ctx context.Context, sessionID, runID string) (bool, error) {
 	leases, err := s.st.RunLeases(ctx, sessionID)
 	if err != nil {
 		return false, err
 	}
 	for _, rl := range leases {
 		if rl.RunID == runID {
-			return rl.Held != nil && rl.Held.ExpiresAt.After(s.now()), nil
+			return rl.Held != nil, nil
 		}
 	}
 	return false, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/contract"
@@ -28,7 +29,13 @@ import (
 //     and nothing is written. An event repeating an earlier event of the batch with the same
 //     content counts as a duplicate of it. Only keys are looked up here (StoredKey); eventIds,
 //     sizes and runs are not checked, since nothing is written.
-//  3. Otherwise, each event in batch order; the next new event takes the sequence after the
+//  3. Otherwise, with opts.Interrupt set, the interrupt first: unless every event of the batch
+//     is stored with the same content under its idempotency key (StoredKey: a retried request,
+//     which stops nothing), Interrupt is called with the session's current run as stored (the
+//     earliest created active run, AppendLookup.ActiveRuns) and its lease (AppendLookup.Lease),
+//     and the events it returns are planned before the batch's, by the rules below but without
+//     the lease check; the results answer them first, and an error's index names the batch's
+//     event (an error on one of them says it was the interrupt's). Then each event in batch order; the next new event takes the sequence after the
 //     last one taken (the log's last sequence + 1 for the first):
 //     a. Within the batch: an event whose idempotency key an earlier event of the batch has is a
 //     duplicate of it (same sequence) when its content is the same, else a *ConflictError
@@ -250,26 +257,32 @@ func AcceptAll(last int64, events []*contract.EncodedEvent) []AppendResult {
 // whose log ends at last (-1 when empty), by the rules above, asking lk about the stored events
 // and runs.
 func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, opts AppendOptions, lk AppendLookup) (AppendPlan, error) {
-	p := planner{sid: sessionID, lk: lk, events: events, fence: opts.Fence, attempts: opts.Attempts, enqueue: opts.Enqueue, unfenced: opts.Unfenced}
-	p.results = make([]AppendResult, len(events))
-	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
-	// then keeps it on the stack.
-	datas := make([][]byte, len(events))
-	if len(events) > 1 {
-		p.byKey = make(map[string]int, len(events))
-		p.byID = make(map[string]int, len(events))
-	}
+	p := planner{sid: sessionID, lk: lk, events: events, fence: opts.Fence, attempts: opts.Attempts, enqueue: opts.Enqueue}
 	if exp := opts.ExpectedSequence; exp != nil && *exp != last {
+		datas := p.begin()
 		if err := p.allDuplicates(datas, &SequenceConflictError{SessionID: sessionID, Expected: *exp, Actual: last}); err != nil {
 			return AppendPlan{}, err
 		}
 		return AppendPlan{Results: p.results, Last: last}, nil
 	}
-	next := last + 1
-	for i, ev := range events {
-		added, err := p.event(i, ev, next, datas)
+	if opts.Interrupt != nil {
+		stops, err := p.interrupt(opts.Interrupt)
 		if err != nil {
 			return AppendPlan{}, err
+		}
+		if len(stops) > 0 {
+			p.events = append(stops[:len(stops):len(stops)], events...)
+			p.unfenced = len(stops)
+		}
+	}
+	// datas stays out of the planner, whose contents escape through the lookup: a batch of one
+	// then keeps it on the stack.
+	datas := p.begin()
+	next := last + 1
+	for i, ev := range p.events {
+		added, err := p.event(i, ev, next, datas)
+		if err != nil {
+			return AppendPlan{}, p.requestIndex(err)
 		}
 		if added {
 			next++
@@ -280,6 +293,103 @@ func PlanAppend(sessionID string, last int64, events []*contract.EncodedEvent, o
 		return AppendPlan{}, err
 	}
 	return AppendPlan{Results: p.results, Added: p.added, Runs: runs, Last: next - 1}, nil
+}
+
+// begin sizes the plan's results and batch indexes for p.events and returns the slice of
+// their bytes.
+func (p *planner) begin() [][]byte {
+	n := len(p.events)
+	p.results = make([]AppendResult, n)
+	if n > 1 {
+		p.byKey = make(map[string]int, n)
+		p.byID = make(map[string]int, n)
+	}
+	return make([][]byte, n)
+}
+
+// interrupt returns the events that stop the session's current run before the batch
+// (AppendOptions.Interrupt): none when every event of the batch is stored with the same
+// content under its idempotency key (a retried request is answered from the log and stops
+// nothing, whatever run is current now), else what stop says for the current run as this
+// transaction sees it, so that racing interrupts each see the stops of those that committed
+// before them.
+func (p *planner) interrupt(stop func(*contract.Run, *Lease) ([]*contract.EncodedEvent, error)) ([]*contract.EncodedEvent, error) {
+	if len(p.events) == 0 {
+		return nil, nil
+	}
+	retried := true
+	for _, ev := range p.events {
+		_, data, found, err := p.lk.StoredKey(ev.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		if !found || !ev.SameContent(data) {
+			retried = false
+			break
+		}
+	}
+	if retried {
+		return nil, nil
+	}
+	if err := p.loadActive(); err != nil {
+		return nil, err
+	}
+	var (
+		cur  *contract.Run
+		held *Lease
+	)
+	if pr := p.earliestActivePlan(); pr != nil {
+		cur = pr.run
+		var err error
+		if held, err = p.lease(cur.RunID); err != nil {
+			return nil, err
+		}
+	}
+	stops, err := stop(cur, held)
+	if err != nil {
+		return nil, err
+	}
+	for i, ev := range stops {
+		if ev == nil || ev.SessionID != p.sid {
+			return nil, fmt.Errorf("the interrupt's event %d does not belong to session %q", i, p.sid)
+		}
+	}
+	return stops, nil
+}
+
+// requestIndex makes the batch position an error names a position among the caller's events,
+// when the plan added events of an interrupt before them (AppendOptions.Interrupt). A refusal
+// of one of those (a bug: they are built from the run as stored) says so.
+func (p *planner) requestIndex(err error) error {
+	n := p.unfenced
+	if n == 0 {
+		return err
+	}
+	var (
+		conf *ConflictError
+		lim  *LimitError
+		run  *RunError
+		ls   *LeaseError
+		idx  *int
+	)
+	switch {
+	case errors.As(err, &conf):
+		idx = &conf.Index
+	case errors.As(err, &lim) && lim.What == "event":
+		idx = &lim.Index
+	case errors.As(err, &run):
+		idx = &run.Index
+	case errors.As(err, &ls):
+		idx = &ls.Index
+	}
+	if idx == nil {
+		return err
+	}
+	if *idx < n {
+		return fmt.Errorf("the interrupt's stop of the current run was refused: %w", err)
+	}
+	*idx -= n
+	return err
 }
 
 // planner holds a plan in the making.
@@ -294,7 +404,7 @@ type planner struct {
 	added   []StoredEvent
 
 	fence        *Fence              // opts.Fence
-	unfenced     int                 // opts.Unfenced
+	unfenced     int                 // the interrupt's events at the start of events (unfenced)
 	enqueue      bool                // opts.Enqueue
 	attempts     map[string]int      // opts.Attempts
 	leaseRun     string              // the first run whose lease was looked up (rule 3d)
@@ -399,23 +509,9 @@ func (p *planner) event(i int, ev *contract.EncodedEvent, next int64, datas [][]
 
 // checkLease checks the lease of run runID for the new event at index i (rule 3d).
 func (p *planner) checkLease(i int, runID string) error {
-	held, ok := p.leaseHeld, p.leaseRun == runID && runID != ""
-	if !ok {
-		held, ok = p.leases[runID]
-	}
-	if !ok {
-		var err error
-		if held, err = p.lk.Lease(runID); err != nil {
-			return err
-		}
-		switch {
-		case p.leaseRun == "":
-			p.leaseRun, p.leaseHeld = runID, held
-		case p.leases == nil:
-			p.leases = map[string]*Lease{runID: held}
-		default:
-			p.leases[runID] = held
-		}
+	held, err := p.lease(runID)
+	if err != nil {
+		return err
 	}
 	if held == nil && p.fence.Lease != nil {
 		// A lease given for a run without one: refused unless the session does not have the
@@ -429,6 +525,29 @@ func (p *planner) checkLease(i int, runID string) error {
 		}
 	}
 	return checkFence(p.fence, i, runID, held)
+}
+
+// lease returns the lease held on run runID (nil: none), asking the lookup once per run.
+func (p *planner) lease(runID string) (*Lease, error) {
+	if p.leaseRun == runID && runID != "" {
+		return p.leaseHeld, nil
+	}
+	if held, ok := p.leases[runID]; ok {
+		return held, nil
+	}
+	held, err := p.lk.Lease(runID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.leaseRun == "":
+		p.leaseRun, p.leaseHeld = runID, held
+	case p.leases == nil:
+		p.leases = map[string]*Lease{runID: held}
+	default:
+		p.leases[runID] = held
+	}
+	return held, nil
 }
 
 func (p *planner) duplicate(i int, seq int64) {
@@ -500,6 +619,13 @@ func (p *planner) run(id string) (*planRun, error) {
 
 // loadActive adds the stored active runs the batch has not looked at yet.
 func (p *planner) loadActive() error {
+	if p.activeLoaded {
+		return nil
+	}
+	if p.runs == nil {
+		p.runs = map[string]*planRun{}
+		p.active = map[string]*planRun{}
+	}
 	stored, err := p.lk.ActiveRuns()
 	if err != nil {
 		return err

@@ -76,6 +76,13 @@ type Store interface {
 	// Subscribe registers fn to be called after every commit that added events, in commit
 	// order per session. fn must not block. The returned func unregisters it.
 	Subscribe(fn func(Commit)) (cancel func())
+	// SubscribeReleases registers fn to be called after a lease release commits
+	// (ReleaseLease), with the session's id: a queued run may be claimable again. A release
+	// adds no event, so Subscribe does not report it. On a store shared by several processes
+	// (PostgreSQL) fn is also called for the releases of the others, as their commits are
+	// reported (the id may then be "" when it was too long to travel). fn must not block. The
+	// returned func unregisters it.
+	SubscribeReleases(fn func(sessionID string)) (cancel func())
 
 	// ExpiredSessions returns, oldest heartbeat first, at most limit (default 100, capped at
 	// 10000) sessions whose status is running or paused and whose heartbeat is before cutoff.
@@ -219,10 +226,17 @@ type AppendOptions struct {
 	// of being refused (contract.CheckNewRun; the multitask strategies enqueue and interrupt):
 	// it becomes claimable once every run created before it has ended.
 	Enqueue bool
-	// Unfenced is how many events at the start of the batch the server adds on a person's
-	// behalf (an interrupt's stop of the active run, as the stop command appends it): Fence
-	// does not check them.
-	Unfenced int
+	// Interrupt, when set, stops the session's current run before the batch (the multitask
+	// strategy interrupt), decided inside the appending transaction (rule 3 of PlanAppend):
+	// when the batch is not answered from the log alone (some event of it is not stored with
+	// the same content under its idempotency key), PlanAppend calls it with the session's
+	// current run as stored (the earliest created run that is not terminal; nil when none) and
+	// the lease held on that run (nil when none), and adds the events it returns before the
+	// batch's, unfenced. It returns none when there is nothing to stop. Append then answers
+	// those events first and the batch's after them: the caller tells them apart by the count
+	// (len(results) - len(events)); an error names a position in the batch. It must be quick
+	// and must not call the store: it runs while the session's log is locked.
+	Interrupt func(current *contract.Run, held *Lease) ([]*contract.EncodedEvent, error)
 }
 
 // CommandResultWrite is a command result to store with an append.

@@ -54,6 +54,12 @@ const (
 	// the append ends: a claim (SKIP LOCKED) cannot hand one of them out meanwhile.
 	qLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND run_id = ANY($2) FOR NO KEY UPDATE`
+	// qActiveLeases reads the leases of the session's active runs for an interrupting append
+	// (store.AppendOptions.Interrupt: the current run's lease decides whether the server
+	// confirms its stop), locking their rows as qLeases does, so that a claim cannot take the
+	// run between the decision and the commit.
+	qActiveLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
+		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND active FOR NO KEY UPDATE`
 	// qSetLast moves the session's head (migration 0009): the last sequence, commit_xid and,
 	// when $3 is not NULL, the append's heartbeat (headHeartbeatSet).
 	qSetLast = `UPDATE session_heads SET last_seq = $2, commit_xid = pg_current_xact_id(),
@@ -214,7 +220,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 
 	// Round trip 1: lock the session, then find the stored events and runs the batch names.
 	// The decision is taken while holding the lock: the log cannot move under it.
-	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events, opts.Fence)
+	lk, final, err := readForAppend(ctx, conn.Conn(), sid, events, opts)
 	if final != nil || err != nil {
 		return out, final, err
 	}
@@ -300,7 +306,8 @@ func (lk *appendLookup) Lease(runID string) (*store.Lease, error) { return lk.le
 // readForAppend begins the transaction on conn, locks the session's row and reads what the
 // plan needs (round trip 1). final is store.ErrSessionNotFound or an undecodable stored run, err
 // a database failure.
-func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent, fence *store.Fence) (lk *appendLookup, final, err error) {
+func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (lk *appendLookup, final, err error) {
+	fence := opts.Fence
 	keys := make([]string, len(events))
 	ids := make([]string, len(events))
 	var runIDs, leaseRuns []string
@@ -329,12 +336,16 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 	if len(events) > 0 {
 		b.Queue(qExisting, sid, keys, ids)
 	}
-	if len(runIDs) > 0 {
+	readRuns := len(runIDs) > 0 || opts.Interrupt != nil // an interrupt reads the active runs
+	if readRuns {
 		b.Queue(qRuns, sid, runIDs)
 		b.Queue(qMaxOrd, sid)
 	}
 	if len(leaseRuns) > 0 {
 		b.Queue(qLeases, sid, leaseRuns)
+	}
+	if opts.Interrupt != nil {
+		b.Queue(qActiveLeases, sid)
 	}
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
@@ -356,12 +367,17 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 			return nil, nil, err
 		}
 	}
-	if len(runIDs) > 0 {
+	if readRuns {
 		if final, err := lk.readRuns(br); final != nil || err != nil {
 			return nil, final, err
 		}
 	}
 	if len(leaseRuns) > 0 {
+		if err := lk.readLeases(br); err != nil {
+			return nil, nil, err
+		}
+	}
+	if opts.Interrupt != nil {
 		if err := lk.readLeases(br); err != nil {
 			return nil, nil, err
 		}
@@ -391,11 +407,13 @@ func (lk *appendLookup) readEvents(br pgx.BatchResults) error {
 	return nil
 }
 
-// readLeases reads the result of qLeases.
+// readLeases reads the result of qLeases or qActiveLeases, adding to the leases read.
 func (lk *appendLookup) readLeases(br pgx.BatchResults) error {
 	rows, _ := br.Query()
 	defer rows.Close()
-	lk.leases = map[string]*store.Lease{}
+	if lk.leases == nil {
+		lk.leases = map[string]*store.Lease{}
+	}
 	for rows.Next() {
 		var runID string
 		var id *string

@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
@@ -42,13 +40,7 @@ func BenchmarkClaimWakeAcrossInstances(b *testing.B) {
 	waiter, queuer := openURL(b, url), openURL(b, url)
 	svc := session.New(waiter, nil)
 	defer svc.Close()
-	storetest.BenchWake(b, func(ctx context.Context) error {
-		c, err := svc.Claim(ctx, store.ClaimFilter{}, 10*time.Second, time.Minute)
-		if err == nil && c == nil {
-			err = errors.New("the claim waited 10s in vain")
-		}
-		return err
-	}, func(i int) {
+	storetest.BenchWake(b, waitingClaim(svc), func(i int) {
 		id := fmt.Sprintf("S-w%d", i)
 		if err := queuer.CreateSession(ctx, storetest.NewSession(id, storetest.SessionSpec{})); err != nil {
 			b.Fatal(err)

@@ -139,13 +139,21 @@ func (s *Store) RenewLease(ctx context.Context, sessionID, runID string, ref sto
 
 // ReleaseLease drops the lease, as documented on store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef, now time.Time) error {
-	return s.leaseOp(ctx, "release the lease", sessionID, runID, func(tx pgx.Tx, sk int64, held *store.Lease) error {
+	err := s.leaseOp(ctx, "release the lease", sessionID, runID, func(tx pgx.Tx, sk int64, held *store.Lease) error {
 		if err := store.CheckLease(runID, held, &ref, now); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE runs SET lease_id = NULL, lease_expires_ms = NULL WHERE sk = $1 AND run_id = $2`, sk, runID)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	// A release adds no event, so no commit notification tells the other instances: the
+	// notifier sends one of its own (kind "r"), as it does for appends.
+	s.deliverRelease(sessionID)
+	s.notifier.addRelease(sessionID)
+	return nil
 }
 
 // RunLeases returns the lease state of the session's runs, in creation order.

@@ -197,6 +197,12 @@ func (l *listener) session(confirmed func()) error {
 			continue
 		}
 		kind, rest, _ := strings.Cut(n.Payload, " ")
+		if kind == "r" {
+			// A lease released (notify.go), by any instance, this one's included (its
+			// callbacks then hear of its own release twice: a wake-up is idempotent).
+			l.s.deliverRelease(rest)
+			continue
+		}
 		if kind != "c" && kind != "k" {
 			continue // not ours
 		}

@@ -20,9 +20,11 @@ type notifier struct {
 	s       *Store
 	mu      sync.Mutex
 	pending map[string]pendingCommit
-	kick    chan struct{}
-	stopc   chan struct{}
-	done    chan struct{}
+	// released are the sessions whose lease releases are to be told (releasePayload).
+	released map[string]struct{}
+	kick     chan struct{}
+	stopc    chan struct{}
+	done     chan struct{}
 
 	sent   atomic.Int64 // notifications sent, for tests
 	failed atomic.Int64 // batches that could not be sent, for tests and monitoring
@@ -34,7 +36,7 @@ type pendingCommit struct{ sk, last int64 }
 var testHookDropNotify atomic.Bool
 
 func newNotifier(s *Store) *notifier {
-	n := &notifier{s: s, pending: map[string]pendingCommit{}, kick: make(chan struct{}, 1), stopc: make(chan struct{}), done: make(chan struct{})}
+	n := &notifier{s: s, pending: map[string]pendingCommit{}, released: map[string]struct{}{}, kick: make(chan struct{}, 1), stopc: make(chan struct{}), done: make(chan struct{})}
 	go n.run()
 	return n
 }
@@ -50,6 +52,26 @@ func (n *notifier) add(sid string, sk, last int64) {
 	case n.kick <- struct{}{}:
 	default:
 	}
+}
+
+// addRelease queues the notification that a lease of session sid was released.
+func (n *notifier) addRelease(sid string) {
+	n.mu.Lock()
+	n.released[sid] = struct{}{}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// releasePayload is the notification of a lease release of session sid: "r <sid>", or "r "
+// when the id is too long for a notification.
+func releasePayload(sid string) string {
+	if p := "r " + sid; len(p) <= maxNotifyPayload {
+		return p
+	}
+	return "r "
 }
 
 // stop sends what is pending (best effort, for at most a few seconds) and ends the goroutine.
@@ -77,18 +99,22 @@ func (n *notifier) run() {
 // next try, unless a newer commit of the session replaced them.
 func (n *notifier) flush(ctx context.Context) {
 	n.mu.Lock()
-	batch := n.pending
+	batch, released := n.pending, n.released
 	n.pending = make(map[string]pendingCommit, len(batch))
+	n.released = make(map[string]struct{}, len(released))
 	n.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 && len(released) == 0 {
 		return
 	}
 	if testHookDropNotify.Load() {
 		return
 	}
-	payloads := make([]string, 0, len(batch))
+	payloads := make([]string, 0, len(batch)+len(released))
 	for sid, p := range batch {
 		payloads = append(payloads, commitPayload(sid, p.sk, p.last))
+	}
+	for sid := range released {
+		payloads = append(payloads, releasePayload(sid))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -113,6 +139,9 @@ func (n *notifier) flush(ctx context.Context) {
 		if q, ok := n.pending[sid]; !ok || q.last < p.last {
 			n.pending[sid] = p
 		}
+	}
+	for sid := range released {
+		n.released[sid] = struct{}{}
 	}
 	n.mu.Unlock()
 	select {

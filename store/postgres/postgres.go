@@ -46,6 +46,9 @@ type Store struct {
 	inflight sync.WaitGroup
 
 	subs store.Subscribers
+	// releases are the SubscribeReleases callbacks: called for this store's releases at
+	// their commit, and for every instance's as the listener hears of them.
+	releases store.Registry[string]
 
 	// The change feed (changes.go): its NOTIFY channel, subscribers and the last sequence
 	// they were told of.
@@ -179,6 +182,20 @@ func (s *Store) Capabilities() store.Capabilities {
 // when its connection was lost. fn must not block and must not call Subscribe or the cancel
 // func; calls of fn never overlap. The returned func unregisters fn; it is safe to call twice.
 func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
+
+// SubscribeReleases registers fn for the lease releases of every instance on the schema, as
+// documented on store.Store: this store's are reported at their commit, the others' through
+// the NOTIFY the releasing instance sends after it (notify.go). A release whose notification is
+// lost is not reported to the other instances: a claim waiting there answers at the end of its
+// wait, and the worker claims again.
+func (s *Store) SubscribeReleases(fn func(string)) (cancel func()) { return s.releases.Add(fn) }
+
+// deliverRelease reports a lease release of session id to the SubscribeReleases callbacks.
+func (s *Store) deliverRelease(id string) {
+	for _, fn := range s.releases.List() {
+		fn(id)
+	}
+}
 
 // deliver reports that session id's log reaches last to every subscriber, unless a commit at or
 // beyond last was already reported: whichever of the appending goroutine and the listener comes

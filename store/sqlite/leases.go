@@ -175,7 +175,7 @@ func (s *Store) RenewLease(ctx context.Context, sessionID, runID string, ref sto
 
 // ReleaseLease drops the lease, as documented on store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, sessionID, runID string, ref store.LeaseRef, now time.Time) error {
-	return s.leaseOp(ctx, "release the lease", sessionID, runID, func(w *writer, sk int64, held *store.Lease) error {
+	err := s.leaseOp(ctx, "release the lease", sessionID, runID, func(w *writer, sk int64, held *store.Lease) error {
 		if err := store.CheckLease(runID, held, &ref, now); err != nil {
 			return err
 		}
@@ -184,6 +184,13 @@ func (s *Store) ReleaseLease(ctx context.Context, sessionID, runID string, ref s
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, fn := range s.releases.List() {
+		fn(sessionID)
+	}
+	return nil
 }
 
 // loadLease loads the lease held on a run of session sk as the writer's transaction sees it:

@@ -78,6 +78,7 @@ type Store struct {
 	inflight sync.WaitGroup
 
 	subs       store.Subscribers
+	releases   store.Registry[string]  // SubscribeReleases
 	changeSubs store.ChangeSubscribers // SubscribeChanges (changes.go)
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
@@ -304,6 +305,10 @@ func (s *Store) Capabilities() store.Capabilities {
 // the syncer goroutine: it must not block and must not call the store's methods. The returned
 // func unregisters fn; it is safe to call twice.
 func (s *Store) Subscribe(fn func(store.Commit)) (cancel func()) { return s.subs.Add(fn) }
+
+// SubscribeReleases registers fn for the lease releases of this store, as documented on
+// store.Store.
+func (s *Store) SubscribeReleases(fn func(string)) (cancel func()) { return s.releases.Add(fn) }
 
 // Close stops accepting work, waits for appends already submitted to be committed and
 // answered, stops the writer, closes the database and releases the directory lock. Calls after

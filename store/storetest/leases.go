@@ -152,6 +152,39 @@ func (s *suite) testLeases(t *testing.T) {
 		}
 	})
 
+	t.Run("ReleaseIsReported", func(t *testing.T) {
+		t.Parallel()
+		ctx, st, _ := s.setup(t)
+		// A release adds no event, so Subscribe cannot tell waiting claims: SubscribeReleases
+		// does, after the release committed (the run is claimable by then); a refused release
+		// is not reported.
+		queue(t, ctx, st, "S-rel", "R-1", SessionSpec{})
+		c := claim(t, ctx, st, store.ClaimFilter{}, "L-1")
+		heard := make(chan string, 4)
+		cancel := st.SubscribeReleases(func(id string) {
+			if _, err := st.ClaimRun(context.Background(), store.ClaimFilter{}, "L-probe", t0.Add(time.Minute)); err == nil {
+				heard <- id + " claimable"
+				return
+			}
+			heard <- id
+		})
+		defer cancel()
+		if err := st.ReleaseLease(ctx, "S-rel", "R-1", store.LeaseRef{LeaseID: "L-forged", Token: c.Lease.Token}, t0); err == nil {
+			t.Fatal("a forged release was accepted")
+		}
+		if err := st.ReleaseLease(ctx, "S-rel", "R-1", c.Lease.Ref(), t0); err != nil {
+			t.Fatalf("ReleaseLease: %v", err)
+		}
+		select {
+		case got := <-heard:
+			if got != "S-rel claimable" {
+				t.Fatalf("SubscribeReleases heard %q, want \"S-rel claimable\" (once the release committed)", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the release was not reported")
+		}
+	})
+
 	t.Run("Fencing", func(t *testing.T) {
 		t.Parallel()
 		ctx, st, _ := s.setup(t)
