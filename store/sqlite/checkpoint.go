@@ -14,10 +14,13 @@ import (
 // the last version of each page in the WAL, so the fewer checkpoints, the fewer copies of the
 // pages every commit writes again (the tail's last pages, page 1, interior pages); every 256
 // commits costs single-event appends 5-10% less CPU than every 64 did, and keeps the WAL
-// within about 16,384 events' worth of frames between checkpoints.
+// within about 16,384 events' worth of frames between checkpoints, and within about 4 MiB of
+// events when they are large (without it, 16,384 events of 64 KiB would have let the WAL reach
+// 1 GiB, all of which a full disk needs room for before it can take a write again).
 const (
 	ckptEveryCommits = 256             // the writer kicks the checkpointer after this many commits
 	ckptEveryEvents  = 16384           // ... or this many events, whichever comes first
+	ckptEveryBytes   = 4 << 20         // ... or this many bytes of events (a full disk needs that much room to recover: readiness.go)
 	ckptInterval     = 2 * time.Second // and it checkpoints on its own at least this often
 	walHardLimit     = 1 << 18         // frames (1 GiB with 4 KiB pages)
 )

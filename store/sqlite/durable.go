@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sessiond/sessiond/store"
 )
 
 // Durability without stalling the writer.
@@ -224,11 +226,15 @@ func (s *Store) syncer() {
 		}
 		subs := s.subs.List()
 		for _, c := range batch {
+			if err == nil && c.group != nil {
+				s.full.Store(nil) // a commit went through: the disk has room again
+			}
 			for _, r := range c.group {
 				if err != nil {
 					r.results, r.commit = nil, nil
 					if r.err == nil {
-						r.err = fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
+						// Committed in SQLite, but maybe not on disk: a retry tells.
+						r.err = store.Unavailable(store.CommitUnknown, unusable(err))
 					}
 					continue
 				}

@@ -28,6 +28,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
@@ -86,6 +87,10 @@ type Store struct {
 	// session id -> *atomic.Int64: the last sequence of each session appended to since Open,
 	// set by the syncer once the commit that ended the log there is durable (LastSequence).
 	durableLast sync.Map
+
+	// full is the failure of the last group the disk was too full for (SQLITE_FULL), until a
+	// commit goes through again (readiness.go).
+	full atomic.Pointer[error]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -356,7 +361,7 @@ func (s *Store) usable() error {
 		return store.ErrClosed
 	}
 	if err := s.dur.err(); err != nil {
-		return fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err)
+		return unusable(err)
 	}
 	return nil
 }
@@ -375,13 +380,19 @@ func (s *Store) FileSizes() (data, wal int64) {
 	return size(db), size(db + "-wal")
 }
 
-// Ready returns nil when the store can take writes: ErrClosed after Close, and the sync failure
-// that makes it refuse every write until it is reopened (durable.go). It does no I/O.
+// Ready returns nil when the store can take writes: ErrClosed after Close, the sync failure
+// that makes it refuse every write until it is reopened (durable.go), and, after a write the
+// disk was too full for, the answer of a probe write (readiness.go: store.Full until space is
+// freed). Otherwise it does no I/O.
 func (s *Store) Ready(ctx context.Context) error {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.usable(); err != nil {
+	err := s.usable()
+	s.mu.RUnlock()
+	if err != nil {
 		return err
+	}
+	if s.full.Load() != nil {
+		return s.probeWrite(ctx)
 	}
 	return ctx.Err()
 }

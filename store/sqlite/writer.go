@@ -135,6 +135,7 @@ type writer struct {
 
 	// work since the checkpointer was last asked to run
 	commits, events int
+	bytes           int // bytes of events committed since the last kick of the checkpointer
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -256,7 +257,7 @@ func (w *writer) take(r *request) {
 		if err := w.s.dur.err(); err != nil {
 			// Nothing more is written after a failed sync (durable.go).
 			w.broken = true
-			w.failAll(w.taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
+			w.failAll(w.taken, unusable(err))
 			return
 		}
 		w.groups++
@@ -329,7 +330,7 @@ func (w *writer) commit() {
 	taken := w.taken
 	if err := w.s.dur.err(); err != nil {
 		// A sync failed while the group was open: nothing more is written (durable.go).
-		w.abort(taken, fmt.Errorf("the store is unusable after a failed sync; restart sessiond: %w", err))
+		w.abort(taken, unusable(err))
 		return
 	}
 	if !w.moved {
@@ -361,14 +362,17 @@ func (w *writer) commit() {
 	for _, r := range taken {
 		if r.commit != nil {
 			events += len(r.commit.Events)
+			for _, e := range r.commit.Events {
+				w.bytes += len(e.Data)
+			}
 		}
 	}
 	w.events += events
 	if f := w.s.obs.GroupCommitted; f != nil {
 		f(len(taken), events)
 	}
-	if w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents {
-		w.commits, w.events = 0, 0
+	if w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents || w.bytes >= ckptEveryBytes {
+		w.commits, w.events, w.bytes = 0, 0, 0
 		w.s.kickCheckpointer()
 	}
 	c := committed{n: n, group: append([]*request(nil), taken...)}
@@ -387,6 +391,10 @@ func (w *writer) abort(group []*request, err error) {
 }
 
 func (w *writer) failAll(group []*request, err error) {
+	err = classify(err)
+	if why, ok := store.UnavailabilityOf(err); ok && why == store.Full {
+		w.s.noteFull(err)
+	}
 	for _, ss := range w.cache {
 		w.dropOpen(ss)
 	}
