@@ -155,13 +155,20 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 		out   appendOutcome
 		final error // the append's answer: a typed store error; never retried
 	)
+	doubt := false // an attempt may have committed
 	err := retry(ctx, appendAttempts, func() error {
 		var err error
 		out, final, err = s.appendOnce(ctx, sessionID, events, opts)
+		var de *doubtError
+		doubt = doubt || errors.As(err, &de)
 		return err
 	})
 	if err == nil {
 		err = final
+	} else if doubt {
+		// A later attempt could not reach the database, or found it refusing: the answer
+		// must still say that an earlier one may have committed.
+		err = store.Unavailable(store.CommitUnknown, err)
 	}
 	if err != nil || out.changed {
 		// After the commit: the changes it recorded (a run's status, a stale session running
@@ -239,7 +246,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	if err := conn.SendBatch(wctx, b).Close(); err != nil {
 		// Not committed, or (the connection lost during COMMIT) not known: a new try is
 		// safe either way.
-		return out, nil, fmt.Errorf("write and commit: %w", err)
+		return out, nil, fmt.Errorf("write and commit: %w", inDoubt(err))
 	}
 	inTx = false
 	changed := len(plan.Runs) > 0 || (lk.stale && !opts.Heartbeat.IsZero())

@@ -253,7 +253,7 @@ func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedE
 		var data []byte
 		if err := rows.Scan(&kind, &v, &id, &key, &data); err != nil {
 			rows.Close()
-			return out, nil, false, fmt.Errorf("append in one statement: %w", err)
+			return out, nil, false, fmt.Errorf("append in one statement: %w", inDoubt(err))
 		}
 		switch kind {
 		case "a":
@@ -270,7 +270,7 @@ func readDirect(rows pgx.Rows, sid string, sk int64, events []*contract.EncodedE
 		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation {
 			return out, nil, false, nil // nothing written: take the locking path
 		}
-		return out, nil, false, fmt.Errorf("append in one statement: %w", err)
+		return out, nil, false, fmt.Errorf("append in one statement: %w", inDoubt(err))
 	}
 	return directAnswer(sid, lk, wrote, prev, events, opts)
 }

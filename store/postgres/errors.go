@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sessiond/sessiond/store"
 )
 
 // SQLSTATE codes the driver acts on.
@@ -20,6 +22,8 @@ const (
 	codeCrashShutdown        = "57P02"
 	codeCannotConnectNow     = "57P03"
 	codeTooManyConnections   = "53300"
+	codeDiskFull             = "53100"
+	codeReadOnlyTransaction  = "25006" // a standby, or a primary demoted under the connection
 )
 
 // transient reports whether err is a failure that the same operation may overcome when tried
@@ -70,9 +74,68 @@ func containsAny(s string, subs ...string) bool {
 	return false
 }
 
+// classify returns err as a [store.UnavailableError] when it says the database cannot serve the
+// request now, and unchanged otherwise: SQLSTATE disk_full is store.Full; a connection that
+// cannot be made (refused, or to a read-only standby: pgx's "read only connection"), is lost,
+// or whose server is shutting down, starting, out of connections or read-only is
+// store.Unreachable; a write sent when its connection was lost (inDoubt) is store.CommitUnknown.
+// The errors of the operating system are classified by store.ClassifyOS, as for every driver.
+func classify(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var de *doubtError
+	if errors.As(err, &de) {
+		return store.Unavailable(store.CommitUnknown, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeDiskFull:
+			return store.Unavailable(store.Full, err)
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow, codeTooManyConnections, codeReadOnlyTransaction:
+			return store.Unavailable(store.Unreachable, err)
+		}
+		if strings.HasPrefix(pgErr.Code, "08") { // connection exception
+			return store.Unavailable(store.Unreachable, err)
+		}
+		return err
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return store.Unavailable(store.Unreachable, err)
+	}
+	if c := store.ClassifyOS(err); c != err {
+		return c
+	}
+	if transient(err) {
+		return store.Unavailable(store.Unreachable, err) // a lost connection, tried again and lost again
+	}
+	return err
+}
+
+// doubtError is the failure of a write whose statements, COMMIT included, were sent but whose
+// answer never came (the connection was lost): it may have committed.
+type doubtError struct{ err error }
+
+func (e *doubtError) Error() string { return e.err.Error() }
+func (e *doubtError) Unwrap() error { return e.err }
+
+// inDoubt returns err, the failure of a write sent with its COMMIT (or in one autocommitted
+// statement), marked as in doubt when it is a lost connection (transient) after pgx may have
+// sent the write: not when the server answered with an error (then nothing was committed),
+// nor when pgx says nothing was sent (pgconn.SafeToRetry), nor for any other failure.
+func inDoubt(err error) error {
+	var pgErr *pgconn.PgError
+	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) || !transient(err) {
+		return err
+	}
+	return &doubtError{err}
+}
+
 // retry runs op until it succeeds, fails with an error that is not transient, or has been
 // tried attempts times, waiting a little longer before each new try. It stops early when ctx
-// ends, answering ctx's error.
+// ends, answering ctx's error. Its error is classified (classify).
 func retry(ctx context.Context, attempts int, op func() error) error {
 	var err error
 	for i := 0; i < attempts; i++ {
@@ -86,11 +149,11 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 			}
 		}
 		if err = op(); !transient(err) {
-			return err
+			return classify(err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	return err
+	return classify(err)
 }

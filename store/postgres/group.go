@@ -171,6 +171,6 @@ func (g *grouper) run(calls []*directCall) {
 		if commitErr == nil {
 			commitErr = fmt.Errorf("COMMIT answered %q", tag.String())
 		}
-		fail(fmt.Errorf("commit a group of appends: %w", commitErr))
+		fail(fmt.Errorf("commit a group of appends: %w", inDoubt(commitErr)))
 	}
 }

@@ -296,7 +296,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	defer s.inflight.Done()
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres store: the database does not answer: %w", err)
+		return fmt.Errorf("postgres store: the database does not answer: %w", classify(err))
 	}
 	return nil
 }
