@@ -39,7 +39,7 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeRateLimited:         "the key is over its request rate or its number of concurrent streams; retry after the Retry-After header's seconds",
 	CodeKeyNotFound:         "no API key has this id (or none the caller may see)",
 	CodeLeaseRequired:       "an append from a runtime to a run that a worker holds a lease on carries no Sessiond-Lease header; nothing was written",
-	CodeStoreUnwritable:     "GET /readyz: the store refuses writes (a failed sync of the SQLite WAL, until sessiond restarts; PostgreSQL not answering); a load balancer should send writes elsewhere",
+	CodeStoreUnwritable:     "the store refuses writes (a failed sync of the SQLite WAL, until sessiond restarts), and GET /readyz says so: a load balancer should send writes elsewhere; the appends whose sync failed answer COMMIT_OUTCOME_UNKNOWN",
 	CodeOverloaded:          "the request bodies in flight already take the server's memory budget for bodies (serve --max-inflight-body-bytes) and this one waited for room in vain; nothing was read or written; retry after the Retry-After header's seconds",
 	CodeRequestTimeout:      "the request body did not arrive within the body timeout (serve --body-timeout); nothing was written",
 	CodeHeadersTooLarge:     "the request line and headers are over the server's limit (1 MiB); nothing was read",

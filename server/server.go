@@ -384,15 +384,23 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 const readyTimeout = 2 * time.Second
 
 // handleReady answers whether this instance should be sent requests, writes included: 200
-// when the store can take writes, 503 STORE_UNWRITABLE when it refuses them (a failed sync
-// of the SQLite WAL, until restart; PostgreSQL not answering), 503 UNAVAILABLE while shutting
-// down (answered by serve). /healthz, by contrast, says only that the process answers.
+// when the store can take writes; 503 when it cannot, with the code of why
+// (unavailableError): STORE_FULL (the disk is full, until space is freed), STORE_UNAVAILABLE
+// (PostgreSQL cannot be reached or is read-only), STORE_UNWRITABLE (a failed sync of the
+// SQLite WAL, until restart; any other refusal); 503 UNAVAILABLE while shutting down
+// (answered by serve). /healthz, by contrast, says only that the process answers.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.svc.Ready(ctx); err != nil {
 		s.requestLogger(w).Warn("readiness: the store refuses writes", "err", err)
-		writeError(w, api.Errorf(api.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err))
+		e := unavailableError(err)
+		if e == nil {
+			e = api.Errorf(api.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err)
+		} else {
+			e.Message = "not ready: " + e.Message
+		}
+		writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.svc.StoreDriver()})
@@ -484,7 +492,30 @@ func storeError(err error, sessionID string) *api.Error {
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
 	}
+	if e := unavailableError(store.ClassifyOS(err)); e != nil {
+		return e
+	}
 	return api.Errorf(api.CodeInternal, "store: %v", err)
+}
+
+// unavailableError maps a store error classified as unavailable (store.UnavailableError) to
+// its availability code, with a message that says what to do; nil for any other error. It is
+// the one place that decides these answers, for every route, readiness and the final block of
+// a stream included.
+func unavailableError(err error) *api.Error {
+	why, ok := store.UnavailabilityOf(err)
+	if !ok {
+		return nil
+	}
+	switch why {
+	case store.Full:
+		return api.Errorf(contract.CodeStoreFull, "the store's disk is full (%v); nothing was written: an operator must free space, then retry the request unchanged", err)
+	case store.Unreachable:
+		return api.Errorf(contract.CodeStoreUnavailable, "the database cannot be reached now (%v); retry the request unchanged (appends are idempotent by key)", err)
+	case store.CommitUnknown:
+		return api.Errorf(contract.CodeCommitUnknown, "the write may or may not have committed (%v); retry it unchanged, with the same idempotency keys: a committed event comes back as a duplicate", err)
+	}
+	return api.Errorf(api.CodeStoreUnwritable, "the store refuses writes (%v); retry on another instance, or after sessiond restarts", err)
 }
 
 // validationError turns contract problems into a 400 (not acceptable JSON) or 422 (breaks the

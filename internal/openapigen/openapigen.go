@@ -90,12 +90,12 @@ var operations = []operation{
 			{status: 503, desc: "shutting down: take the instance out of rotation", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status"},
 				"properties": obj{"status": obj{"const": "shutting-down"}}}},
 		}},
-	{pattern: "GET /readyz", id: "ready", public: true, summary: "Readiness for a load balancer: 200 while the store takes writes, 503 STORE_UNWRITABLE when it refuses them, 503 UNAVAILABLE once shutting down",
+	{pattern: "GET /readyz", id: "ready", public: true, summary: "Readiness for a load balancer: 200 while the store takes writes; when it cannot, 507 STORE_FULL (until space is freed), 503 STORE_UNAVAILABLE (the database cannot be reached) or 503 STORE_UNWRITABLE (it refuses writes); 503 UNAVAILABLE once shutting down",
 		answers: []answer{
 			{status: 200, desc: "ready: the store takes writes", schema: obj{"type": "object", "additionalProperties": false, "required": []any{"status", "store"},
 				"properties": obj{"status": obj{"const": "ready"}, "store": obj{"type": "string", "description": "the store driver: sqlite or postgres"}}}},
 		},
-		errors: []contract.ErrorCode{contract.CodeStoreUnwritable}},
+		errors: []contract.ErrorCode{contract.CodeStoreUnwritable, contract.CodeStoreFull, contract.CodeStoreUnavailable}},
 	{pattern: "GET /{$}", id: "webUI", public: true, summary: "The web UI's page (docs/api.md, Web UI)",
 		answers: []answer{{status: 200, media: "text/html", desc: "the page", schema: obj{"type": "string"}}}},
 	{pattern: "GET /ui/{file...}", id: "webUIFile", public: true, summary: "A file of the web UI: its scripts, styles, vendored libraries and policy table",
@@ -489,7 +489,10 @@ func (s *schemas) operation(op operation, path string) obj {
 		codes = append(codes, contract.CodeSessionNotFound)
 	}
 	if !op.public {
-		codes = append(codes, contract.CodeUnauthenticated, contract.CodeForbidden, contract.CodeRateLimited)
+		// Every route behind authentication reads or writes the store (the key's check
+		// included), so each may find it full or unreachable, or lose a commit's answer.
+		codes = append(codes, contract.CodeUnauthenticated, contract.CodeForbidden, contract.CodeRateLimited,
+			contract.CodeStoreFull, contract.CodeStoreUnavailable, contract.CodeCommitUnknown)
 	}
 	codes = append(codes, op.errors...)
 	// An answer's own status wins over a common error (health answers 503 itself).
