@@ -78,8 +78,46 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 }
 
 // send is do with extra request headers; it returns the response's status, and decodes nothing
-// into out for a 204 No Content.
+// into out for a 204 No Content. A GET is retried as sendRetrying says.
 func (c *Client) send(ctx context.Context, method, path string, header http.Header, body io.Reader, contentType string, out any) (int, error) {
+	if method == http.MethodGet {
+		return c.sendRetrying(ctx, method, path, header, body, contentType, out)
+	}
+	return c.sendOnce(ctx, method, path, header, body, contentType, out)
+}
+
+// sendRetrying is send for a request that is safe to send again unchanged (a read, or an
+// append, whose events carry idempotency keys): a retryable failure (retry.go) is retried with
+// capped exponential waits that honour Retry-After, for up to DefaultRetryWindow or until ctx
+// ends; then the last failure is returned.
+func (c *Client) sendRetrying(ctx context.Context, method, path string, header http.Header, body io.Reader, contentType string, out any) (int, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = io.ReadAll(body); err != nil {
+			return 0, fmt.Errorf("%s %s: read the request body: %w", method, path, err)
+		}
+	}
+	deadline := time.Now().Add(DefaultRetryWindow)
+	b := backoff{max: 5 * time.Second}
+	for {
+		var r io.Reader
+		if body != nil {
+			r = bytes.NewReader(data)
+		}
+		status, err := c.sendOnce(ctx, method, path, header, r, contentType, out)
+		ok, least := retryable(err)
+		if err == nil || !ok || ctx.Err() != nil || time.Now().Add(max(least, b.next)).After(deadline) {
+			return status, err
+		}
+		if werr := b.wait(ctx, least); werr != nil {
+			return status, err
+		}
+	}
+}
+
+// sendOnce sends the request once.
+func (c *Client) sendOnce(ctx context.Context, method, path string, header http.Header, body io.Reader, contentType string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
@@ -101,7 +139,7 @@ func (c *Client) send(ctx context.Context, method, path string, header http.Head
 		return 0, fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return resp.StatusCode, decodeError(resp.StatusCode, data)
+		return resp.StatusCode, withRetryAfter(decodeError(resp.StatusCode, data), resp)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return resp.StatusCode, nil
@@ -207,7 +245,8 @@ func (c *Client) AppendNDJSONWith(ctx context.Context, id string, ndjson []byte,
 		header = http.Header{wire.LeaseHeader: {opt.Lease.Header}}
 	}
 	var out api.AppendResponse
-	if _, err := c.send(ctx, http.MethodPost, path, header, bytes.NewReader(ndjson), "application/x-ndjson", &out); err != nil {
+	// Every event carries its idempotency key: sending the batch again is safe.
+	if _, err := c.sendRetrying(ctx, http.MethodPost, path, header, bytes.NewReader(ndjson), "application/x-ndjson", &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -276,45 +315,50 @@ type StreamOptions struct {
 }
 
 // Stream follows a session's live stream, calling fn for each event in order, and reconnects
-// with Last-Event-ID after a dropped connection or a server cut-off, so fn sees every event
-// once with no gap. It returns when ctx is done (ctx.Err()), when fn returns an error (that
-// error), or on an error that retrying cannot fix (an *api.Error such as SESSION_NOT_FOUND).
+// with Last-Event-ID after a dropped connection, a server cut-off (a final stream.error block
+// but CREDENTIAL_REVOKED) or a retryable answer (STORE_UNAVAILABLE during a failover, a
+// restarting server: retry.go), waiting with capped exponential backoff and at least the
+// answer's Retry-After, so fn sees every event once with no gap. It returns when ctx is done
+// (ctx.Err()), when fn returns an error (that error), or on an error that retrying cannot fix
+// (an *api.Error such as SESSION_NOT_FOUND, or a revoked credential).
 func (c *Client) Stream(ctx context.Context, id string, opt StreamOptions, fn func(StreamEvent) error) error {
 	after := opt.After
 	tail := opt.Tail
-	backoff := 100 * time.Millisecond
 	if opt.MaxBackoff <= 0 {
 		opt.MaxBackoff = 5 * time.Second
 	}
+	b := backoff{max: opt.MaxBackoff}
 	for {
 		got, err := c.streamOnce(ctx, id, &after, tail, fn)
 		if got {
 			tail = false // resume from what we saw, never skip
-			backoff = 100 * time.Millisecond
+			b.reset()
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
-		}
-		var ae *api.Error
-		if errors.As(err, &ae) && ae.Status != 0 && ae.Status != http.StatusServiceUnavailable {
-			return err
 		}
 		var fe *fnError
 		if errors.As(err, &fe) {
 			return fe.err
 		}
+		ok, least := retryable(err)
+		if !ok {
+			return err
+		}
 		if opt.OnReconnect != nil {
 			opt.OnReconnect(after, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		if backoff *= 2; backoff > opt.MaxBackoff {
-			backoff = opt.MaxBackoff
+		if err := b.wait(ctx, least); err != nil {
+			return err
 		}
 	}
+}
+
+// streamEndError is the final block of a stream (api.SSEStreamError): the server ended it.
+type streamEndError struct{ e api.Error }
+
+func (e *streamEndError) Error() string {
+	return fmt.Sprintf("stream ended by server: %s: %s", e.e.Code, e.e.Message)
 }
 
 type fnError struct{ err error }
@@ -347,7 +391,7 @@ func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(resp.Body)
-		return false, decodeError(resp.StatusCode, data)
+		return false, withRetryAfter(decodeError(resp.StatusCode, data), resp)
 	}
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	var ev StreamEvent
@@ -368,9 +412,9 @@ func (c *Client) streamOnce(ctx context.Context, id string, cursor *int64, tail 
 		switch {
 		case len(line) == 0: // dispatch
 			if evName == api.SSEStreamError {
-				var ae api.Error
-				json.Unmarshal(ev.Data, &ae)
-				return true, fmt.Errorf("stream ended by server: %s: %s", ae.Code, ae.Message)
+				se := &streamEndError{}
+				json.Unmarshal(ev.Data, &se.e)
+				return true, se
 			}
 			// Contract events are named "ev.<eventType>"; a block of another name (none is
 			// sent today) is not an event and is skipped.

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,5 +189,128 @@ func TestStoreFullAnswers(t *testing.T) {
 	}
 	if r := b.do(t, "POST", "/v1/sessions/S-a/events", "application/json", bigEvent(acked)); r.status != http.StatusCreated {
 		t.Fatalf("the refused append retried after freeing space: %d %s", r.status, r.body)
+	}
+}
+
+// TestStreamWaitsItOut follows a session with client.Stream through what a restart or a
+// failover looks like from the client: the connection dropped, a proxy answering 502 while the
+// server restarts, 503 STORE_UNAVAILABLE with Retry-After while the database switches, and a
+// stream the server ends with STREAM_FAILED. The follower keeps going and sees every event
+// exactly once, in order.
+func TestStreamWaitsItOut(t *testing.T) {
+	b := setup(t, server.Options{})
+	b.createSession(t, "S-a")
+	const (
+		pass = iota
+		proxy502
+		unavailable
+		streamFailed
+	)
+	var mode atomic.Int32
+	var refused atomic.Int64
+	var dropMu sync.Mutex
+	dropped := make(chan struct{}) // closed (and replaced) to drop the open stream
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/events/stream") {
+			b.srv.ServeHTTP(w, r)
+			return
+		}
+		switch mode.Load() {
+		case proxy502:
+			refused.Add(1)
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+		case unavailable:
+			refused.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":"the database cannot be reached now"}}`+"\n", contract.CodeStoreUnavailable)
+		case streamFailed:
+			refused.Add(1)
+			mode.Store(pass)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: stream.error\ndata: {\"code\":%q,\"message\":\"reading the log failed; reconnect with Last-Event-ID\"}\n\n", contract.CodeStreamFailed)
+		default:
+			dropMu.Lock()
+			ch := dropped
+			dropMu.Unlock()
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go func() {
+				select {
+				case <-ch:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			b.srv.ServeHTTP(w, r.WithContext(ctx)) // a stream the test can drop
+		}
+	}))
+	defer front.Close()
+	cl := client.New(front.URL, front.Client())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan int64, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.Stream(ctx, "S-a", client.StreamOptions{After: -1, MaxBackoff: 200 * time.Millisecond}, func(e client.StreamEvent) error {
+			got <- e.Sequence
+			return nil
+		})
+	}()
+	next := int64(0)
+	receive := func(upTo int64) {
+		t.Helper()
+		for next <= upTo {
+			select {
+			case seq := <-got:
+				if seq != next {
+					t.Fatalf("the follower got sequence %d, want %d (exactly once, in order)", seq, next)
+				}
+				next++
+			case err := <-done:
+				t.Fatalf("the follower gave up at sequence %d: %v", next, err)
+			case <-ctx.Done():
+				t.Fatalf("the follower is stuck at sequence %d", next)
+			}
+		}
+	}
+	appendN := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if r := b.do(t, "POST", "/v1/sessions/S-a/events", "application/json", event("S-a", i)); r.status != http.StatusCreated {
+				t.Fatalf("append %d: %d %s", i, r.status, r.body)
+			}
+		}
+	}
+	waitRefused := func(n int64) {
+		t.Helper()
+		for refused.Load() < n {
+			select {
+			case err := <-done:
+				t.Fatalf("the follower gave up at sequence %d: %v", next, err)
+			case <-ctx.Done():
+				t.Fatal("no reconnect came")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	appendN(0, 5)
+	receive(4)
+	for _, m := range []int32{proxy502, unavailable, streamFailed} {
+		before := refused.Load()
+		mode.Store(m)
+		dropMu.Lock()
+		close(dropped) // drop the stream: the follower reconnects into the window
+		dropped = make(chan struct{})
+		dropMu.Unlock()
+		appendN(int(next), int(next)+3)
+		waitRefused(before + 2 - int64(m/streamFailed)) // the window answered at least twice (once for STREAM_FAILED)
+		mode.Store(pass)
+		receive(next + 2)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stream ended with %v, want context.Canceled", err)
 	}
 }
