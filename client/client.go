@@ -100,14 +100,17 @@ func (c *Client) sendRetrying(ctx context.Context, method, path string, header h
 	}
 	deadline := time.Now().Add(DefaultRetryWindow)
 	b := backoff{max: 5 * time.Second}
-	for {
+	for reached := false; ; {
 		var r io.Reader
 		if body != nil {
 			r = bytes.NewReader(data)
 		}
 		status, err := c.sendOnce(ctx, method, path, header, r, contentType, out)
 		ok, least := retryable(err)
-		if err == nil || !ok || ctx.Err() != nil || time.Now().Add(max(least, b.next)).After(deadline) {
+		// A server never reached is not waited for: a command run against no server fails
+		// at once ("is the server running?"); one that answered before may be restarting.
+		reached = reached || !notReached(err)
+		if err == nil || !ok || !reached || ctx.Err() != nil || time.Now().Add(max(least, b.next)).After(deadline) {
 			return status, err
 		}
 		if werr := b.wait(ctx, least); werr != nil {

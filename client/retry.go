@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -71,6 +72,12 @@ func retryable(err error) (bool, time.Duration) {
 		return proxy, wait
 	}
 	return true, wait // no answer from the server at all (a refused or dropped connection)
+}
+
+// notReached reports whether err is a failure to connect to the server at all.
+func notReached(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // backoff is a capped exponential wait between tries.
