@@ -805,6 +805,9 @@ var notTestedHere = map[string]string{
 	"restore it again":                        "needs the session to change between restore's check and its update: session's TestConcurrentChangesSayToTryAgain does it and follows the hint",
 	"split the batch or shrink the event":     "the server's own limits (body, batch, parse) refuse first; store/storetest checks the store's",
 	"the session kept changing while the":     "COMMAND_EXECUTION_FAILED needs the log to move on every attempt of a command",
+	"an operator must free space, then retry": "STORE_FULL needs a full disk: TestStoreFullAnswers fills a tmpfs, frees space and follows the hint",
+	"the database cannot be reached now":      "STORE_UNAVAILABLE needs the database away: TestStoreUnavailableAnswers answers it and follows the hint once it is back",
+	"the write may or may not have committed": "COMMIT_OUTCOME_UNKNOWN needs a connection lost while committing: TestStoreUnavailableAnswers answers it and retries the append",
 }
 
 // TestEveryHintHasACase reads the server, session, api and store packages and checks that every
