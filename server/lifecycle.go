@@ -48,7 +48,7 @@ func (s *Server) startSweeper() {
 		case err != nil:
 			s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
 		case res.Expired > 0:
-			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took", time.Since(start))
+			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took_ms", milliseconds(time.Since(start)))
 		}
 	}, nil)
 }

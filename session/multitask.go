@@ -20,6 +20,17 @@ type AppendParams struct {
 	// is active (contract.MultitaskStrategies); "" takes the session's default
 	// (Lifecycle.Multitask), and a session without one rejects.
 	Multitask string
+	// Origin is who had the events stored, for the count of stored events (default
+	// OriginAPI).
+	Origin Origin
+}
+
+// origin is p.Origin, OriginAPI when not set.
+func (p AppendParams) origin() Origin {
+	if p.Origin == "" {
+		return OriginAPI
+	}
+	return p.Origin
 }
 
 // Interruption is the stop an append with the interrupt strategy added for the run that was
@@ -61,10 +72,10 @@ func (s *Service) AppendWith(ctx context.Context, id string, events []*contract.
 	case contract.MultitaskInterrupt:
 		opts.Enqueue = true
 		if queuesRun(events) {
-			return s.interrupt(ctx, id, events, opts)
+			return s.interrupt(ctx, p.origin(), id, events, opts)
 		}
 	}
-	res, err := s.st.Append(ctx, id, events, opts)
+	res, err := s.append(ctx, p.origin(), id, events, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +99,7 @@ func queuesRun(events []*contract.EncodedEvent) bool {
 // interrupt appends events after the stop of the session's current run, when it is active and
 // not already stopping. If the run moves on between the look and the append (it ends, or is
 // stopped by someone else), it looks again.
-func (s *Service) interrupt(ctx context.Context, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
+func (s *Service) interrupt(ctx context.Context, origin Origin, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
 	for attempt := 1; ; attempt++ {
 		runs, err := s.st.Runs(ctx, id)
 		if err != nil {
@@ -99,7 +110,7 @@ func (s *Service) interrupt(ctx context.Context, id string, events []*contract.E
 			return nil, err
 		}
 		opts.Unfenced = len(stops)
-		res, err := s.st.Append(ctx, id, append(stops, events...), opts)
+		res, err := s.append(ctx, origin, id, append(stops, events...), opts)
 		var runErr *store.RunError
 		if errors.As(err, &runErr) && runErr.Index < len(stops) && attempt < interruptAttempts {
 			continue // the run changed meanwhile: look at the current run again
