@@ -495,8 +495,11 @@ func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) e
 	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
 		return err
 	}
-	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
-	// for a heartbeat that matters (qAppendHeartbeat).
+	// The session's head: its last acknowledged sequence, in this commit (lastSeqExpr). The
+	// wide session row is written only for a heartbeat that matters (qAppendHeartbeat).
+	if _, err := w.st.setHead.ExecContext(w.ctx, ss.sk, plan.Last); err != nil {
+		return fatal("record the session's head", err)
+	}
 	if err := w.appendHeartbeat(r, ss); err != nil {
 		return err
 	}
@@ -918,7 +921,7 @@ const maxSequence = 1<<32 - 1
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs      *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns, setHead *sql.Stmt
 	insertSession, sessionRow, updateSession, heartbeat, lastChange                               *sql.Stmt
 	all                                                                                           []*sql.Stmt
 	control                                                                                       map[string]*sql.Stmt              // txControl
@@ -987,6 +990,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.batchRuns, qBatchRuns},
 		{&st.appendHeartbeat, qAppendHeartbeat},
+		{&st.setHead, `INSERT INTO session_heads (sk, last_seq) VALUES (?1, ?2) ON CONFLICT (sk) DO UPDATE SET last_seq = ?2`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
