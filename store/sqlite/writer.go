@@ -921,8 +921,8 @@ const maxSequence = 1<<32 - 1
 // writeStmts are the writer's prepared statements, all on its one connection.
 type writeStmts struct {
 	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs      *sql.Stmt
-	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns, setHead *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat, lastChange                               *sql.Stmt
+	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange, setHead                      *sql.Stmt
 	all                                                                                           []*sql.Stmt
 	control                                                                                       map[string]*sql.Stmt              // txControl
 	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
