@@ -394,3 +394,74 @@ func TestCheckSequenceStoredTwice(t *testing.T) {
 		t.Errorf("findings:\n%s", findings(rep))
 	}
 }
+
+// TestCheckFindsDamagedWAL: 40 acknowledged single appends, the data directory copied as a
+// SIGKILL leaves it (the database and its write-ahead log, never checkpointed), one byte of a
+// middle WAL frame flipped: SQLite silently drops every frame after it, acknowledged commits
+// included, and the database looks sound; fsck reads the WAL itself and reports the loss. The
+// copy without the flip is clean. Before, fsck said clean over the damaged copy.
+func TestCheckFindsDamagedWAL(t *testing.T) {
+	ctx := context.Background()
+	live := t.TempDir()
+	st, err := sqlite.Open(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sess := &store.Session{
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: "S-wal", AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+	}
+	if err := st.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"e%d","sessionId":"S-wal","sequence":0,"idempotencyKey":"k%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","role":"user","operation":"append","parts":["%s"]}}`, i, i, i, strings.Repeat("x", 500))
+		ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, "S-wal", []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a SIGKILL leaves: the files as they are now, the WAL not checkpointed.
+	crashed := func(flip bool) string {
+		dir := t.TempDir()
+		for _, name := range []string{sqlite.DBFile, sqlite.DBFile + "-wal"} {
+			data, err := os.ReadFile(filepath.Join(live, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == sqlite.DBFile+"-wal" && flip {
+				const header, frame = 32, 24 + 4096
+				frames := (len(data) - header) / frame
+				if frames < 20 {
+					t.Fatalf("the WAL holds %d frames; the test needs the appends in it", frames)
+				}
+				data[header+(frames/2)*frame+24+100] ^= 0x01 // a byte of a middle frame's page
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	inspect := func(dir string) *fsck.Report {
+		in, err := sqlite.OpenInspector(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		return check(t, in, "")
+	}
+	if rep := inspect(crashed(false)); !rep.Clean() {
+		t.Fatalf("the undamaged copy has findings:\n%s", findings(rep))
+	}
+	rep := inspect(crashed(true))
+	if len(rep.Findings) != 1 || rep.Findings[0].Check != fsck.CheckDatabase ||
+		!strings.Contains(rep.Findings[0].Message, "fails its checksum") || !strings.Contains(rep.Findings[0].Message, "possibly lost") {
+		t.Fatalf("findings over the damaged WAL:\n%s", findings(rep))
+	}
+	t.Log(rep.Findings[0].Message)
+}
