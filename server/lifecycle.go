@@ -142,7 +142,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) archiveDir() (string, *api.Error) {
 	if s.opt.ArchiveDir == "" {
-		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory; start it with sessiond serve --archive-dir DIR")
+		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
 	}
 	return s.opt.ArchiveDir, nil
 }
