@@ -177,6 +177,19 @@ func fixture(t *testing.T, st store.Store, archiveDir string) {
 	}
 }
 
+// fixtureStore fills a store of d with the fixture, closes it, and returns the archive
+// directory of its archived session.
+func fixtureStore(t *testing.T, d *driver) string {
+	t.Helper()
+	archiveDir := t.TempDir()
+	st := d.open(t)
+	fixture(t, st, archiveDir)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return archiveDir
+}
+
 func check(t *testing.T, in store.Inspector, archiveDir string) *fsck.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -193,12 +206,7 @@ func check(t *testing.T, in store.Inspector, archiveDir string) *fsck.Report {
 // flipped) and expects each finding, with its session and sequence, on both drivers.
 func TestCheckFindsCorruption(t *testing.T) {
 	drivers(t, func(t *testing.T, d *driver) {
-		archiveDir := t.TempDir()
-		st := d.open(t)
-		fixture(t, st, archiveDir)
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		archiveDir := fixtureStore(t, d)
 		rep := check(t, d.inspect(t), archiveDir)
 		if !rep.Clean() {
 			t.Fatalf("a fresh store has findings:\n%s", findings(rep))
@@ -348,12 +356,7 @@ func TestCheckEnqueuedRunClean(t *testing.T) {
 // written in the commit of each append.
 func TestCheckFindsCutTail(t *testing.T) {
 	drivers(t, func(t *testing.T, d *driver) {
-		archiveDir := t.TempDir()
-		st := d.open(t)
-		fixture(t, st, archiveDir)
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		archiveDir := fixtureStore(t, d)
 		d.exec(t, "DELETE FROM events WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-last') AND seq >= 2")
 		rep := check(t, d.inspect(t), archiveDir)
 		if len(rep.Findings) != 1 {
@@ -372,12 +375,7 @@ func TestCheckFindsCutTail(t *testing.T) {
 // stored twice, not as "at or before its compaction point".
 func TestCheckSequenceStoredTwice(t *testing.T) {
 	d := sqliteDriver(t)
-	archiveDir := t.TempDir()
-	st := d.open(t)
-	fixture(t, st, archiveDir)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	archiveDir := fixtureStore(t, d)
 	// The row is in events or still in event_tail (store/sqlite/tail.go): copy it to the other.
 	const cols = "rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data"
 	const where = " WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-gap') AND seq = 1"
