@@ -32,7 +32,7 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeArchiveNotFound:     "no archive by that name (or none for the project)",
 	CodeRestoreConflict:     "restore of a session that is still in the store",
 	CodeSessionMoved:        "the log moved while the session was being archived; nothing changed",
-	CodeNotConfigured:       "an archive endpoint on a server started without an archive directory",
+	CodeNotConfigured:       "an archive endpoint on a server started with --archive-dir - (no archive directory)",
 	CodeLeaseLost:           "the lease given (Sessiond-Lease header, or a renewal's or release's leaseId and token) is not the run's current lease: stale, forged, malformed, another run's, released or expired; nothing was written",
 	CodeUnauthenticated:     "the server requires a credential (docs/security.md) and the request has none, or one that is not valid, revoked or expired; the WWW-Authenticate header says which; nothing was done",
 	CodeForbidden:           "the credential is valid but may not do this: the route needs a scope it lacks (the message names it), another project, every project, or another session; nothing was done",

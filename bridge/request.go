@@ -281,7 +281,7 @@ func (s *Service) Submit(ctx context.Context, sid, messageID string, parts []con
 			return "", 0, err
 		}
 	}
-	res, err := s.Svc.Append(ctx, sid, enc, nil, nil)
+	res, err := s.Svc.AppendWith(ctx, sid, enc, session.AppendParams{Origin: session.OriginBridge})
 	var conf *store.ConflictError
 	if errors.As(err, &conf) && conf.Index == 0 {
 		// The same request again, at another time (occurredAt differs): the same message is a

@@ -15,14 +15,15 @@ import (
 
 // The checks a [Finding] belongs to (Finding.Check), stable names for programs.
 const (
-	// CheckDatabase: the database's own integrity check failed, or a session's rows could
-	// not be read.
+	// CheckDatabase: the database's own integrity check failed, a session's rows could not
+	// be read, or (SQLite) the write-ahead log holds commits SQLite ignores, after a frame
+	// whose checksum fails.
 	CheckDatabase = "database"
 	// CheckRecord: the session record, snapshot, lineage or active branch breaks the contract
 	// or disagrees with the columns kept beside it.
 	CheckRecord = "record"
-	// CheckSequence: the log has a gap, does not end at the session's last sequence, or holds
-	// events at or before its compaction point.
+	// CheckSequence: the log has a gap, does not end at the session's last acknowledged
+	// sequence, holds a sequence twice, or holds events at or before its compaction point.
 	CheckSequence = "sequence"
 	// CheckDuplicate: an eventId or idempotencyKey is used by two events of one log.
 	CheckDuplicate = "duplicate"

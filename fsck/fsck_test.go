@@ -177,6 +177,19 @@ func fixture(t *testing.T, st store.Store, archiveDir string) {
 	}
 }
 
+// fixtureStore fills a store of d with the fixture, closes it, and returns the archive
+// directory of its archived session.
+func fixtureStore(t *testing.T, d *driver) string {
+	t.Helper()
+	archiveDir := t.TempDir()
+	st := d.open(t)
+	fixture(t, st, archiveDir)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return archiveDir
+}
+
 func check(t *testing.T, in store.Inspector, archiveDir string) *fsck.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -193,12 +206,7 @@ func check(t *testing.T, in store.Inspector, archiveDir string) *fsck.Report {
 // flipped) and expects each finding, with its session and sequence, on both drivers.
 func TestCheckFindsCorruption(t *testing.T) {
 	drivers(t, func(t *testing.T, d *driver) {
-		archiveDir := t.TempDir()
-		st := d.open(t)
-		fixture(t, st, archiveDir)
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		archiveDir := fixtureStore(t, d)
 		rep := check(t, d.inspect(t), archiveDir)
 		if !rep.Clean() {
 			t.Fatalf("a fresh store has findings:\n%s", findings(rep))
@@ -339,4 +347,119 @@ func TestCheckEnqueuedRunClean(t *testing.T) {
 			t.Fatalf("a run enqueued behind the active one is reported:\n%s", findings(rep))
 		}
 	})
+}
+
+// TestCheckFindsCutTail: a log that lost its newest acknowledged events (the rows of its last
+// two sequences deleted) is reported, naming the session and the lost sequences, on both
+// drivers. Before, SQLite derived a session's last sequence from the event rows, so fsck
+// compared the rows with themselves and said clean; the session's head (session_heads) is now
+// written in the commit of each append.
+func TestCheckFindsCutTail(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		archiveDir := fixtureStore(t, d)
+		d.exec(t, "DELETE FROM events WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-last') AND seq >= 2")
+		rep := check(t, d.inspect(t), archiveDir)
+		if len(rep.Findings) != 1 {
+			t.Fatalf("%d findings; want 1:\n%s", len(rep.Findings), findings(rep))
+		}
+		f := rep.Findings[0]
+		if f.Check != fsck.CheckSequence || f.SessionID != "S-last" || f.Sequence == nil || *f.Sequence != 2 ||
+			!strings.Contains(f.Message, "last sequence is 3 but the log ends at 1: sequences 2 to 3 are missing") {
+			t.Errorf("finding: %s", findings(rep))
+		}
+	})
+}
+
+// TestCheckSequenceStoredTwice: on a log never compacted, a sequence stored twice (a row of
+// events copied into event_tail, as a move interrupted by hand could leave it) is reported as
+// stored twice, not as "at or before its compaction point".
+func TestCheckSequenceStoredTwice(t *testing.T) {
+	d := sqliteDriver(t)
+	archiveDir := fixtureStore(t, d)
+	// The row is in events or still in event_tail (store/sqlite/tail.go): copy it to the other.
+	const cols = "rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data"
+	const where = " WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-gap') AND seq = 1"
+	d.exec(t, "INSERT INTO event_tail (pos, "+cols+") SELECT (SELECT coalesce(max(pos), 0) + 1 FROM event_tail), "+cols+" FROM events"+where)
+	d.exec(t, "INSERT INTO events ("+cols+") SELECT "+cols+" FROM event_tail"+where+" AND rid NOT IN (SELECT rid FROM events)")
+	rep := check(t, d.inspect(t), archiveDir)
+	var msgs []string
+	for _, f := range rep.Findings {
+		if f.SessionID == "S-gap" && f.Check == fsck.CheckSequence {
+			msgs = append(msgs, f.Message)
+		}
+	}
+	if all := strings.Join(msgs, "\n"); !strings.Contains(all, "holds sequence 1 twice") || strings.Contains(all, "compaction point") {
+		t.Errorf("findings:\n%s", findings(rep))
+	}
+}
+
+// TestCheckFindsDamagedWAL: 40 acknowledged single appends, the data directory copied as a
+// SIGKILL leaves it (the database and its write-ahead log, never checkpointed), one byte of a
+// middle WAL frame flipped: SQLite silently drops every frame after it, acknowledged commits
+// included, and the database looks sound; fsck reads the WAL itself and reports the loss. The
+// copy without the flip is clean. Before, fsck said clean over the damaged copy.
+func TestCheckFindsDamagedWAL(t *testing.T) {
+	ctx := context.Background()
+	live := t.TempDir()
+	st, err := sqlite.Open(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sess := &store.Session{
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: "S-wal", AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+	}
+	if err := st.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"e%d","sessionId":"S-wal","sequence":0,"idempotencyKey":"k%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","role":"user","operation":"append","parts":["%s"]}}`, i, i, i, strings.Repeat("x", 500))
+		ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, "S-wal", []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a SIGKILL leaves: the files as they are now, the WAL not checkpointed.
+	crashed := func(flip bool) string {
+		dir := t.TempDir()
+		for _, name := range []string{sqlite.DBFile, sqlite.DBFile + "-wal"} {
+			data, err := os.ReadFile(filepath.Join(live, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == sqlite.DBFile+"-wal" && flip {
+				const header, frame = 32, 24 + 4096
+				frames := (len(data) - header) / frame
+				if frames < 20 {
+					t.Fatalf("the WAL holds %d frames; the test needs the appends in it", frames)
+				}
+				data[header+(frames/2)*frame+24+100] ^= 0x01 // a byte of a middle frame's page
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	inspect := func(dir string) *fsck.Report {
+		in, err := sqlite.OpenInspector(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		return check(t, in, "")
+	}
+	if rep := inspect(crashed(false)); !rep.Clean() {
+		t.Fatalf("the undamaged copy has findings:\n%s", findings(rep))
+	}
+	rep := inspect(crashed(true))
+	if len(rep.Findings) != 1 || rep.Findings[0].Check != fsck.CheckDatabase ||
+		!strings.Contains(rep.Findings[0].Message, "fails its checksum") || !strings.Contains(rep.Findings[0].Message, "possibly lost") {
+		t.Fatalf("findings over the damaged WAL:\n%s", findings(rep))
+	}
+	t.Log(rep.Findings[0].Message)
 }

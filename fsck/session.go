@@ -55,8 +55,10 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 	c.runs = map[string]*contract.Run{}
 	c.foldOK = true
 	next := int64(0)
+	compacted := int64(-1) // the compaction point, -1 for a log never compacted
 	if ok && lc.CompactedThrough != nil {
 		next = *lc.CompactedThrough + 1
+		compacted = *lc.CompactedThrough
 		c.foldOK = c.foldArchive(lc)
 	}
 	var n int64
@@ -72,8 +74,10 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 			} else {
 				c.find(CheckSequence, at(next), "sequences %d to %d are missing from the log (the next stored event is %d)", next, e.Sequence-1, e.Sequence)
 			}
+		case e.Sequence < next && e.Sequence > compacted:
+			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d twice (or out of order, after sequence %d)", e.Sequence, next-1)
 		case e.Sequence < next:
-			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d, at or before its compaction point %d", e.Sequence, next-1)
+			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d, at or before its compaction point %d", e.Sequence, compacted)
 		}
 		next = max(next, e.Sequence+1)
 		c.checkEvent(e)

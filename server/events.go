@@ -15,21 +15,21 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
+// appendPattern is the route of appends, whose refusals the metrics count by code.
+const appendPattern = "POST /v1/sessions/{id}/events"
+
 // handleAppend appends one event, a JSON array of events, or NDJSON
 // (Content-Type: application/x-ndjson) to a session's log, all or nothing.
 func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
+	// Its refusals are counted by ServeHTTP (requestlog.go), those of the guard included.
 	id := r.PathValue("id")
 	m := s.opt.Metrics
-	fail := func(e *api.Error) {
-		m.rejected(e)
-		writeError(w, e)
-	}
 	q := r.URL.Query() // the guard has refused unknown and repeated parameters; queryInt parses again only when expectedSequence is given
 	var expected *int64
 	if q.Has("expectedSequence") {
 		n, aerr := queryInt(r, "expectedSequence", -1, -1, contract.MaxSafeInteger)
 		if aerr != nil {
-			fail(aerr)
+			writeError(w, aerr)
 			return
 		}
 		expected = &n
@@ -41,7 +41,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	multitask := q.Get("multitask")
 	if q.Has("multitask") && !contract.ValidMultitask(multitask) {
-		fail(api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
+		writeError(w, api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
 		return
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).
@@ -49,7 +49,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	ndjson := mt == "application/x-ndjson" || mt == "application/ndjson"
 	body, aerr := s.readBody(w, r)
 	if aerr != nil {
-		fail(aerr)
+		writeError(w, aerr)
 		return
 	}
 	var (
@@ -62,15 +62,15 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		events, probs = s.parseJSONEvents(body)
 	}
 	if len(probs) > 0 {
-		fail(validationError("events", probs))
+		writeError(w, validationError("events", probs))
 		return
 	}
 	if len(events) == 0 {
-		fail(api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
+		writeError(w, api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
 		return
 	}
 	if len(events) > store.MaxBatchEvents {
-		fail(api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
+		writeError(w, api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
 		return
 	}
 	// The append is not tied to the request's context: once the body is read, a client that
@@ -80,10 +80,10 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.AppendWith(context.WithoutCancel(r.Context()), id, events, session.AppendParams{Expected: expected, Lease: lease, Multitask: multitask})
 	m.appendTook(time.Since(start))
 	if err != nil {
-		fail(storeError(err, id))
+		writeError(w, storeError(err, id))
 		return
 	}
-	m.batch(events, res.Results)
+	m.duplicates(res.Results)
 	out := api.AppendResponse{Results: appendResults(res.Results), LastSequence: res.LastSequence}
 	if res.Interrupted != nil {
 		out.Interrupted = &api.Interruption{RunID: res.Interrupted.RunID, Results: appendResults(res.Interrupted.Results)}

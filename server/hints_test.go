@@ -409,7 +409,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no archive directory", hint: "start it with sessiond serve --archive-dir DIR", code: api.CodeNotConfigured, opt: server.Options{ArchiveDir: "-"},
+		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: api.CodeNotConfigured, opt: server.Options{ArchiveDir: "-"},
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/archives", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.srv.Close()

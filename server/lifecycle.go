@@ -48,7 +48,7 @@ func (s *Server) startSweeper() {
 		case err != nil:
 			s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
 		case res.Expired > 0:
-			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took", time.Since(start))
+			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took_ms", milliseconds(time.Since(start)))
 		}
 	}, nil)
 }
@@ -142,7 +142,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) archiveDir() (string, *api.Error) {
 	if s.opt.ArchiveDir == "" {
-		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory; start it with sessiond serve --archive-dir DIR")
+		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
 	}
 	return s.opt.ArchiveDir, nil
 }

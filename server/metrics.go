@@ -46,13 +46,19 @@ type Metrics struct {
 	retentionBytes  prometheus.Counter
 	archiveBytes    prometheus.Gauge
 
-	// The series every request and append counts into, looked up by label once
+	// The series every request and stored event counts into, looked up by label once
 	// (WithLabelValues checks and hashes the labels on every call): requestKey →
-	// *requestSeries, event kind → prometheus.Counter of eventsAppended. Both are bounded:
+	// *requestSeries, storedKey → prometheus.Counter of eventsAppended. Both are bounded:
 	// routes are the route table's patterns (and "unmatched"), codes the API's statuses, kinds
-	// the contract's event types.
+	// the contract's event types, origins session.Origins.
 	requestSeries sync.Map
-	kindSeries    sync.Map
+	storedSeries  sync.Map
+}
+
+// storedKey names the series of stored events of one origin and event type.
+type storedKey struct {
+	origin session.Origin
+	kind   string
 }
 
 // requestKey names the series of answered requests of one route and status code, streams
@@ -85,13 +91,13 @@ func NewMetrics() *Metrics {
 			Name: "sessiond_http_request_duration_seconds", Help: "Time to answer an HTTP request, by route pattern (streams are not observed).", Buckets: latencyBuckets,
 		}, []string{"route"}),
 		eventsAppended: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sessiond_events_appended_total", Help: "Events added to a session's log, by event type.",
-		}, []string{"kind"}),
+			Name: "sessiond_events_appended_total", Help: "Events stored in a session's log, by origin (api, command, bridge, continuation, restore, lease-expiry, sweep) and event type.",
+		}, []string{"origin", "kind"}),
 		eventDuplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sessiond_event_duplicates_total", Help: "Appended events that were already stored (same idempotencyKey and content) and were not added again.",
 		}),
 		appendRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sessiond_append_rejections_total", Help: "Append requests refused (nothing of the batch stored), by error code.",
+			Name: "sessiond_append_rejections_total", Help: "Append requests (POST /v1/sessions/{id}/events) refused, nothing of the batch stored, by error code: every refusal, the ones before the handler (media type, query, path, authentication) included.",
 		}, []string{"code"}),
 		appendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "sessiond_append_duration_seconds", Help: "Time from a parsed batch to its durable commit (the store's group commit and sync included).", Buckets: latencyBuckets,
@@ -214,9 +220,11 @@ func (m *Metrics) observeStore(st store.Store) {
 // Registry returns the registry the metrics are in, to add more collectors to it.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the metrics in the Prometheus exposition formats (for --metrics-addr).
+// Handler serves the metrics (for GET /metrics and --metrics-addr) in the format the scraper's
+// Accept asks for: OpenMetrics (application/openmetrics-text, what Prometheus asks first), else
+// the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // StoreObserver returns the hooks a store driver reports its group commits and syncs to.
@@ -255,46 +263,40 @@ func (m *Metrics) request(route string, code int, took time.Duration, stream boo
 	}
 }
 
-// appended returns the counter of added events of kind.
-func (m *Metrics) appended(kind string) prometheus.Counter {
-	if v, ok := m.kindSeries.Load(kind); ok {
-		return v.(prometheus.Counter)
-	}
-	v, _ := m.kindSeries.LoadOrStore(kind, m.eventsAppended.WithLabelValues(kind))
-	return v.(prometheus.Counter)
-}
-
-// batch counts the events of an answered append: added ones by kind, duplicates. Each run of
-// events of one kind costs one counter lookup, so a batch of 100 messages costs one, not 100.
-func (m *Metrics) batch(events []*contract.EncodedEvent, results []store.AppendResult) {
+// stored counts n events of type kind stored from origin: the session service tells it of
+// every event it stores (session.Service.OnStored), whoever had it stored.
+func (m *Metrics) stored(origin session.Origin, kind string, n int) {
 	if m == nil {
 		return
 	}
-	dups, run, kind := 0, 0, ""
-	for i, r := range results {
+	k := storedKey{origin, kind}
+	v, ok := m.storedSeries.Load(k)
+	if !ok {
+		v, _ = m.storedSeries.LoadOrStore(k, m.eventsAppended.WithLabelValues(string(origin), kind))
+	}
+	v.(prometheus.Counter).Add(float64(n))
+}
+
+// duplicates counts the events of an answered append that were already stored.
+func (m *Metrics) duplicates(results []store.AppendResult) {
+	if m == nil {
+		return
+	}
+	dups := 0
+	for _, r := range results {
 		if r.Duplicate {
 			dups++
-			continue
 		}
-		if k := events[i].EventType; k != kind {
-			if run > 0 {
-				m.appended(kind).Add(float64(run))
-			}
-			kind, run = k, 0
-		}
-		run++
-	}
-	if run > 0 {
-		m.appended(kind).Add(float64(run))
 	}
 	if dups > 0 {
 		m.eventDuplicates.Add(float64(dups))
 	}
 }
 
-func (m *Metrics) rejected(e *api.Error) {
+// rejected counts a refused append request by its error code.
+func (m *Metrics) rejected(code contract.ErrorCode) {
 	if m != nil {
-		m.appendRejected.WithLabelValues(string(e.Code)).Inc()
+		m.appendRejected.WithLabelValues(string(code)).Inc()
 	}
 }
 

@@ -11,29 +11,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
-// TestMetricsBatch: a batch's events are counted by kind across runs of one kind, and its
-// duplicates apart.
-func TestMetricsBatch(t *testing.T) {
+// TestMetricsDuplicates: an answered append's duplicates are counted.
+func TestMetricsDuplicates(t *testing.T) {
 	m := NewMetrics()
-	kinds := []string{"message", "message", "status", "message", "tool", "tool"}
-	dup := []bool{false, true, false, false, false, true}
-	events := make([]*contract.EncodedEvent, len(kinds))
-	results := make([]store.AppendResult, len(kinds))
-	for i := range kinds {
-		events[i] = &contract.EncodedEvent{EventType: kinds[i]}
-		results[i] = store.AppendResult{Duplicate: dup[i]}
-	}
-	m.batch(events, results)
-	for kind, want := range map[string]float64{"message": 2, "status": 1, "tool": 1} {
-		if got := testutil.ToFloat64(m.eventsAppended.WithLabelValues(kind)); got != want {
-			t.Errorf("appended{kind=%s} = %v, want %v", kind, got, want)
-		}
-	}
+	m.duplicates([]store.AppendResult{{Duplicate: true}, {}, {Duplicate: true}})
 	if got := testutil.ToFloat64(m.eventDuplicates); got != 2 {
 		t.Errorf("duplicates = %v, want 2", got)
 	}
@@ -67,14 +53,11 @@ func TestMetricsStreamHasNoDuration(t *testing.T) {
 func BenchmarkMetricsPerAppend(b *testing.B) {
 	m := NewMetrics()
 	obs := m.StoreObserver()
-	events := make([]*contract.EncodedEvent, 100)
 	results := make([]store.AppendResult, 100)
-	for i := range events {
-		events[i] = &contract.EncodedEvent{EventType: "message"}
-	}
 	b.ReportAllocs()
 	for b.Loop() {
-		m.batch(events, results)
+		m.stored(session.OriginAPI, "message", 100)
+		m.duplicates(results)
 		m.appendTook(3 * time.Millisecond)
 		obs.GroupCommitted(1, 100)
 		obs.Synced(2*time.Millisecond, 1)
@@ -88,10 +71,12 @@ func BenchmarkMetricsPerAppend(b *testing.B) {
 func BenchmarkScrape(b *testing.B) {
 	m := NewMetrics()
 	for _, kind := range contract.EventTypes {
-		m.eventsAppended.WithLabelValues(kind).Inc()
+		for _, o := range session.Origins {
+			m.eventsAppended.WithLabelValues(string(o), kind).Inc()
+		}
 	}
 	for _, c := range []string{"CONTRACT_VIOLATION", "SEQUENCE_CONFLICT", "MALFORMED_REQUEST"} {
-		m.rejected(&api.Error{Code: contract.ErrorCode(c)})
+		m.rejected(contract.ErrorCode(c))
 	}
 	for _, ct := range contract.CommandTypes {
 		m.command(ct, "accepted")
@@ -121,7 +106,7 @@ func TestMetricsDocumented(t *testing.T) {
 	m := NewMetrics()
 	// A vector shows in a scrape once it has a series.
 	m.request("GET /healthz", 200, time.Millisecond, false)
-	m.eventsAppended.WithLabelValues("message")
+	m.eventsAppended.WithLabelValues("api", "message")
 	m.appendRejected.WithLabelValues("CONTRACT_VIOLATION")
 	m.command("stop", "accepted")
 	m.sweep(0, 0, 0, 0, nil)

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
@@ -93,7 +97,7 @@ func TestMetrics(t *testing.T) {
 		want   float64
 	}{
 		{"two events appended", func(t *testing.T) { b.mustDo(t, "POST", "/v1/sessions/S-m/events", "application/x-ndjson", batch, 201) },
-			"sessiond_events_appended_total", []string{"kind", "message"}, 2},
+			"sessiond_events_appended_total", []string{"origin", "api", "kind", "message"}, 2},
 		{"the same two again are duplicates", func(t *testing.T) { b.mustDo(t, "POST", "/v1/sessions/S-m/events", "application/x-ndjson", batch, 200) },
 			"sessiond_event_duplicates_total", nil, 2},
 		{"an append with a stale expectedSequence is refused", func(t *testing.T) {
@@ -130,12 +134,75 @@ func TestMetrics(t *testing.T) {
 		if resp.status != 200 || !strings.HasPrefix(resp.header.Get("Content-Type"), "text/plain") {
 			t.Fatalf("GET /metrics: %d %s", resp.status, resp.header.Get("Content-Type"))
 		}
-		for _, want := range []string{`sessiond_events_appended_total{kind="message"} 2`, "sessiond_sse_subscribers 0", "go_goroutines", "process_cpu_seconds_total"} {
+		for _, want := range []string{`sessiond_events_appended_total{kind="message",origin="api"} 2`, "sessiond_sse_subscribers 0", "go_goroutines", "process_cpu_seconds_total"} {
 			if !strings.Contains(resp.body, want) {
 				t.Errorf("GET /metrics has no %q", want)
 			}
 		}
 	})
+	t.Run("OpenMetrics when the scraper asks for it", func(t *testing.T) {
+		// Prometheus's own Accept header.
+		req, _ := http.NewRequest("GET", b.ts.URL+"/metrics", nil)
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+		resp, err := b.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.HasSuffix(string(body), "# EOF\n") {
+			t.Errorf("GET /metrics with Prometheus's Accept: %s, body ending %q", ct, body[max(0, len(body)-20):])
+		}
+	})
+}
+
+// TestMetricsCountEveryStoredEvent: every event stored is counted, by who had it stored, not
+// only those of POST …/events; every refused append is counted by its code, the refusals of
+// the guard (415) included. Before, a chat POST's message and queued run, a stop command's
+// status and a 415 were not counted at all.
+func TestMetricsCountEveryStoredEvent(t *testing.T) {
+	b := setupObserved(t)
+	const sid, run = "S-orig", "run-m1"
+	b.mustDo(t, "POST", "/v1/sessions", "application/json", fmt.Sprintf(bridgeCreate, sid), 201)
+	chat := b.async(t, "POST", "/v1/sessions/"+sid+"/chat", `{"id":"S-orig","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`)
+	b.waitSequence(t, sid, 1) // the message and the queued run
+	b.appendAll(t, sid, runtimeEvent(sid, run, 1, "status", `{"status":"running","startedAt":"2026-03-01T12:00:00Z"}`))
+	b.mustDo(t, "POST", "/v1/sessions/"+sid+"/chat/stop", "", "", 200) // the stop command: stopping
+	b.appendAll(t, sid, runtimeEvent(sid, run, 2, "status", `{"status":"stopped","stoppedAt":"2026-03-01T12:00:01Z","durationMs":1000}`))
+	select {
+	case <-chat:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chat stream did not end with its run")
+	}
+	b.mustDo(t, "POST", "/v1/sessions/"+sid+"/events", "text/plain", event(sid, 9), 415)
+	b.mustDo(t, "POST", "/v1/sessions/"+sid+"/events?expectedSequence=x", "application/json", event(sid, 9), 400)
+
+	for _, c := range []struct {
+		metric string
+		labels []string
+		want   float64
+	}{
+		{"sessiond_events_appended_total", []string{"origin", "bridge", "kind", "message"}, 1},
+		{"sessiond_events_appended_total", []string{"origin", "bridge", "kind", "status"}, 1},
+		{"sessiond_events_appended_total", []string{"origin", "api", "kind", "status"}, 2},
+		{"sessiond_events_appended_total", []string{"origin", "command", "kind", "status"}, 1},
+		{"sessiond_append_rejections_total", []string{"code", "UNSUPPORTED_MEDIA_TYPE"}, 1},
+		{"sessiond_append_rejections_total", []string{"code", "MALFORMED_REQUEST"}, 1},
+	} {
+		if got := metricValue(t, b.srv.Metrics(), c.metric, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.metric, c.labels, got, c.want)
+		}
+	}
+	// Every event of the log is counted once, whoever stored it.
+	total := 0.0
+	for _, o := range session.Origins {
+		for _, k := range contract.EventTypes {
+			total += metricValue(t, b.srv.Metrics(), "sessiond_events_appended_total", "origin", string(o), "kind", k)
+		}
+	}
+	if last := b.lastSequence(t, sid); total != float64(last+1) {
+		t.Errorf("%v events counted, the log holds %d", total, last+1)
+	}
 }
 
 // TestMetricsSubscribers: the subscribers gauge follows streams opening and closing; a live

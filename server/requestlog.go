@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/contract"
 )
 
 // requestIDHeader carries a request's id, in and out.
@@ -64,6 +66,9 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, pattern, id string, s
 		code = http.StatusOK
 	}
 	s.opt.Metrics.request(route, code, took, sw.hijacked || strings.HasSuffix(pattern, "/events/stream"))
+	if pattern == appendPattern && sw.errCode != "" {
+		s.opt.Metrics.rejected(sw.errCode)
+	}
 	level := slog.LevelDebug
 	// With authentication on, every write is logged with who made it (docs/security.md,
 	// "Who did it").
@@ -75,7 +80,7 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, pattern, id string, s
 		level = slog.LevelError
 	}
 	if s.opt.Logger.Enabled(context.Background(), level) {
-		attrs := []any{"request_id", id, "method", r.Method, "route", route, "path", r.URL.Path, "status", code, "took", took}
+		attrs := []any{"request_id", id, "method", r.Method, "route", route, "path", r.URL.Path, "status", code, "took_ms", milliseconds(took)}
 		if s.authn.on {
 			actor := sw.actor
 			if actor == "" {
@@ -91,6 +96,12 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, pattern, id string, s
 	}
 }
 
+// milliseconds is d in milliseconds, to the microsecond: the unit of every duration in the log
+// (its attribute's name ends in _ms; docs/operations.md, "Logs").
+func milliseconds(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
+
 // requestLogger returns the logger for lines about the request w answers: with its id.
 func (s *Server) requestLogger(w http.ResponseWriter) *slog.Logger {
 	return s.opt.Logger.With("request_id", w.Header().Get(requestIDHeader))
@@ -102,6 +113,8 @@ type statusWriter struct {
 	code     int
 	hijacked bool
 	actor    string // who the request acted as, when the server authenticates (access.go)
+	// errCode is the code of the API error the answer carries (writeError), "" for none.
+	errCode contract.ErrorCode
 }
 
 func (sw *statusWriter) WriteHeader(code int) {

@@ -28,7 +28,7 @@ func (s *Server) retain() {
 	}
 	if len(plan.Archive)+len(plan.Delete)+len(plan.Errors) > 0 {
 		s.opt.Logger.Info("retention", "archived", len(plan.Archive), "deleted", len(plan.Delete), "keptLastCopy", len(plan.Kept),
-			"failed", len(plan.Errors), "archiveBytes", plan.ArchiveBytesAfter, "took", time.Since(start))
+			"failed", len(plan.Errors), "archiveBytes", plan.ArchiveBytesAfter, "took_ms", milliseconds(time.Since(start)))
 	}
 	for _, a := range plan.Kept {
 		s.opt.Logger.Debug("retention kept a last copy", "archive", a.Name, "session", a.SessionID, "why", a.Detail)

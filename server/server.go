@@ -244,6 +244,7 @@ func New(st store.Store, opt Options) *Server {
 	s.reqPrefix = newRequestIDPrefix()
 	if s.opt.Metrics != nil {
 		s.metricsHandler = s.opt.Metrics.Handler()
+		s.svc.OnStored(s.opt.Metrics.stored)
 		s.opt.Metrics.observeStore(st)
 	}
 	s.keys = auth.NewKeyring(st, auth.KeyringOptions{Now: s.opt.Now})
@@ -271,7 +272,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions", access: readRoute, handle: s.handleListSessions, query: []string{"status", "agent", "project", "after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}", access: readRoute, handle: s.handleGetSession},
 		{pattern: "PATCH /v1/sessions/{id}", access: adminRoute, handle: s.handlePatchSession, body: jsonBody},
-		{pattern: "POST /v1/sessions/{id}/events", access: appendRoute, handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
+		{pattern: appendPattern, access: appendRoute, handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
 		{pattern: "GET /v1/sessions/{id}/events", access: readRoute, handle: s.handleReadEvents, query: []string{"after", "limit"}},
 		{pattern: "GET /v1/sessions/{id}/events/stream", access: access{scope: auth.ScopeRead, token: true, stream: true}, handle: s.handleStream, query: []string{"after", "tail", "token"}},
 		{pattern: "GET /v1/sessions/{id}/runs", access: readRoute, handle: s.handleRuns},
@@ -429,6 +430,9 @@ func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.errCode = e.Code // for the count of refused appends (Server.finish)
+	}
 	b, _ := contract.Marshal(api.ErrorBody{Error: e})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

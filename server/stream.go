@@ -416,8 +416,10 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request, extra ...[2]st
 				conn.Read(b[:])
 				close(sw.gone)
 			}()
+			// The header net/http would have sent is written here: X-Request-Id, set by
+			// ServeHTTP on w, included.
 			hdr := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n" +
-				"X-Accel-Buffering: no\r\n" + extraHdr + "Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
+				"X-Accel-Buffering: no\r\n" + requestIDHeader + ": " + w.Header().Get(requestIDHeader) + "\r\n" + extraHdr + "Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
 				"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
 			sw.setDeadline()
 			if _, err := io.WriteString(conn, hdr); err != nil {

@@ -61,25 +61,30 @@ func (s *Server) HTTPServer() *http.Server {
 // other than chunked, a malformed request line), are answered with the API's JSON error
 // shape and a 4xx status instead of net/http's plain text (and its 501 and 505). For TLS, wrap
 // the TLS listener (tls.NewListener), so that the answers are written in the clear to it.
-func (s *Server) Listener(ln net.Listener) net.Listener { return refusalListener{ln} }
+func (s *Server) Listener(ln net.Listener) net.Listener { return refusalListener{ln, s} }
 
-type refusalListener struct{ net.Listener }
+type refusalListener struct {
+	net.Listener
+	s *Server // gives each refusal its request id
+}
 
 func (l refusalListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &refusalConn{Conn: c}, nil
+	return &refusalConn{Conn: c, s: l.s}, nil
 }
 
 // refusalConn rewrites net/http's own refusals. net/http writes each of them to the connection
 // in one Write, with a fixed shape (net/http's server.go, conn.serve): "HTTP/1.1 <status>" +
 // errorHeaders + a body that repeats the status (or says "Unsupported transfer encoding"), and
 // then closes the connection. A response written by a handler never has that shape: it has a
-// Date header.
+// Date header. The rewritten refusal carries a new X-Request-Id (the request's own was not
+// read), as every answer does.
 type refusalConn struct {
 	net.Conn
+	s *Server
 }
 
 // netHTTPErrorHeaders are the headers of every net/http refusal.
@@ -90,8 +95,8 @@ func (c *refusalConn) Write(p []byte) (int, error) {
 		b, _ := contract.Marshal(api.ErrorBody{Error: e})
 		b = append(b, '\n')
 		status := api.HTTPStatus(e.Code)
-		resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-			status, http.StatusText(status), len(b), b)
+		resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			status, http.StatusText(status), requestIDHeader, c.s.requestID(""), len(b), b)
 		if _, err := io.WriteString(c.Conn, resp); err != nil {
 			return 0, err
 		}

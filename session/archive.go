@@ -383,7 +383,7 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	}
 	total := int64(len(imp.Events))
 	req.Progress.report(PhaseImport, 0, total)
-	if err := s.st.ImportSession(ctx, imp); err != nil {
+	if err := s.importSession(ctx, OriginRestore, imp); err != nil {
 		last := int64(-1)
 		if before != nil {
 			last = before.LastSequence

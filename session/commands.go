@@ -94,7 +94,7 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		if err != nil {
 			return nil, fmt.Errorf("command %s: encode result: %w", c.CommandID, err)
 		}
-		_, err = s.st.Append(ctx, sid, encoded, store.AppendOptions{ExpectedSequence: &last,
+		_, err = s.append(ctx, OriginCommand, sid, encoded, store.AppendOptions{ExpectedSequence: &last,
 			CommandResult: &store.CommandResultWrite{Key: c.IdempotencyKey, Result: stored}})
 		var seqErr *store.SequenceConflictError
 		var confErr *store.ConflictError

@@ -41,6 +41,15 @@ type forkResult struct {
 	alreadyExist bool // the thread existed: this repeats an earlier fork
 }
 
+// storedOrigin is the origin of the events the fork copies into its new thread: a
+// continuation's own, or a command's (fork, edit-and-rerun).
+func (f *forkSpec) storedOrigin() Origin {
+	if f.origin == "continuation" {
+		return OriginContinuation
+	}
+	return OriginCommand
+}
+
 func (f *forkSpec) hash(what string) string {
 	h := sha256.Sum256([]byte(f.origin + "\x00" + f.fromSession + "\x00" + f.key + "\x00" + what))
 	return hex.EncodeToString(h[:8])
@@ -88,7 +97,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 	res.unavailable = inh.unavailable(spec.inheritance)
 	res.context = contract.InheritedContext{SourceThreadID: spec.sourceThread, SourceMessageID: spec.sourceMessage,
 		SourceRunID: spec.sourceRun, Messages: ctxMsgs, Summary: inh.summary, UnavailableResources: res.unavailable, CapturedAt: now}
-	if res.appended, err = s.appendInherited(ctx, spec.threadID(), events, finishing); err != nil {
+	if res.appended, err = s.appendInherited(ctx, spec.storedOrigin(), spec.threadID(), events, finishing); err != nil {
 		return nil, nil, err
 	}
 	return res, nil, nil
@@ -210,7 +219,7 @@ func (f *forkSpec) inheritedEvents(inh *inherited, now string) ([]contract.Event
 // store.MaxBatchEvents. When finishing a repeated fork, the batches already stored are looked
 // up instead of appended again, up to the first batch with an event missing; from that batch
 // on it appends.
-func (s *Service) appendInherited(ctx context.Context, id string, events []contract.Event, finishing bool) ([]store.AppendResult, error) {
+func (s *Service) appendInherited(ctx context.Context, origin Origin, id string, events []contract.Event, finishing bool) ([]store.AppendResult, error) {
 	var appended []store.AppendResult
 	for start := 0; start < len(events); start += store.MaxBatchEvents {
 		end := min(start+store.MaxBatchEvents, len(events))
@@ -233,7 +242,7 @@ func (s *Service) appendInherited(ctx context.Context, id string, events []contr
 			}
 			finishing = false // interrupted before this batch was stored: append from here
 		}
-		out, err := s.st.Append(ctx, id, batch, store.AppendOptions{})
+		out, err := s.append(ctx, origin, id, batch, store.AppendOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("fork: append inherited events: %w", err)
 		}

@@ -20,6 +20,17 @@ type AppendParams struct {
 	// is active (contract.MultitaskStrategies); "" takes the session's default
 	// (Lifecycle.Multitask), and a session without one rejects.
 	Multitask string
+	// Origin is who had the events stored, for the count of stored events (default
+	// OriginAPI).
+	Origin Origin
+}
+
+// origin is p.Origin, OriginAPI when not set.
+func (p AppendParams) origin() Origin {
+	if p.Origin == "" {
+		return OriginAPI
+	}
+	return p.Origin
 }
 
 // Interruption is the stop an append with the interrupt strategy added for the run that was
@@ -57,10 +68,10 @@ func (s *Service) AppendWith(ctx context.Context, id string, events []*contract.
 	case contract.MultitaskInterrupt:
 		opts.Enqueue = true
 		if queuesRun(events) {
-			return s.interrupt(ctx, id, events, opts)
+			return s.interrupt(ctx, p.origin(), id, events, opts)
 		}
 	}
-	res, err := s.st.Append(ctx, id, events, opts)
+	res, err := s.append(ctx, p.origin(), id, events, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +99,14 @@ func queuesRun(events []*contract.EncodedEvent) bool {
 // interrupt finds it stopping or stops the run the earlier one queued), and a retried request
 // whose every event is already stored is answered from the log and stops nothing, whatever run
 // is current by then.
-func (s *Service) interrupt(ctx context.Context, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
-	var stopped string // the run the last call stopped (the store may plan more than once)
+func (s *Service) interrupt(ctx context.Context, origin Origin, id string, events []*contract.EncodedEvent, opts store.AppendOptions) (*Appended, error) {
+	var (
+		stopped string                   // the run the last call stopped (the store may plan more than once)
+		stopEvs []*contract.EncodedEvent // the stop events of the last call
+	)
 	opts.Interrupt = func(cur *contract.Run, held *store.Lease) ([]*contract.EncodedEvent, error) {
 		stops, err := s.interruptEvents(id, cur, held, events)
-		stopped = ""
+		stopped, stopEvs = "", stops
 		if len(stops) > 0 {
 			stopped = cur.RunID
 		}
@@ -102,7 +116,16 @@ func (s *Service) interrupt(ctx context.Context, id string, events []*contract.E
 	if err != nil {
 		return nil, err
 	}
-	n := len(res) - len(events)
+	n := len(res) - len(events) // the stops the store put before the request's events
+	s.count(origin, len(res), func(i int) string {
+		switch {
+		case res[i].Duplicate:
+			return "" // already stored: not added again
+		case i < n:
+			return stopEvs[i].EventType
+		}
+		return events[i-n].EventType
+	})
 	out := s.appended(ctx, id, res[n:])
 	if n > 0 {
 		out.Interrupted = &Interruption{RunID: stopped, Results: res[:n]}

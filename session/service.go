@@ -26,6 +26,8 @@ type Service struct {
 
 	queue queueSignal // wakes waiting claims (workers.go)
 
+	stored StoredFunc // told of every event stored (OnStored); nil: nobody
+
 	mu    sync.Mutex
 	locks map[string]*sessionLock
 	clock uint64 // counts unlocks, to find the least recently used projection

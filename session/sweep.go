@@ -171,7 +171,7 @@ func (s *Service) expire(ctx context.Context, id string, cutoff time.Time, ttl t
 			return false, err
 		}
 		last := sess.LastSequence
-		_, err = s.st.Append(ctx, id, events, store.AppendOptions{ExpectedSequence: &last})
+		_, err = s.append(ctx, OriginSweep, id, events, store.AppendOptions{ExpectedSequence: &last})
 		var seqErr *store.SequenceConflictError
 		var runErr *store.RunError
 		switch {

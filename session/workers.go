@@ -304,7 +304,7 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 			return false, fmt.Errorf("lease-expired event %d is invalid: %w", i, err)
 		}
 	}
-	if _, err := s.st.Append(ctx, e.SessionID, enc, opts); err != nil {
+	if _, err := s.append(ctx, OriginLeaseExpiry, e.SessionID, enc, opts); err != nil {
 		return false, err
 	}
 	return requeued, nil

@@ -30,9 +30,10 @@ type RawSession struct {
 	// Record, Snapshot, Lineage and ActiveBranch are the stored JSON (Lineage and
 	// ActiveBranch nil when NULL).
 	Record, Snapshot, Lineage, ActiveBranch []byte
-	// LastSequence is the session's recorded last sequence: on PostgreSQL the session head's
-	// last_seq; SQLite appends no longer write it, so its inspector reports the larger of the
-	// column and the log's last event, and only a log that falls short of it can show there.
+	// LastSequence is the session's last acknowledged sequence, recorded in the commit of
+	// every append: the session head's last_seq (session_heads, on both drivers; on SQLite the
+	// larger of it, the last_seq column and the log's last event). A log whose rows end before
+	// it lost acknowledged events.
 	LastSequence int64
 	// Lifecycle is the lifecycle JSON, nil when the session has no lifecycle row.
 	Lifecycle []byte

@@ -102,3 +102,21 @@ func bare(err error) error {
 	}
 	return err
 }
+
+// noArchives is the --archive-dir value that turns the archive directory off.
+const noArchives = "-"
+
+// archiveDirFlagUsage is the help text of --archive-dir, the same for every command.
+const archiveDirFlagUsage = "directory of session archives (default <data>/archives); - for none"
+
+// resolveArchiveDir is the archive directory an --archive-dir value names, with the same meaning for
+// every command (serve, fsck, retention): "" is <data>/archives, "-" is none ("").
+func resolveArchiveDir(flag, data string) string {
+	switch flag {
+	case "":
+		return filepath.Join(data, "archives")
+	case noArchives:
+		return ""
+	}
+	return flag
+}

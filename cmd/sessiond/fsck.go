@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -48,7 +47,7 @@ func runFsck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := cl.fs
 	data := fs.String("data", "./sessiond-data", "data directory of the SQLite store to check")
 	storeURL := fs.String("store", "", "a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) to check instead of --data")
-	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives); - to skip the archives")
+	archiveDir := fs.String("archive-dir", "", archiveDirFlagUsage+": the archives are not checked")
 	jsonOut := fs.Bool("json", false, "print the report as JSON (findings with check, sessionId, sequence, archive, message)")
 	if _, code, ok := cl.parse(args); !ok {
 		return code
@@ -57,12 +56,7 @@ func runFsck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *storeURL != "" && !pg {
 		return cl.usageError(fmt.Sprintf("--store %q is not a PostgreSQL URL", *storeURL))
 	}
-	switch *archiveDir {
-	case "":
-		*archiveDir = filepath.Join(*data, "archives")
-	case "-":
-		*archiveDir = ""
-	}
+	*archiveDir = resolveArchiveDir(*archiveDir, *data)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

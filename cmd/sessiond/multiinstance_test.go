@@ -27,7 +27,14 @@ import (
 // process; the process is killed when the test ends.
 func startServe(t *testing.T, args ...string) (string, *exec.Cmd, *syncBuffer) {
 	t.Helper()
+	return startServeIn(t, "", args...)
+}
+
+// startServeIn is startServe with the process's working directory dir ("" for the test's).
+func startServeIn(t *testing.T, dir string, args ...string) (string, *exec.Cmd, *syncBuffer) {
+	t.Helper()
 	cmd := sessiond(context.Background(), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

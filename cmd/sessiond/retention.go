@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,7 +112,7 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := cl.fs
 	data := fs.String("data", "./sessiond-data", "data directory of the SQLite store")
 	storeURL := fs.String("store", "", "a PostgreSQL URL to read instead of --data")
-	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
+	archiveDir := fs.String("archive-dir", "", archiveDirFlagUsage)
 	jsonOut := fs.Bool("json", false, "print the plan as JSON")
 	policy := retentionFlags(fs)
 	if _, code, ok := cl.parse(args); !ok {
@@ -126,9 +125,10 @@ func runRetention(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *storeURL != "" && !pg {
 		return cl.usageError(fmt.Sprintf("--store %q is not a PostgreSQL URL", *storeURL))
 	}
-	if *archiveDir == "" {
-		*archiveDir = filepath.Join(*data, "archives")
+	if *archiveDir == noArchives {
+		return cl.usageError("--archive-dir - turns the archives off, and retention needs them: give --archive-dir DIR, or leave it out for <data>/archives")
 	}
+	*archiveDir = resolveArchiveDir(*archiveDir, *data)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var in store.Inspector

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -45,7 +44,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics-addr", "", "also serve the Prometheus metrics (GET /metrics) on this address, e.g. 127.0.0.1:9420; they are always on the API listener")
 	staleAfter := fs.Duration("stale-after", session.DefaultStaleAfter, "heartbeat TTL: running and paused sessions silent for longer are marked stale (and their active run failed)")
 	sweepInterval := fs.Duration("sweep-interval", 30*time.Second, "how often the stale sweeper runs (0 disables it)")
-	archiveDir := fs.String("archive-dir", "", "directory of session archives (default <data>/archives)")
+	archiveDir := fs.String("archive-dir", "", archiveDirFlagUsage+": the archive endpoints then answer 501 NOT_CONFIGURED")
 	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
 	maxAttempts := fs.Int("max-attempts", 1, "attempts a claimed run gets: when its lease expires below this count a new attempt is queued, else the run stays failed")
 	retention := retentionFlags(fs)
@@ -79,9 +78,11 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond serve: --stale-after and --window must be positive and --sweep-interval not negative")
 		return 2
 	}
-	if *archiveDir == "" {
-		*archiveDir = filepath.Join(*data, "archives")
+	if *archiveDir == noArchives && retention.Enabled() {
+		fmt.Fprintln(stderr, "sessiond serve: --archive-dir - turns the archives off, and the --retention-* rules need them\nhint: give --archive-dir DIR, or leave it out for <data>/archives")
+		return 2
 	}
+	*archiveDir = resolveArchiveDir(*archiveDir, *data)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "sessiond serve: --log-level %q: %v\n", *logLevel, err)

@@ -44,7 +44,10 @@ type answer struct {
 	status int
 	desc   string
 	media  string // default application/json
-	schema any    // reflect.Type, obj, or func(*schemas) obj
+	// negotiated are other media types the answer has when the Accept header asks for them,
+	// with the same schema.
+	negotiated []string
+	schema     any // reflect.Type, obj, or func(*schemas) obj
 	// progress: the answer may also be a progress stream (Accept: application/x-ndjson).
 	progress bool
 	// line is the schema of each data line of a stream (x-sessiond-line): an obj, or a
@@ -108,8 +111,8 @@ var operations = []operation{
 	{pattern: "GET /v1/openapi.json", id: "openapi", public: true, summary: "This document",
 		answers: []answer{{status: 200, desc: "the OpenAPI 3.1 document", schema: obj{"type": "object"}}}},
 	{pattern: "GET /metrics", id: "metrics", summary: "Prometheus metrics (docs/operations.md lists them)",
-		answers: []answer{{status: 200, media: "text/plain", schema: obj{"type": "string"},
-			desc: "the Prometheus text exposition format (version 0.0.4; OpenMetrics when the Accept header asks for it)"}},
+		answers: []answer{{status: 200, media: "text/plain", negotiated: []string{"application/openmetrics-text"}, schema: obj{"type": "string"},
+			desc: "the Prometheus text exposition format (version 0.0.4), or OpenMetrics (1.0.0) when the Accept header asks for application/openmetrics-text"}},
 		errors: []contract.ErrorCode{contract.CodeNotConfigured}},
 	{pattern: "POST /v1/sessions", id: "createSession", summary: "Create a session from record fields and a snapshot",
 		body:    &body{media: []string{"application/json"}, schema: []any{typ[api.CreateSessionRequest]()}},
@@ -469,6 +472,9 @@ func (s *schemas) operation(op operation, path string) obj {
 			continue
 		}
 		content := obj{mt: obj{"schema": s.schemaOf(a.schema)}}
+		for _, other := range a.negotiated {
+			content[other] = obj{"schema": s.schemaOf(a.schema)}
+		}
 		if a.line != nil {
 			content[mt].(obj)["x-sessiond-line"] = s.schemaOf(a.line)
 		}

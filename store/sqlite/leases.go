@@ -12,11 +12,17 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
+// sqlNowMS is the database's clock in Unix milliseconds, in SQL. It is computed from
+// julianday(), which every SQLite has, not from unixepoch('subsec') (SQLite 3.42 and newer), so
+// that the schema and its statements work in any sqlite3 shell docs/storage.md supports
+// (migrations/0012_julianday.sql).
+const sqlNowMS = `CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)`
+
 // qUpdateRun writes a stored run an append changes (store.RunWrite, not Created): ?1 sk, ?2 run
 // id, ?3 status, ?4 the run's JSON, ?5 queued, ?6 ends its lease. queued_ms keeps the time the
 // run first became queued, by the database's clock, while it stays queued.
 const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
-		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, CAST(unixepoch('subsec') * 1000 AS INTEGER)) END,
+		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, ` + sqlNowMS + `) END,
 		lease_id = CASE WHEN ?6 THEN NULL ELSE lease_id END,
 		lease_expires_ms = CASE WHEN ?6 THEN NULL ELSE lease_expires_ms END
 	WHERE sk = ?1 AND run_id = ?2`
@@ -37,7 +43,7 @@ func qInsertRuns(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
 	SELECT s.sk, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
-		CASE WHEN v.column6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END, s.project, s.agent_id
+		CASE WHEN v.column6 THEN ` + sqlNowMS + ` END, s.project, s.agent_id
 	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?) AS o, (VALUES `)
 	for i := range n {
 		if i > 0 {

@@ -324,7 +324,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 		claimable := store.ClaimableRun(imp.Runs)
 		for i, run := range imp.Runs {
 			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO runs (sk, run_id, ord, status, data, queued_ms, project, agent_id) VALUES (?1, ?2, ?3, ?4, ?5,
-				CASE WHEN ?6 THEN CAST(unixepoch('subsec') * 1000 AS INTEGER) END,
+				CASE WHEN ?6 THEN `+sqlNowMS+` END,
 				(SELECT project FROM sessions WHERE sk = ?1), (SELECT agent_id FROM sessions WHERE sk = ?1))`,
 				sk, run.RunID, i, run.Status, runs[i], &imp.Runs[i] == claimable); err != nil {
 				return fatal("insert run", err)

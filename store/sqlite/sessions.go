@@ -12,13 +12,15 @@ import (
 
 const sessionCols = `sk, record, snapshot, lineage, active_branch, ` + lastSeqExpr
 
-// lastSeqExpr is the last sequence of the session of a row of sessions: the sequence of its
-// last event, one step down the events table's key (rid), or the last_seq column when that
-// is higher. An append does not write the session row (writer.appendEvents), so last_seq is
-// not kept in step with the log: it holds the last sequence as of the last write that
-// removed the log's tail (CompactEvents) or wrote a whole log (ImportSession), and -1 until
-// then. Events are only ever removed by those, so the two together are the log's end.
+// lastSeqExpr is the last sequence of the session of a row of sessions: the highest of its
+// acknowledged head (session_heads, written in the commit of every append that adds events),
+// the sequence of its last event (one step down the events table's key, rid, and
+// event_tail's), and the last_seq column (written by the writes that remove the log's tail,
+// CompactEvents, or write a whole log, ImportSession). The head keeps an acknowledged
+// sequence from being handed out again when the log lost its newest rows, and lets fsck see
+// that loss (the Inspector's last sequence is this).
 const lastSeqExpr = `max(sessions.last_seq,
+	coalesce((SELECT h.last_seq FROM session_heads AS h WHERE h.sk = sessions.sk), -1),
 	coalesce((SELECT e.seq FROM events AS e WHERE e.rid >= (sessions.sk << 32) AND e.rid < ((sessions.sk + 1) << 32) ORDER BY e.rid DESC LIMIT 1), -1),
 	coalesce((SELECT e.seq FROM event_tail AS e WHERE e.rid >= (sessions.sk << 32) AND e.rid < ((sessions.sk + 1) << 32) ORDER BY e.rid DESC LIMIT 1), -1))`
 

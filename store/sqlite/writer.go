@@ -503,8 +503,11 @@ func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) e
 	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
 		return err
 	}
-	// The session row holds no last sequence to keep in step (lastSeqExpr): it is written only
-	// for a heartbeat that matters (qAppendHeartbeat).
+	// The session's head: its last acknowledged sequence, in this commit (lastSeqExpr). The
+	// wide session row is written only for a heartbeat that matters (qAppendHeartbeat).
+	if _, err := w.st.setHead.ExecContext(w.ctx, ss.sk, plan.Last); err != nil {
+		return fatal("record the session's head", err)
+	}
 	if err := w.appendHeartbeat(r, ss); err != nil {
 		return err
 	}
@@ -927,7 +930,7 @@ const maxSequence = 1<<32 - 1
 type writeStmts struct {
 	sessionSeq, eventAt, openRows, eventByKey, eventByID, genKeys, genIDs, sealKeys, sealIDs      *sql.Stmt
 	loadFilter, storeFilter, runByID, activeRuns, updateRun, runLease, appendHeartbeat, batchRuns *sql.Stmt
-	insertSession, sessionRow, updateSession, heartbeat, lastChange                               *sql.Stmt
+	insertSession, sessionRow, updateSession, heartbeat, lastChange, setHead                      *sql.Stmt
 	all                                                                                           []*sql.Stmt
 	control                                                                                       map[string]*sql.Stmt              // txControl
 	insertRuns                                                                                    [maxRunsPerInsert + 1]*sql.Stmt   // insertRuns[n]: qInsertRuns(n), prepared when first used
@@ -995,6 +998,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.batchRuns, qBatchRuns},
 		{&st.appendHeartbeat, qAppendHeartbeat},
+		{&st.setHead, `INSERT INTO session_heads (sk, last_seq) VALUES (?1, ?2) ON CONFLICT (sk) DO UPDATE SET last_seq = ?2`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},
