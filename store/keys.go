@@ -60,6 +60,10 @@ type Keys interface {
 	Key(ctx context.Context, id string) (Key, error)
 	// ListKeys returns the keys matching f, oldest first.
 	ListKeys(ctx context.Context, f KeyFilter) ([]Key, error)
+	// KeysByID returns the stored keys whose id is among ids (at most MaxKeysByID of them),
+	// in one read, in no particular order; an id no key has is left out. The server reads the
+	// keys behind its open streams with it, to end the streams of a revoked or expired key.
+	KeysByID(ctx context.Context, ids []string) ([]Key, error)
 	// RevokeKey marks the key revoked at the time given (a key already revoked keeps its
 	// first revocation time) and returns it, or ErrKeyNotFound.
 	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
@@ -71,6 +75,9 @@ type Keys interface {
 	// returns how many it deleted. Keys made by people stay, expired or not, for the record.
 	DeleteExpiredKeys(ctx context.Context, cutoff time.Time) (int64, error)
 }
+
+// MaxKeysByID is the most ids one KeysByID call takes; callers split longer lists.
+const MaxKeysByID = 500
 
 // Errors of the key store.
 var (

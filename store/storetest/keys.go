@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,6 +68,36 @@ func (s *suite) testKeys(t *testing.T) {
 		if d := cmp.Diff(c.want, ids(c.f)); d != "" {
 			t.Errorf("ListKeys(%+v) (-want +got):\n%s", c.f, d)
 		}
+	}
+
+	byID := func(ids ...string) []string {
+		t.Helper()
+		ks, err := st.KeysByID(ctx, ids)
+		if err != nil {
+			t.Fatalf("KeysByID(%v): %v", ids, err)
+		}
+		var out []string
+		for _, k := range ks {
+			out = append(out, k.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct{ ids, want []string }{
+		{nil, nil},
+		{[]string{"k3token"}, []string{"k3token"}},
+		{[]string{"k3token", "nope", "k1admin", "k1admin"}, []string{"k1admin", "k3token"}},
+		{[]string{"nope", "k1admin' OR '1'='1"}, nil},
+	} {
+		if d := cmp.Diff(c.want, byID(c.ids...)); d != "" {
+			t.Errorf("KeysByID(%v) (-want +got):\n%s", c.ids, d)
+		}
+	}
+	if ks, err := st.KeysByID(ctx, []string{"k2team"}); err != nil || len(ks) != 1 || cmp.Diff(*team, ks[0]) != "" {
+		t.Errorf("KeysByID(k2team) = %v, %v; want the key as stored", ks, err)
+	}
+	if _, err := st.KeysByID(ctx, make([]string, store.MaxKeysByID+1)); err == nil {
+		t.Errorf("KeysByID of %d ids: no error", store.MaxKeysByID+1)
 	}
 
 	rev, err := st.RevokeKey(ctx, "k2team", at.Add(time.Hour))
