@@ -260,20 +260,20 @@ func (k *Keyring) Revoke(ctx context.Context, id string) (store.Key, error) {
 	return rec, err
 }
 
-// Lapsed reads the keys with ids from the store (not the cache, so that a revocation made
-// through another instance shows at once), in reads of at most store.MaxKeysByID ids, and
-// returns those that are revoked or expired now, each with ErrRevokedKey or ErrExpiredKey. A
-// key the store no longer has (a derived key pruned an hour after it expired) is not in the
-// answer: it can no longer be revoked. The cache takes the records read, so that requests
-// with a revoked key are refused at once here too.
+// Lapsed reads from the store (not the cache, so that a revocation made through another
+// instance shows at once), in reads of at most store.MaxLapsedKeys ids, which of the keys with
+// ids are revoked or expired now, each with ErrRevokedKey or ErrExpiredKey. A key the store
+// no longer has (a derived key pruned an hour after it expired) is not in the answer: it can
+// no longer be revoked. The cache takes the records read, so that requests with a revoked key
+// are refused at once here too.
 func (k *Keyring) Lapsed(ctx context.Context, ids []string) (map[string]error, error) {
 	out := map[string]error{}
-	for chunk := range slices.Chunk(ids, store.MaxKeysByID) {
-		recs, err := k.st.KeysByID(ctx, chunk)
+	for chunk := range slices.Chunk(ids, store.MaxLapsedKeys) {
+		now := k.now()
+		recs, err := k.st.LapsedKeys(ctx, chunk, now)
 		if err != nil {
 			return nil, fmt.Errorf("read the keys of open streams: %w", err)
 		}
-		now := k.now()
 		k.mu.Lock()
 		for _, rec := range recs {
 			if _, ok := k.cache[rec.ID]; ok {

@@ -15,17 +15,19 @@ import (
 // streams"). A request is refused at once when its key is revoked, but a stream was
 // authorized once, when it opened, and may stay open for days: so the server watches the keys
 // behind its open streams. Every credentialCheckInterval, while any stream is open, one
-// watcher reads all their keys in one store read (store.Keys.KeysByID, never the keyring's
-// cache), and a revocation made through this server reads them at once. A stream whose
+// watcher asks the store which of their keys lapsed, in one read (store.Keys.LapsedKeys,
+// never the keyring's cache), and a revocation made through this server asks at once. A stream whose
 // credential lapsed (auth.Principal.Lapsed) gets a final CREDENTIAL_REVOKED block from its own
 // loop, which waits on the stream's lapse channel beside its other reasons to end
 // (Server.await, Server.interrupted).
 //
-// Why polling and not a notification: the read costs one indexed query per interval per
-// instance, whatever the number of streams (about 0.1 ms on PostgreSQL on loopback for a few
-// hundred keys, see TestStreamEndsOnRevocation), it needs nothing of the store but a read,
-// so SQLite and PostgreSQL behave alike, a lost notification or listener connection cannot
-// leave a revoked stream open, and key expiry, which no one announces, is found the same way.
+// Why polling and not a notification: the read is one query per interval per instance,
+// whatever the number of streams, and answers no row in the common case (BenchmarkCredentialCheck:
+// 1,000 streams of 400 keys, 2-3 ms a check on SQLite and 6 ms on PostgreSQL on a 2-core
+// machine at a load average of 25, so at most about 1% of a core at 4 checks a second); it
+// needs nothing of the store but a read, so SQLite and PostgreSQL behave alike; a lost
+// notification or listener connection cannot leave a revoked stream open; and key expiry,
+// which no one announces, is found the same way.
 
 // credentialCheckInterval is how often the keys behind open streams are read: a revocation
 // made through another instance, or an expiry, ends the streams within it (plus one read).

@@ -57,19 +57,20 @@ func (s *Store) ListKeys(ctx context.Context, f store.KeyFilter) ([]store.Key, e
 		WHERE (?1 = '' OR project = ?1) AND (?2 OR parent = '') ORDER BY created_ms, id`, f.Project, f.Derived)
 }
 
-// KeysByID returns the stored keys among ids, in one read.
-func (s *Store) KeysByID(ctx context.Context, ids []string) ([]store.Key, error) {
+// LapsedKeys returns the keys among ids revoked or expired at now, in one read.
+func (s *Store) LapsedKeys(ctx context.Context, ids []string, now time.Time) ([]store.Key, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if len(ids) > store.MaxKeysByID {
-		return nil, fmt.Errorf("keys by id: %d ids, at most %d", len(ids), store.MaxKeysByID)
+	if len(ids) > store.MaxLapsedKeys {
+		return nil, fmt.Errorf("lapsed keys: %d ids, at most %d", len(ids), store.MaxLapsedKeys)
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
-		return nil, fmt.Errorf("keys by id: %w", err)
+		return nil, fmt.Errorf("lapsed keys: %w", err)
 	}
-	return s.queryKeys(ctx, "keys by id", `SELECT `+store.KeyColumns+` FROM api_keys WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	return s.queryKeys(ctx, "lapsed keys", `SELECT `+store.KeyColumns+` FROM api_keys
+		WHERE (revoked_ms <> 0 OR expires_ms <> 0 AND expires_ms <= ?) AND id IN (SELECT value FROM json_each(?))`, now.UnixMilli(), string(list))
 }
 
 // queryKeys runs a query of whole key rows on the read pool; what names it in errors.
