@@ -58,29 +58,15 @@ func openLive(t *testing.T, base, method, path, body string, header ...string) *
 		t.Fatalf("%s %s: %d %s, want a stream", method, path, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	s := &liveStream{resp: resp, blocks: make(chan sseEvent, 1024), cancel: cancel}
+	r := &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body), raw: true}
 	go func() {
 		defer close(s.blocks)
-		r := bufio.NewReader(resp.Body)
-		var e sseEvent
 		for {
-			line, err := r.ReadString('\n')
+			e, err := r.next()
 			if err != nil {
 				return
 			}
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case line == "":
-				if e.data != "" || e.id != "" {
-					s.blocks <- e
-				}
-				e = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				e.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				e.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				e.data = line[6:]
-			}
+			s.blocks <- e
 		}
 	}()
 	t.Cleanup(func() { cancel(); resp.Body.Close() })
@@ -425,8 +411,10 @@ func TestDerivedTokensCountAgainstTheirSubject(t *testing.T) {
 		{"OIDC subject", "Bearer oidc-alpha-read", "oidc:bob"},
 		{"key", "", "key "},
 	} {
-		t.Run(holder.name+"/streams", func(t *testing.T) {
-			e := setupAuth(t, server.Options{Tokens: fakeIdP{}, MaxStreamsPerKey: 1})
+		// setup starts a server with opt and returns holder's credential, which made S-o.
+		setup := func(t *testing.T, opt server.Options) (*authEnv, string) {
+			opt.Tokens = fakeIdP{}
+			e := setupAuth(t, opt)
 			authz := holder.authz
 			if authz == "" {
 				authz = bearer(e.key(t, "k", "alpha", "read,append", 0))
@@ -434,6 +422,10 @@ func TestDerivedTokensCountAgainstTheirSubject(t *testing.T) {
 			if r := e.call(t, "POST", "/v1/sessions", strings.Replace(authz, "read", "append", 1), create); r.status != 201 {
 				t.Fatalf("create: %d %s", r.status, r.body)
 			}
+			return e, authz
+		}
+		t.Run(holder.name+"/streams", func(t *testing.T) {
+			e, authz := setup(t, server.Options{MaxStreamsPerKey: 1})
 			url := mint(t, e, authz)
 			openLive(t, e.ts.URL, "GET", "/v1/events/stream", "", "Authorization", authz)
 			r := e.call(t, "GET", url, "", "")
@@ -442,14 +434,7 @@ func TestDerivedTokensCountAgainstTheirSubject(t *testing.T) {
 			}
 		})
 		t.Run(holder.name+"/rate", func(t *testing.T) {
-			e := setupAuth(t, server.Options{Tokens: fakeIdP{}, RateLimit: 0.01, RateBurst: 3})
-			authz := holder.authz
-			if authz == "" {
-				authz = bearer(e.key(t, "k", "alpha", "read,append", 0))
-			}
-			if r := e.call(t, "POST", "/v1/sessions", strings.Replace(authz, "read", "append", 1), create); r.status != 201 {
-				t.Fatalf("create: %d %s", r.status, r.body)
-			}
+			e, authz := setup(t, server.Options{RateLimit: 0.01, RateBurst: 3})
 			url := mint(t, e, authz)
 			if r := e.call(t, "GET", "/v1/whoami", authz, ""); r.status != 200 {
 				t.Fatalf("the third request of the burst: %d %s", r.status, r.body)
