@@ -236,7 +236,9 @@ const (
 	SSEEventPrefix = "ev."
 	// SSEStreamError names the stream's final block, sent just before the server ends the
 	// stream: an [Error] whose code says why (SUBSCRIBER_TOO_SLOW, SHUTTING_DOWN,
-	// STREAM_FAILED) and whose message names the Last-Event-ID to resume with.
+	// STREAM_FAILED, CREDENTIAL_REVOKED: the key that opened the stream, or the key its login or
+	// stream token comes from, was revoked or expired) and whose message names the
+	// Last-Event-ID to resume with.
 	SSEStreamError = "stream.error"
 )
 

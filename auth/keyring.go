@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,7 +130,8 @@ func (k *Keyring) create(ctx context.Context, spec KeySpec, parent string) (stri
 
 // Derive makes a key for p that can do no more than p: a browser's stream token (spec.Session
 // set, read only) or a web UI login. Its project is p's, its scopes must be among p's, and it
-// expires no later than p's credential. It is refused once the key p used is revoked.
+// expires no later than p's credential. Its parent is p's Owner: the key p comes from, which
+// it is refused without, or the subject of p's token, whose limits it counts against.
 func (k *Keyring) Derive(ctx context.Context, p Principal, spec KeySpec) (string, store.Key, error) {
 	if !p.Scopes.Covers(spec.Scopes) {
 		return "", store.Key{}, fmt.Errorf("a derived key may have only scopes of its parent (%s)", p.Scopes)
@@ -146,15 +148,20 @@ func (k *Keyring) Derive(ctx context.Context, p Principal, spec KeySpec) (string
 			return "", store.Key{}, ErrExpiredKey
 		}
 	}
-	parent := p.RootKeyID
-	if parent == "" {
-		parent = externalParent // an OIDC subject: no key to chain to
+	if p.Owner == "" || p.Owner == legacyOIDCParent {
+		return "", store.Key{}, errors.New("a key is derived from a key or a token's subject, and this principal has neither")
 	}
-	return k.create(ctx, spec, parent)
+	return k.create(ctx, spec, p.Owner)
 }
 
-// externalParent is the Parent of a key derived from an OIDC token.
-const externalParent = "-"
+// A key derived from a token that is not a key (OIDC) has the token's owner ("oidc:<sub>") as
+// its Parent, anything but a key id: its limits count against that subject. Keys derived
+// before that have legacyOIDCParent, which names no one: each counts as its own owner until it
+// expires.
+const (
+	oidcParentPrefix = "oidc:"
+	legacyOIDCParent = "-"
+)
 
 // Verify returns the principal of an API key, or ErrInvalidKey, ErrRevokedKey or
 // ErrExpiredKey. The secret is compared with the stored hash in constant time, and an unknown
@@ -179,13 +186,18 @@ func (k *Keyring) Verify(ctx context.Context, key string) (Principal, error) {
 	if err := usable(rec, now); err != nil {
 		return Principal{}, err
 	}
-	p := Principal{Subject: "key:" + rec.ID, KeyID: rec.ID, RootKeyID: rec.ID, Project: rec.Project, Session: rec.Session,
+	p := Principal{Subject: "key:" + rec.ID, KeyID: rec.ID, RootKeyID: rec.ID, Owner: rec.ID, Project: rec.Project, Session: rec.Session,
 		ExpiresAt: rec.ExpiresAt, Derived: rec.Parent != ""}
 	p.Scopes, err = SetOf(rec.Scopes)
 	if err != nil {
 		return Principal{}, fmt.Errorf("key %s: stored scopes: %w", rec.ID, err)
 	}
-	if rec.Parent != "" && rec.Parent != externalParent {
+	switch {
+	case rec.Parent == "" || rec.Parent == legacyOIDCParent:
+	case !ValidKeyID(rec.Parent): // a token's subject
+		p.Owner = rec.Parent
+		p.Subject += " via " + rec.Parent
+	default:
 		parent, found, err := k.lookup(ctx, rec.Parent)
 		if err != nil {
 			return Principal{}, err
@@ -196,7 +208,7 @@ func (k *Keyring) Verify(ctx context.Context, key string) (Principal, error) {
 		if err := usable(parent, now); err != nil {
 			return Principal{}, err
 		}
-		p.RootKeyID = parent.ID
+		p.RootKeyID, p.Owner = parent.ID, parent.ID
 		p.Subject += " via key:" + parent.ID
 	}
 	k.mu.Lock()
@@ -246,6 +258,36 @@ func (k *Keyring) Revoke(ctx context.Context, id string) (store.Key, error) {
 	delete(k.cache, id)
 	k.mu.Unlock()
 	return rec, err
+}
+
+// Lapsed reads from the store (not the cache, so that a revocation made through another
+// instance shows at once), in reads of at most store.MaxLapsedKeys ids, which of the keys with
+// ids are revoked or expired now, each with ErrRevokedKey or ErrExpiredKey. A key the store
+// no longer has (a derived key pruned an hour after it expired) is not in the answer: it can
+// no longer be revoked. The cache takes the records read, so that requests with a revoked key
+// are refused at once here too.
+func (k *Keyring) Lapsed(ctx context.Context, ids []string) (map[string]error, error) {
+	out := map[string]error{}
+	for chunk := range slices.Chunk(ids, store.MaxLapsedKeys) {
+		now := k.now()
+		recs, err := k.st.LapsedKeys(ctx, chunk, now)
+		if err != nil {
+			return nil, fmt.Errorf("read the keys of open streams: %w", err)
+		}
+		k.mu.Lock()
+		for _, rec := range recs {
+			if _, ok := k.cache[rec.ID]; ok {
+				k.cache[rec.ID] = cachedKey{key: rec, found: true, at: now}
+			}
+		}
+		k.mu.Unlock()
+		for _, rec := range recs {
+			if err := usable(rec, now); err != nil {
+				out[rec.ID] = err
+			}
+		}
+	}
+	return out, nil
 }
 
 // Get returns the key with id, as stored (read from the store, not the cache).

@@ -144,5 +144,5 @@ func (o *OIDC) Verify(ctx context.Context, raw string) (Principal, error) {
 	if scopes == 0 {
 		return Principal{}, fmt.Errorf("%w: no sessiond scope in scope or scp (sessiond:read, sessiond:append, sessiond:command, sessiond:admin)", ErrTokenClaims)
 	}
-	return Principal{Subject: "oidc:" + tok.Subject, Project: project, Scopes: scopes, ExpiresAt: tok.Expiry}, nil
+	return Principal{Subject: oidcParentPrefix + tok.Subject, Owner: oidcParentPrefix + tok.Subject, Project: project, Scopes: scopes, ExpiresAt: tok.Expiry}, nil
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"time"
 
 	"github.com/sessiond/sessiond/store"
@@ -12,9 +13,14 @@ type Principal struct {
 	// names its parent too: "key:<id> via <parent>") or "oidc:<sub>" for a token.
 	Subject string
 	// KeyID is the id of the API key used ("" for an OIDC token); RootKeyID the key a derived
-	// key comes from (itself for a key made by a person). Rate limits count per RootKeyID.
+	// key comes from (itself for a key made by a person, and for a key derived from an OIDC
+	// token).
 	KeyID     string
 	RootKeyID string
+	// Owner is who the principal's limits (rate, open streams) count against, and what the
+	// keys derived from it chain to: its root key's id, or "oidc:<sub>" for an OIDC token and
+	// for every key derived from one. Empty for Anonymous.
+	Owner string
 	// Derived: the key was derived from another credential (a stream token, a login).
 	Derived bool
 	// Project is the project whose sessions the principal may act on, or store.AllProjects.
@@ -41,4 +47,34 @@ func (p Principal) MaySee(id, project string) bool {
 		return false
 	}
 	return p.AllProjects() || p.Project == project
+}
+
+// StreamKeys returns the ids of the keys whose revocation or expiry ends the streams the
+// principal opens ([Principal.Lapsed]): the key it used and, for a derived key, the key it
+// comes from. An OIDC token has none: it cannot be revoked, and its expiry does not end an
+// open stream.
+func (p Principal) StreamKeys() []string {
+	switch {
+	case p.KeyID == "":
+		return nil
+	case p.RootKeyID != p.KeyID:
+		return []string{p.KeyID, p.RootKeyID}
+	}
+	return []string{p.KeyID}
+}
+
+// Lapsed says whether a stream the principal opened must end, given the keys among
+// StreamKeys that are revoked or expired now (id to ErrRevokedKey or ErrExpiredKey, as
+// [Keyring.Lapsed] answers): it returns why, or nil. A stream ends when any key of the chain
+// is revoked, or when the key people made (the root) expires; a derived key's own expiry only
+// bounds when it may open a stream (a stream token lives minutes, its stream as long as the
+// key it comes from).
+func (p Principal) Lapsed(lapsed map[string]error) error {
+	for _, id := range p.StreamKeys() {
+		err := lapsed[id]
+		if errors.Is(err, ErrRevokedKey) || err != nil && (id != p.KeyID || !p.Derived) {
+			return err
+		}
+	}
+	return nil
 }

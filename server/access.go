@@ -88,6 +88,7 @@ type authn struct {
 	burst   int
 	streams int // per key; 0: no limit
 	origins map[string]bool
+	watch   *credentialWatch // the credentials of the open streams (revocation.go)
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -96,7 +97,8 @@ type authn struct {
 
 func newAuthn(opt Options, keys *auth.Keyring) *authn {
 	a := &authn{on: opt.Auth, keys: keys, tokens: opt.Tokens, streams: opt.MaxStreamsPerKey,
-		origins: map[string]bool{}, limiters: map[string]*rate.Limiter{}, open: map[string]int{}}
+		origins: map[string]bool{}, limiters: map[string]*rate.Limiter{}, open: map[string]int{},
+		watch: newCredentialWatch(keys, opt.Logger)}
 	if opt.RateLimit > 0 {
 		a.limit = rate.Limit(opt.RateLimit)
 		a.burst = opt.RateBurst
@@ -150,6 +152,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, rt route) 
 		p, err = a.keys.Verify(r.Context(), raw)
 	case a.tokens != nil && !fromQuery:
 		p, err = a.tokens.Verify(r.Context(), raw)
+		if p.Owner == "" {
+			p.Owner = p.Subject // what its limits count against and its derived keys chain to
+		}
 	default:
 		err = auth.ErrInvalidKey
 	}
@@ -209,6 +214,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rt route) (au
 	if sw, ok := w.(*statusWriter); ok {
 		sw.actor = p.Subject
 	}
+	if p.Session != "" && !rt.access.token {
+		writeError(w, api.Errorf(api.CodeForbidden, "a stream token opens only its session's event stream (GET /v1/sessions/%s/events/stream); send a key for %s", p.Session, rt.pattern))
+		return p, false
+	}
 	if !p.Scopes.Has(rt.access.scope) {
 		writeError(w, api.Errorf(api.CodeForbidden, "%s needs the %s scope; this credential has %s", rt.pattern, rt.access.scope, p.Scopes))
 		return p, false
@@ -223,7 +232,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rt route) (au
 	}
 	if wait, ok := s.authn.allow(p); !ok {
 		retryAfter(w, wait)
-		writeError(w, api.Errorf(api.CodeRateLimited, "key %s is over its rate of %g requests a second; retry after %s", p.RootKeyID, float64(s.authn.limit), w.Header().Get("Retry-After")+"s"))
+		writeError(w, api.Errorf(api.CodeRateLimited, "%s is over its rate of %g requests a second; retry after %s", ownerName(p), float64(s.authn.limit), w.Header().Get("Retry-After")+"s"))
 		return p, false
 	}
 	return p, true
@@ -237,12 +246,21 @@ func retryAfter(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 }
 
-// limiterKey is what a principal's limits count against: its root key, or its OIDC subject.
+// limiterKey is what a principal's limits count against: its root key, or the OIDC subject
+// its token or key comes from (auth.Principal.Owner).
 func limiterKey(p auth.Principal) string {
-	if p.RootKeyID != "" {
-		return p.RootKeyID
+	if p.Owner != "" {
+		return p.Owner
 	}
 	return p.Subject
+}
+
+// ownerName names what p's limits count against, for a refusal: "key <id>" or the subject.
+func ownerName(p auth.Principal) string {
+	if k := limiterKey(p); !auth.ValidKeyID(k) {
+		return k
+	}
+	return "key " + limiterKey(p)
 }
 
 // allow takes one request from p's rate; it returns false and how long to wait when there is
@@ -270,10 +288,25 @@ func (a *authn) allow(p auth.Principal) (time.Duration, bool) {
 	return 0, true
 }
 
-// openStream counts a stream of p; it returns false when p holds its maximum already. The
+// openStream counts a stream of p and watches its credential, whose lapse ends the stream
+// (revocation.go; the returned context carries the watch to the stream's writer); it returns
+// false when p holds its maximum already. The returned func ends the count and the watch.
+func (a *authn) openStream(ctx context.Context, p auth.Principal) (context.Context, func(), bool) {
+	if !a.on {
+		return ctx, func() {}, true
+	}
+	uncount, ok := a.countStream(p)
+	if !ok {
+		return ctx, nil, false
+	}
+	w, unwatch := a.watch.watch(p)
+	return context.WithValue(ctx, streamWatchKey{}, w), func() { unwatch(); uncount() }, true
+}
+
+// countStream counts a stream of p; it returns false when p holds its maximum already. The
 // returned func ends the count.
-func (a *authn) openStream(p auth.Principal) (func(), bool) {
-	if a.streams <= 0 || !a.on {
+func (a *authn) countStream(p auth.Principal) (func(), bool) {
+	if a.streams <= 0 {
 		return func() {}, true
 	}
 	k := limiterKey(p)
@@ -408,11 +441,17 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// flushKeyUses writes the keys' last uses every interval until the server closes.
+// startKeyFlusher writes the keys' last uses every interval until the server closes, and
+// starts the watch of the open streams' credentials (revocation.go).
 func (s *Server) startKeyFlusher() {
 	if !s.authn.on {
 		return
 	}
+	s.sweeper.Add(1)
+	go func() {
+		defer s.sweeper.Done()
+		s.authn.watch.run(s.shutdown)
+	}()
 	flush := func(d time.Duration) func() {
 		return func() {
 			ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -455,8 +455,8 @@ func TestChangeFeedIsFilteredByProject(t *testing.T) {
 	}
 }
 
-// TestStreamToken checks the browsers' stream token: read-only, one session, short-lived,
-// only in the stream's URL; and that a long-lived key is never taken from a URL.
+// TestStreamToken checks the browsers' stream token: read-only, one session's stream,
+// short-lived, in the stream's URL; and that a long-lived key is never taken from a URL.
 func TestStreamToken(t *testing.T) {
 	b := setupAuth(t, server.Options{StreamTokenTTL: time.Minute})
 	key := b.key(t, "k", "alpha", "read,append", 0)
@@ -477,8 +477,11 @@ func TestStreamToken(t *testing.T) {
 	if r := b.call(t, "GET", "/v1/sessions/S-c/events/stream?token="+tok, "", ""); r.status != 401 && r.status != 403 {
 		t.Errorf("another session's stream with the token: %d %s", r.status, r.body)
 	}
-	if r := b.call(t, "GET", "/v1/sessions/S-a/events", bearer(tok), ""); r.status != 200 {
-		t.Errorf("the token as a bearer on its session's read: %d %s", r.status, r.body)
+	if r := b.call(t, "GET", "/v1/sessions/S-a/events/stream", bearer(tok), ""); r.status != 200 {
+		t.Errorf("the token as a bearer on its session's stream: %d %s", r.status, r.body)
+	}
+	if r := b.call(t, "GET", "/v1/sessions/S-a/events", bearer(tok), ""); r.status != 403 {
+		t.Errorf("the token as a bearer on its session's read: %d %s, want 403 (TestStreamTokenOpensOnlyItsStream)", r.status, r.body)
 	}
 	if r := b.call(t, "POST", "/v1/sessions/S-a/heartbeat", bearer(tok), ""); r.status != 403 {
 		t.Errorf("the token on a write: %d %s, want 403 (read only)", r.status, r.body)

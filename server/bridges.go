@@ -414,7 +414,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 			}
 		}
 		if len(buf) > 0 {
-			if !sw.flush(buf) {
+			if s.interrupted(sw, cursor) || !sw.flush(buf) {
 				return
 			}
 			buf = buf[:0]

@@ -324,13 +324,8 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if len(buf) > 0 {
-			select {
-			case <-s.shutdown:
-				sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+			if s.interrupted(sw, cursor) {
 				return
-			case <-sw.gone:
-				return
-			default:
 			}
 			if !sw.flush(buf) {
 				return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -119,13 +120,21 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	k, err := s.keys.Revoke(r.Context(), k.ID)
+	k, err := s.revokeKey(r.Context(), k.ID)
 	if err != nil {
 		writeError(w, storeError(err, ""))
 		return
 	}
 	s.requestLogger(w).Info("key revoked", "key", k.ID, "by", principalOf(r.Context()).Subject)
 	writeJSON(w, http.StatusOK, auth.WireKey(k))
+}
+
+// revokeKey revokes the key with id and has the streams it opened (or a key derived from it
+// did) ended now, not at the next check of open streams' keys.
+func (s *Server) revokeKey(ctx context.Context, id string) (store.Key, error) {
+	k, err := s.keys.Revoke(ctx, id)
+	s.authn.watch.poke()
+	return k, err
 }
 
 // handleStreamToken makes a read-only token for one session's event stream, for a browser's
@@ -196,7 +205,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(cookieName); err == nil && s.authn.on {
 		if p, err := s.keys.Verify(r.Context(), c.Value); err == nil && p.Derived {
-			if _, err := s.keys.Revoke(r.Context(), p.KeyID); err != nil {
+			if _, err := s.revokeKey(r.Context(), p.KeyID); err != nil {
 				s.requestLogger(w).Warn("revoke the login's key", "err", err)
 			}
 		}

@@ -73,13 +73,14 @@ func (s *Server) guard(rt route) http.Handler {
 			return
 		}
 		if rt.access.stream {
-			done, ok := s.authn.openStream(p)
+			ctx, done, ok := s.authn.openStream(r.Context(), p)
 			if !ok {
 				w.Header().Set("Retry-After", "5")
-				writeError(w, api.Errorf(api.CodeRateLimited, "key %s holds its most streams at once (%d); close one, or retry after 5s", limiterKey(p), s.authn.streams))
+				writeError(w, api.Errorf(api.CodeRateLimited, "%s holds its most streams at once (%d); close one, or retry after 5s", ownerName(p), s.authn.streams))
 				return
 			}
 			defer done()
+			r = r.WithContext(ctx)
 		}
 		if rt.body == nil {
 			rt.handle(w, r)

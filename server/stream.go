@@ -288,14 +288,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			buf = nil // back on the ring: do not keep the replay buffer
 		}
 		if len(blocks) > 0 {
-			// A long replay never waits, so look for shutdown and a gone client here too.
-			select {
-			case <-s.shutdown:
-				sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+			if s.interrupted(sw, cursor) {
 				return
-			case <-sw.gone:
-				return
-			default:
 			}
 			cursor = next
 			if !sw.flush(blocks) {
@@ -352,7 +346,8 @@ type sseWriter struct {
 	timeout time.Duration
 	setAt   time.Time // when the write deadline was last moved
 	done    func()
-	metrics *Metrics // counts the stream's end when the server ends it
+	metrics *Metrics     // counts the stream's end when the server ends it
+	watch   *streamWatch // the stream's credential (revocation.go); nil when not watched
 	// broken is set when a write failed: a chunk may have gone out in part, so no more bytes
 	// (not even the body's terminator, which would complete the cut chunk) may follow.
 	broken bool
@@ -362,8 +357,9 @@ var crlf = []byte("\r\n")
 
 // await waits, on a stream at its head, until changed is closed (there is more to send) or a
 // keep-alive is due (sent here). It reports false when the stream is over: the client left,
-// the request ended, the keep-alive could not be written, or the server is shutting down
-// (the final message, with the cursor to resume from, is sent then).
+// the request ended, the keep-alive could not be written, the server is shutting down or the
+// stream's credential lapsed (the final message, with the cursor to resume from, is sent for
+// these two).
 func (s *Server) await(ctx context.Context, sw *sseWriter, changed <-chan struct{}, keepAlive <-chan time.Time, cursor int64) bool {
 	select {
 	case <-changed:
@@ -375,9 +371,35 @@ func (s *Server) await(ctx context.Context, sw *sseWriter, changed <-chan struct
 	case <-sw.gone:
 		return false
 	case <-s.shutdown:
-		sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
+		s.shuttingDown(sw, cursor)
+		return false
+	case <-sw.lapsed():
+		sw.credentialLapsed(cursor)
 		return false
 	}
+}
+
+// interrupted reports, without waiting, whether a stream that has more to send must end
+// first (a long replay never waits in await): the client left, the server is shutting down
+// or the stream's credential lapsed (the final message is sent for these two).
+func (s *Server) interrupted(sw *sseWriter, cursor int64) bool {
+	select {
+	case <-s.shutdown:
+		s.shuttingDown(sw, cursor)
+		return true
+	case <-sw.gone:
+		return true
+	case <-sw.lapsed():
+		sw.credentialLapsed(cursor)
+		return true
+	default:
+		return false
+	}
+}
+
+// shuttingDown sends the final block of a stream the server ends because it shuts down.
+func (s *Server) shuttingDown(sw *sseWriter, cursor int64) {
+	sw.finalMessage(contract.CodeShuttingDown, fmt.Sprintf("the server is shutting down; reconnect with Last-Event-ID: %d", cursor))
 }
 
 // openSSE starts an event stream (startSSE) and sends its opening block: the reconnect delay
@@ -404,6 +426,7 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request, extra ...[2]st
 		}
 	}
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opt.WriteTimeout, metrics: s.opt.Metrics}
+	sw.watch, _ = r.Context().Value(streamWatchKey{}).(*streamWatch)
 	if r.ProtoMajor == 1 && r.ProtoMinor == 1 && s.addStream() {
 		conn, brw, err := sw.rc.Hijack()
 		if err == nil && brw.Reader.Buffered() == 0 {

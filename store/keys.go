@@ -30,8 +30,9 @@ type Key struct {
 	Scopes []string
 	// Session, when set, is the only session the key may act on (a stream token).
 	Session string
-	// Parent, when set, is the id of the key this one was derived from: it is refused once
-	// its parent is revoked or expired.
+	// Parent, when set, is the id of the key this one was derived from, which it is refused
+	// without (revoked or expired), or the subject ("oidc:<sub>") of the OIDC token it was
+	// derived from, whose limits it counts against.
 	Parent string
 	// CreatedAt is when the key was made; ExpiresAt when it stops working (zero: never);
 	// RevokedAt when it was revoked (zero: it was not); LastUsedAt when it was last seen on a
@@ -60,6 +61,12 @@ type Keys interface {
 	Key(ctx context.Context, id string) (Key, error)
 	// ListKeys returns the keys matching f, oldest first.
 	ListKeys(ctx context.Context, f KeyFilter) ([]Key, error)
+	// LapsedKeys returns, in one read and in no particular order, the keys whose id is among
+	// ids (at most MaxLapsedKeys of them) that are revoked or expired at now (ExpiresAt at or
+	// before it); an id no key has is left out. The server reads the keys behind its open
+	// streams with it, to end the streams of a revoked or expired key: it answers nothing in
+	// the common case, and the revocation and expiry columns are tested before the ids.
+	LapsedKeys(ctx context.Context, ids []string, now time.Time) ([]Key, error)
 	// RevokeKey marks the key revoked at the time given (a key already revoked keeps its
 	// first revocation time) and returns it, or ErrKeyNotFound.
 	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
@@ -71,6 +78,9 @@ type Keys interface {
 	// returns how many it deleted. Keys made by people stay, expired or not, for the record.
 	DeleteExpiredKeys(ctx context.Context, cutoff time.Time) (int64, error)
 }
+
+// MaxLapsedKeys is the most ids one LapsedKeys call takes; callers split longer lists.
+const MaxLapsedKeys = 500
 
 // Errors of the key store.
 var (

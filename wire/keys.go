@@ -25,7 +25,8 @@ type Key struct {
 	Scopes  []string `json:"scopes"`
 	// Session is the only session a stream token may read.
 	Session string `json:"session,omitempty"`
-	// Parent is the id of the key a derived key (stream token, login) comes from.
+	// Parent is the id of the key a derived key (stream token, login) comes from, or the
+	// subject ("oidc:<sub>") of the OIDC token it was minted with.
 	Parent     string `json:"parent,omitempty"`
 	CreatedAt  string `json:"createdAt"`
 	ExpiresAt  string `json:"expiresAt,omitempty"`

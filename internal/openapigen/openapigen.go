@@ -322,8 +322,9 @@ const sseDescription = `A text/event-stream (server-sent events). The first bloc
 without data. Each stored event is then one block:
 "id: <sequence>", "event: ev.<eventType>" (ev.message, ev.status, ...), "data: <the AgentSessionEvent as stored, one line>".
 Comment lines (": keep-alive") are sent every keep-alive interval. Just before the server ends a stream it sends one
-"event: stream.error" block whose data is {"code":…,"message":…} with code SUBSCRIBER_TOO_SLOW, SHUTTING_DOWN or
-STREAM_FAILED and a message naming the Last-Event-ID to resume with. Reconnect with Last-Event-ID to resume
+"event: stream.error" block whose data is {"code":…,"message":…} with code SUBSCRIBER_TOO_SLOW, SHUTTING_DOWN,
+STREAM_FAILED or CREDENTIAL_REVOKED (the key that opened the stream, or the key its login or stream token comes from,
+was revoked or expired; reconnect with a valid credential) and a message naming the Last-Event-ID to resume with. Reconnect with Last-Event-ID to resume
 without gap or repeat.`
 
 const progressDescription = `With Accept: application/x-ndjson, once the operation has run for the progress interval the

@@ -64,15 +64,35 @@ func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
 
 // ListKeys returns the keys matching f, oldest first.
 func (s *Store) ListKeys(ctx context.Context, f store.KeyFilter) ([]store.Key, error) {
+	return s.queryKeys(ctx, "list keys", `SELECT `+store.KeyColumns+` FROM api_keys
+		WHERE ($1 = '' OR project = $1) AND ($2 OR parent = '') ORDER BY created_ms, id`, f.Project, f.Derived)
+}
+
+// LapsedKeys returns the keys among ids revoked or expired at now, in one read. The planner
+// tests the integer columns before the array (cheaper quals first), so the ids are compared
+// only for the lapsed keys.
+func (s *Store) LapsedKeys(ctx context.Context, ids []string, now time.Time) ([]store.Key, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > store.MaxLapsedKeys {
+		return nil, fmt.Errorf("lapsed keys: %d ids, at most %d", len(ids), store.MaxLapsedKeys)
+	}
+	return s.queryKeys(ctx, "lapsed keys", `SELECT `+store.KeyColumns+` FROM api_keys
+		WHERE (revoked_ms <> 0 OR expires_ms <> 0 AND expires_ms <= $2) AND id = ANY($1)`, ids, now.UnixMilli())
+}
+
+// queryKeys runs a query of whole key rows, retried like every read; what names it in
+// errors.
+func (s *Store) queryKeys(ctx context.Context, what, query string, args ...any) ([]store.Key, error) {
 	if err := s.enter(); err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer s.inflight.Done()
 	var out []store.Key
 	err := retry(ctx, readAttempts, func() error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT `+store.KeyColumns+` FROM api_keys
-			WHERE ($1 = '' OR project = $1) AND ($2 OR parent = '') ORDER BY created_ms, id`, f.Project, f.Derived)
+		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -87,7 +107,7 @@ func (s *Store) ListKeys(ctx context.Context, f store.KeyFilter) ([]store.Key, e
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,26 +53,47 @@ func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
 
 // ListKeys returns the keys matching f, oldest first.
 func (s *Store) ListKeys(ctx context.Context, f store.KeyFilter) ([]store.Key, error) {
+	return s.queryKeys(ctx, "list keys", `SELECT `+store.KeyColumns+` FROM api_keys
+		WHERE (?1 = '' OR project = ?1) AND (?2 OR parent = '') ORDER BY created_ms, id`, f.Project, f.Derived)
+}
+
+// LapsedKeys returns the keys among ids revoked or expired at now, in one read.
+func (s *Store) LapsedKeys(ctx context.Context, ids []string, now time.Time) ([]store.Key, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > store.MaxLapsedKeys {
+		return nil, fmt.Errorf("lapsed keys: %d ids, at most %d", len(ids), store.MaxLapsedKeys)
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("lapsed keys: %w", err)
+	}
+	return s.queryKeys(ctx, "lapsed keys", `SELECT `+store.KeyColumns+` FROM api_keys
+		WHERE (revoked_ms <> 0 OR expires_ms <> 0 AND expires_ms <= ?) AND id IN (SELECT value FROM json_each(?))`, now.UnixMilli(), string(list))
+}
+
+// queryKeys runs a query of whole key rows on the read pool; what names it in errors.
+func (s *Store) queryKeys(ctx context.Context, what, query string, args ...any) ([]store.Key, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.inflight.Done()
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.KeyColumns+` FROM api_keys
-		WHERE (?1 = '' OR project = ?1) AND (?2 OR parent = '') ORDER BY created_ms, id`, f.Project, f.Derived)
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []store.Key
 	for rows.Next() {
 		var row store.KeyRow
 		if err := rows.Scan(row.Dest()...); err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, row.Key())
 	}
 	if err := s.settle(ctx, rows.Err()); err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

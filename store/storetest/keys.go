@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,12 +70,54 @@ func (s *suite) testKeys(t *testing.T) {
 		}
 	}
 
+	// LapsedKeys: none is revoked yet; k3token expires 5 minutes after at, k2team 90 days.
+	lapsed := func(now time.Time, ids ...string) []string {
+		t.Helper()
+		ks, err := st.LapsedKeys(ctx, ids, now)
+		if err != nil {
+			t.Fatalf("LapsedKeys(%v, %v): %v", ids, now, err)
+		}
+		var out []string
+		for _, k := range ks {
+			out = append(out, k.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	all := []string{"k1admin", "k2team", "k3token", "nope", "k1admin' OR '1'='1"}
+	for _, c := range []struct {
+		now  time.Time
+		ids  []string
+		want []string
+	}{
+		{at, all, nil},
+		{at.Add(5*time.Minute - time.Millisecond), all, nil},
+		{at.Add(5 * time.Minute), all, []string{"k3token"}}, // expired at its ExpiresAt
+		{at.Add(91 * 24 * time.Hour), all, []string{"k2team", "k3token"}},
+		{at.Add(91 * 24 * time.Hour), []string{"k2team", "k2team"}, []string{"k2team"}},
+		{at.Add(91 * 24 * time.Hour), []string{"k1admin", "nope"}, nil},
+		{at.Add(91 * 24 * time.Hour), nil, nil},
+	} {
+		if d := cmp.Diff(c.want, lapsed(c.now, c.ids...)); d != "" {
+			t.Errorf("LapsedKeys(%v, at+%v) (-want +got):\n%s", c.ids, c.now.Sub(at), d)
+		}
+	}
+	if ks, err := st.LapsedKeys(ctx, []string{"k2team"}, at.Add(91*24*time.Hour)); err != nil || len(ks) != 1 || cmp.Diff(*team, ks[0]) != "" {
+		t.Errorf("LapsedKeys(k2team) = %v, %v; want the key as stored", ks, err)
+	}
+	if _, err := st.LapsedKeys(ctx, make([]string, store.MaxLapsedKeys+1), at); err == nil {
+		t.Errorf("LapsedKeys of %d ids: no error", store.MaxLapsedKeys+1)
+	}
+
 	rev, err := st.RevokeKey(ctx, "k2team", at.Add(time.Hour))
 	if err != nil {
 		t.Fatalf("RevokeKey: %v", err)
 	}
 	if !rev.RevokedAt.Equal(at.Add(time.Hour)) {
 		t.Errorf("RevokedAt = %v, want %v", rev.RevokedAt, at.Add(time.Hour))
+	}
+	if d := cmp.Diff([]string{"k2team"}, lapsed(at, all...)); d != "" {
+		t.Errorf("LapsedKeys after a revocation (-want +got):\n%s", d)
 	}
 	rev, err = st.RevokeKey(ctx, "k2team", at.Add(2*time.Hour))
 	if err != nil || !rev.RevokedAt.Equal(at.Add(time.Hour)) {
