@@ -86,10 +86,10 @@ func (s *Server) guard(rt route) http.Handler {
 			return
 		}
 		if rt.pattern == archiveUpload {
-			s.withBody(w, r, s.opt.MaxArchiveBytes, false, rt.handle)
+			s.withBody(w, r, s.opt.MaxArchiveBytes, false, "", rt.handle)
 			return
 		}
-		s.withBody(w, r, s.opt.MaxBodyBytes, true, rt.handle)
+		s.withBody(w, r, s.opt.MaxBodyBytes, true, s.budgetKey(r, p), rt.handle)
 	})
 }
 

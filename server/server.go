@@ -93,6 +93,13 @@ type Options struct {
 	// finds no room within BodyQueueWait is answered 503 OVERLOADED with Retry-After. Archive
 	// uploads are outside it (streamed to a file, one at a time).
 	MaxInflightBodyBytes int64
+	// MaxInflightBodyBytesPerClient bounds the part of MaxInflightBodyBytes one client may
+	// hold: one key (a derived credential counts as its root) or OIDC subject, or one client
+	// address without authentication (default a quarter of MaxInflightBodyBytes). A request
+	// over it that finds no room within BodyQueueWait is answered 429 RATE_LIMITED with
+	// Retry-After, so that one client's stalled bodies never hold every other client's writes
+	// off. A body larger than it is taken alone.
+	MaxInflightBodyBytesPerClient int64
 	// BodyQueueWait is how long a request waits for room in MaxInflightBodyBytes (default 2s).
 	BodyQueueWait time.Duration
 	// ProgressInterval is the least time between two progress lines of archive and restore,
@@ -157,6 +164,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxInflightBodyBytes <= 0 {
 		o.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if o.MaxInflightBodyBytesPerClient <= 0 {
+		o.MaxInflightBodyBytesPerClient = o.MaxInflightBodyBytes / 4
 	}
 	if o.BodyQueueWait <= 0 {
 		o.BodyQueueWait = DefaultBodyQueueWait
@@ -238,7 +248,7 @@ type Server struct {
 func New(st store.Store, opt Options) *Server {
 	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{}), uploads: make(chan struct{}, 1)}
 	s.life, s.endLife = context.WithCancel(context.Background())
-	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
+	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxInflightBodyBytesPerClient, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.reqPrefix = newRequestIDPrefix()

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 )
 
@@ -141,49 +142,140 @@ func netHTTPRefusal(p []byte) *api.Error {
 	return nil
 }
 
-// bodyBudget bounds the bytes of request bodies in flight: a request with a body takes its
-// share (its Content-Length, or the body limit when it is not known) before its handler reads
-// it, and gives it back when the handler returns.
+// bodyBudget bounds the bytes of request bodies in flight, in total and per principal (the key
+// or OIDC subject a request acts as, the client's address without authentication), so that
+// no one principal can hold the whole of it: a request with a body takes its share (its
+// Content-Length, or the body limit when it is not known) of both before its handler reads it,
+// and gives it back when the handler returns.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
+	per   int64 // the most one principal may hold (MaxInflightBodyBytesPerPrincipal)
 	wait  time.Duration
 	limit int64 // MaxBodyBytes: the share of a body of unknown length, and the most any takes
+
+	mu   sync.Mutex
+	held map[string]*principalBodies // principals with a request holding or waiting for budget
 }
 
-func newBodyBudget(size, limit int64, wait time.Duration) *bodyBudget {
-	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, wait: wait, limit: limit}
+// principalBodies is one principal's part of the budget.
+type principalBodies struct {
+	sem   *semaphore.Weighted
+	users int // requests holding or waiting for it; the entry goes when none is left
 }
 
-// share is what r takes of the budget.
+func newBodyBudget(size, per, limit int64, wait time.Duration) *bodyBudget {
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, per: min(per, size), wait: wait, limit: limit,
+		held: map[string]*principalBodies{}}
+}
+
+// share is what r takes of the budget: its Content-Length (the limit when unknown), but never
+// more than a principal may hold, so that one large body alone always fits.
 func (b *bodyBudget) share(r *http.Request) int64 {
 	n := r.ContentLength
 	if n < 0 || n > b.limit {
-		n = b.limit // over the limit: MaxBytesReader stops it at the limit
+		n = b.limit // a body of unknown length: MaxBytesReader stops it at the limit
 	}
-	return min(n, b.size)
+	return min(n, b.per)
 }
 
-// acquire takes r's share, waiting at most b.wait for it; it returns the share taken, to give
-// back with release, or an OVERLOADED error.
-func (b *bodyBudget) acquire(r *http.Request) (taken int64, aerr *api.Error) {
+// bodyShare is what acquire took, for release.
+type bodyShare struct {
+	n   int64
+	pb  *principalBodies
+	who string
+}
+
+// acquire takes r's share for the principal who, from who's part first and then from the
+// total, waiting at most b.wait for both; it returns the share taken, to give back with
+// release, or the error to answer: RATE_LIMITED when who holds its part already, OVERLOADED
+// when the total is taken.
+func (b *bodyBudget) acquire(r *http.Request, who string) (bodyShare, *api.Error) {
 	n := b.share(r)
-	if n == 0 || b.sem.TryAcquire(n) {
-		return n, nil
+	if n == 0 {
+		return bodyShare{}, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), b.wait)
-	defer cancel()
-	if err := b.sem.Acquire(ctx, n); err != nil {
-		return 0, api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
+	if b.per >= b.size {
+		// No part smaller than the whole: the total alone counts.
+		if !b.sem.TryAcquire(n) {
+			ctx, cancel := context.WithTimeout(r.Context(), b.wait)
+			defer cancel()
+			if b.sem.Acquire(ctx, n) != nil {
+				return bodyShare{}, b.overloaded(n)
+			}
+		}
+		return bodyShare{n: n}, nil
 	}
-	return n, nil
+	b.mu.Lock()
+	pb := b.held[who]
+	if pb == nil {
+		pb = &principalBodies{sem: semaphore.NewWeighted(b.per)}
+		b.held[who] = pb
+	}
+	pb.users++
+	b.mu.Unlock()
+	taken := bodyShare{n: n, pb: pb, who: who}
+	var ctx context.Context
+	var cancel context.CancelFunc = func() {}
+	defer func() { cancel() }()
+	waitFor := func(sem *semaphore.Weighted) bool {
+		if sem.TryAcquire(n) {
+			return true
+		}
+		if ctx == nil {
+			ctx, cancel = context.WithTimeout(r.Context(), b.wait)
+		}
+		return sem.Acquire(ctx, n) == nil
+	}
+	if !waitFor(pb.sem) {
+		b.leave(taken)
+		return bodyShare{}, api.Errorf(api.CodeRateLimited, "this client already has %d bytes of request bodies being read, its most at once (serve --max-inflight-body-bytes-per-client), and this %d-byte body found no room within %s; nothing was read or written: finish or cancel its other uploads, or retry after Retry-After", b.per, n, b.wait)
+	}
+	if !waitFor(b.sem) {
+		pb.sem.Release(n)
+		b.leave(taken)
+		return bodyShare{}, b.overloaded(n)
+	}
+	return taken, nil
+}
+
+// overloaded is the error of an n-byte body that found no room in the total.
+func (b *bodyBudget) overloaded(n int64) *api.Error {
+	return api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
 }
 
 // release gives back a share acquire took.
-func (b *bodyBudget) release(taken int64) {
-	if taken > 0 {
-		b.sem.Release(taken)
+func (b *bodyBudget) release(taken bodyShare) {
+	if taken.n > 0 {
+		b.sem.Release(taken.n)
 	}
+	if taken.pb != nil {
+		taken.pb.sem.Release(taken.n)
+		b.leave(taken)
+	}
+}
+
+// leave ends a request's use of its principal's part, dropping the part when no request uses it.
+func (b *bodyBudget) leave(taken bodyShare) {
+	b.mu.Lock()
+	if taken.pb.users--; taken.pb.users == 0 {
+		delete(b.held, taken.who)
+	}
+	b.mu.Unlock()
+}
+
+// budgetKey is the client whose part of the body budget r counts against: the principal's
+// root key or OIDC subject (the one its rate and streams count against), or, without
+// authentication, the client's address.
+func (s *Server) budgetKey(r *http.Request, p auth.Principal) string {
+	if s.authn.on {
+		return "principal " + limiterKey(p)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
 }
 
 // deadlineBody is a request body with a read deadline (BodyTimeout): once the body has been
@@ -203,17 +295,29 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// withBody runs next for a request with a body of at most limit bytes: within the body budget
-// when budgeted (or answered 503 OVERLOADED with Retry-After), and with the body's read
+// withBody runs next for a request with a body of at most limit bytes (a body declared larger
+// is answered 413 TOO_LARGE at once): within the body budget when budgeted, counted for the
+// principal who (or answered 503 OVERLOADED, or 429 RATE_LIMITED when who holds its part, with
+// Retry-After), and with the body's read
 // deadline: BodyTimeout for each started 16 MiB of the body (of its Content-Length, or of limit
 // when it is not known).
-func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, budgeted bool, next http.HandlerFunc) {
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, budgeted bool, who string, next http.HandlerFunc) {
 	if r.ContentLength == 0 {
 		next(w, r)
 		return
 	}
+	if r.ContentLength > limit {
+		// Refused before any budget is asked for: waiting for room would only delay a 413.
+		// The body is not read, so the connection cannot carry another request (and net/http
+		// would otherwise wait for a small body to arrive before answering).
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+		writeError(w, api.Errorf(api.CodeTooLarge, "the request declares a body of %d bytes (Content-Length), over the %d-byte limit of %s; nothing was read: split it into smaller requests", r.ContentLength, limit, r.Pattern))
+		return
+	}
 	if budgeted {
-		taken, aerr := s.bodies.acquire(r)
+		taken, aerr := s.bodies.acquire(r, who)
 		if aerr != nil {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, aerr)

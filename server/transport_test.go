@@ -226,7 +226,7 @@ func TestStreamOutlivesTimeouts(t *testing.T) {
 // Retry-After, nothing written; once the first ends, the same request goes through. Before,
 // every request read its body into memory at once (32 concurrent 14 MiB appends took 2.1 GiB).
 func TestBodyBudget(t *testing.T) {
-	s := serveReal(t, server.Options{MaxInflightBodyBytes: 4000, BodyQueueWait: 50 * time.Millisecond}, false)
+	s := serveReal(t, server.Options{MaxInflightBodyBytes: 4000, MaxInflightBodyBytesPerClient: 4000, BodyQueueWait: 50 * time.Millisecond}, false)
 	s.createSession(t, "S-budget")
 	hog, err := net.Dial("tcp", s.addr)
 	if err != nil {

@@ -55,6 +55,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "a request body must arrive within this time (per started 16 MiB), else 408 REQUEST_TIMEOUT")
 	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection idle for this long")
 	maxInflight := fs.Int64("max-inflight-body-bytes", server.DefaultMaxInflightBodyBytes, "request body bytes read at once (by Content-Length); a request that finds no room within 2s is answered 503 OVERLOADED with Retry-After")
+	maxInflightClient := fs.Int64("max-inflight-body-bytes-per-client", 0, "of --max-inflight-body-bytes, the most one client holds: one key (a derived credential counts as its root) or OIDC subject, or one client address without --auth (default a quarter); over it, a request that finds no room within 2s is answered 429 RATE_LIMITED with Retry-After")
 	maxArchive := fs.Int64("max-archive-bytes", server.DefaultMaxArchiveBytes, "the largest archive file POST /v1/archives takes")
 	if _, code, ok := cl.parseWithEnv(args, os.Environ()); !ok {
 		return code
@@ -69,6 +70,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "sessiond serve: --tls-cert and --tls-key go together\nhint: pass both (the certificate and its private key, PEM), or neither for plain HTTP")
+		return 2
+	}
+	if *maxInflightClient < 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --max-inflight-body-bytes-per-client must not be negative (0: a quarter of --max-inflight-body-bytes)")
 		return 2
 	}
 	if *bodyTimeout <= 0 || *idleTimeout <= 0 || *maxInflight <= 0 || *maxArchive <= 0 {
@@ -139,7 +144,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts := server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
 		Retention: *retention, RetentionInterval: *retentionInterval,
-		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxArchiveBytes: *maxArchive}
+		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxInflightBodyBytesPerClient: *maxInflightClient, MaxArchiveBytes: *maxArchive}
 	if err := a.apply(ctx, &opts); err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
