@@ -129,6 +129,9 @@ type Options struct {
 	// the web UI's login cookie (default 12h). Neither outlives the key it comes from.
 	StreamTokenTTL time.Duration
 	LoginTTL       time.Duration
+	// CookieSecure marks the login cookie Secure on every request, not only on those that came
+	// over TLS: for TLS ended by a proxy in front, which forwards plain HTTP.
+	CookieSecure bool
 }
 
 func (o Options) withDefaults() Options {
@@ -312,6 +315,7 @@ func (s *Server) routes() []route {
 // every log line of the request; every answer is counted in the metrics by route pattern and
 // status (requestlog.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withTLSState(r)
 	_, pattern := s.mux.Handler(r)
 	id := s.requestID(r.Header.Get(requestIDHeader))
 	w.Header().Set(requestIDHeader, id)

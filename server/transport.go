@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,17 +50,26 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       s.opt.IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
-		// Connections are wrapped (Listener), so net/http cannot see a *tls.Conn and
-		// negotiate HTTP/2: HTTP/1.1 is served, over TLS too, and not offered otherwise.
-		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// HTTP/2 is served over TLS only, to the connections [Server.TLSListener] hands over
+		// as *tls.Conn (those that negotiated "h2"); every other connection speaks HTTP/1.x.
+		Protocols:   serverProtocols(),
+		ConnContext: connContext,
 	}
+}
+
+// serverProtocols are HTTP/1.x, and HTTP/2 over TLS (never in the clear).
+func serverProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	return p
 }
 
 // Listener wraps ln so that the requests net/http refuses itself, before any handler runs (a
 // path with a bad percent-escape such as %zz, headers over MaxHeaderBytes, a Transfer-Encoding
 // other than chunked, a malformed request line), are answered with the API's JSON error
-// shape and a 4xx status instead of net/http's plain text (and its 501 and 505). For TLS, wrap
-// the TLS listener (tls.NewListener), so that the answers are written in the clear to it.
+// shape and a 4xx status instead of net/http's plain text (and its 501 and 505).
+// For TLS, use [Server.TLSListener] instead.
 func (s *Server) Listener(ln net.Listener) net.Listener { return refusalListener{ln} }
 
 type refusalListener struct{ net.Listener }
@@ -81,6 +89,7 @@ func (l refusalListener) Accept() (net.Conn, error) {
 // Date header.
 type refusalConn struct {
 	net.Conn
+	tls *tls.ConnectionState // the TLS connection's state, when Conn is one (TLSListener)
 }
 
 // netHTTPErrorHeaders are the headers of every net/http refusal.
@@ -335,53 +344,4 @@ func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, b
 		r.Body = b
 	}
 	next(w, r)
-}
-
-// CertReloader serves a TLS certificate and key read from files, and reads them again on
-// Reload (sessiond serve calls it on SIGHUP): new connections get the new certificate, the
-// listener and the connections already open are not touched.
-type CertReloader struct {
-	certFile, keyFile string
-	mu                sync.RWMutex
-	cert              *tls.Certificate
-}
-
-// NewCertReloader reads the certificate and key (PEM) once; it fails when they do not load or
-// do not match.
-func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
-	r := &CertReloader{certFile: certFile, keyFile: keyFile}
-	if err := r.Reload(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Reload reads the files again. When they do not load, the certificate served so far stays and
-// the error says why.
-func (r *CertReloader) Reload() error {
-	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
-	if err != nil {
-		return fmt.Errorf("load TLS certificate %s and key %s: %w", r.certFile, r.keyFile, err)
-	}
-	r.mu.Lock()
-	r.cert = &cert
-	r.mu.Unlock()
-	return nil
-}
-
-// TLSConfig returns a TLS configuration (TLS 1.2 or newer, HTTP/1.1) that serves the current
-// certificate.
-func (r *CertReloader) TLSConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			r.mu.RLock()
-			defer r.mu.RUnlock()
-			if r.cert == nil {
-				return nil, errors.New("no TLS certificate loaded")
-			}
-			return r.cert, nil
-		},
-	}
 }

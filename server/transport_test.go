@@ -19,12 +19,14 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
 // served is a server on a real listener, with the http.Server settings and the listener sessiond
 // serve uses (Server.HTTPServer, Server.Listener), unlike httptest's.
 type served struct {
+	st   store.Store
 	srv  *server.Server
 	addr string
 	url  string
@@ -56,7 +58,7 @@ func serveReal(t *testing.T, opt server.Options, validate bool) *served {
 		st.Close()
 	})
 	u := "http://" + ln.Addr().String()
-	return &served{srv: srv, addr: ln.Addr().String(), url: u, cl: client.New(u, http.DefaultClient)}
+	return &served{st: st, srv: srv, addr: ln.Addr().String(), url: u, cl: client.New(u, http.DefaultClient)}
 }
 
 // rawResponse sends raw bytes on a new connection and reads one response.

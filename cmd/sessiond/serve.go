@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -157,10 +156,9 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --addr\n", *addr, err)
 		return 1
 	}
-	scheme := "http"
+	scheme, served := "http", srv.Listener(ln)
 	if certs != nil {
-		scheme = "https"
-		ln = tls.NewListener(ln, certs.TLSConfig())
+		scheme, served = "https", srv.TLSListener(ln, certs.TLSConfig())
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP) // before the listener answers: a SIGHUP never kills it
 		defer signal.Stop(hup)
@@ -168,7 +166,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 3)
-	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
+	go func() { errc <- hs.Serve(served) }()
 	// The metrics listener (--metrics-addr) and the admin listener (--admin-addr), when given.
 	var side []*http.Server
 	for _, l := range []struct {
