@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -129,6 +130,13 @@ type Options struct {
 	// the web UI's login cookie (default 12h). Neither outlives the key it comes from.
 	StreamTokenTTL time.Duration
 	LoginTTL       time.Duration
+	// AllowedHosts, when not empty, are the only host names (the Host header without its port;
+	// IPv6 addresses without brackets) the server answers: a request for any other is refused
+	// 403 FORBIDDEN before anything else. sessiond serve sets it on a loopback server without
+	// authentication, which a page of another site could otherwise reach by DNS rebinding
+	// (its own name resolved to 127.0.0.1), to localhost, 127.0.0.1, ::1, the listen host and
+	// serve --allowed-hosts.
+	AllowedHosts []string
 	// CookieSecure marks the login cookie Secure on every request, not only on those that came
 	// over TLS: for TLS ended by a proxy in front, which forwards plain HTTP.
 	CookieSecure bool
@@ -336,6 +344,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
+	if !s.hostAllowed(r.Host) {
+		writeError(w, api.Errorf(api.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
+		return
+	}
 	if s.cors(w, r) {
 		return
 	}
@@ -354,14 +366,38 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			}
 		}
 		if len(allowed) == 0 {
-			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", r.Method, r.URL.Path))
+			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether host, a request's Host header, names this server
+// (Options.AllowedHosts; any host when there is no list).
+func (s *Server) hostAllowed(host string) bool {
+	if len(s.opt.AllowedHosts) == 0 {
+		return true
+	}
+	name := hostName(host)
+	for _, h := range s.opt.AllowedHosts {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostName is the name of a Host header: without its port, and an IPv6 address without its
+// brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 // Close ends every live stream cleanly and stops new requests (health checks keep answering).
@@ -528,7 +564,7 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, *api.Er
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%q must be an integer from %d to %d", name, v, min, max)
+		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
 	}
 	return n, nil
 }
@@ -552,9 +588,9 @@ func decodeStrict(data []byte, v any) *api.Error {
 func jsonErrorText(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		return fmt.Sprintf("field %s must be %s, not %s", quote(te.Field), te.Type, te.Value)
 	}
-	return err.Error()
+	return clip(err)
 }
 
 // Service returns the domain service the server executes commands and projections with.

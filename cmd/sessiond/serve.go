@@ -37,6 +37,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	storeURL := fs.String("store", "", "storage: empty for SQLite in --data, or a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) that several instances share")
 	allowRemote := fs.Bool("insecure-allow-remote", false, "allow a non-loopback address without --auth (dangerous: anyone who reaches it can read and write everything)")
 	a := addAuthFlags(fs)
+	var allowedHosts stringList
+	fs.Var(&allowedHosts, "allowed-hosts", "without --auth, also answer requests whose Host is this name (besides localhost, 127.0.0.1, ::1 and the --addr host); repeatable. Requests for other names are refused 403, against DNS rebinding")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format: text (logfmt key=value lines) or json (one JSON object a line)")
@@ -144,6 +146,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	opts := server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
 		Retention: *retention, RetentionInterval: *retentionInterval,
 		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxInflightBodyBytesPerClient: *maxInflightClient, MaxArchiveBytes: *maxArchive}
+	opts.AllowedHosts = hostAllowList(*addr, *a.on, allowedHosts)
 	if err := a.apply(ctx, &opts); err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
@@ -279,6 +282,24 @@ func redactURL(s string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// hostAllowList is the server's Host allow-list (server.Options.AllowedHosts): without auth, on
+// a loopback address or with --allowed-hosts given, localhost, 127.0.0.1, ::1, the host of
+// addr and the names given; else none (every Host is answered: with auth a credential is
+// needed anyway, and --insecure-allow-remote without a list answers every name it is reached
+// by).
+func hostAllowList(addr string, auth bool, extra []string) []string {
+	if auth || (checkLoopback(addr) != nil && len(extra) == 0) {
+		return nil
+	}
+	list := []string{"localhost", "127.0.0.1", "::1"}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			list = append(list, host)
+		}
+	}
+	return append(list, extra...)
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address or "localhost".
