@@ -36,7 +36,7 @@ var codeMeanings = map[contract.ErrorCode]string{
 	CodeLeaseLost:           "the lease given (Sessiond-Lease header, or a renewal's or release's leaseId and token) is not the run's current lease: stale, forged, malformed, another run's, released or expired; nothing was written",
 	CodeUnauthenticated:     "the server requires a credential (docs/security.md) and the request has none, or one that is not valid, revoked or expired; the WWW-Authenticate header says which; nothing was done",
 	CodeForbidden:           "the credential is valid but may not do this: the route needs a scope it lacks (the message names it), another project, every project, or another session; nothing was done",
-	CodeRateLimited:         "the key is over its request rate or its number of concurrent streams; retry after the Retry-After header's seconds",
+	CodeRateLimited:         "the key (the client address without authentication) is over its request rate, its number of concurrent streams or its part of the request bodies in flight (serve --max-inflight-body-bytes-per-client); retry after the Retry-After header's seconds",
 	CodeKeyNotFound:         "no API key has this id (or none the caller may see)",
 	CodeLeaseRequired:       "an append from a runtime to a run that a worker holds a lease on carries no Sessiond-Lease header; nothing was written",
 	CodeStoreUnwritable:     "the store refuses writes (a failed sync of the SQLite WAL, until sessiond restarts), and GET /readyz says so: a load balancer should send writes elsewhere; the appends whose sync failed answer COMMIT_OUTCOME_UNKNOWN",

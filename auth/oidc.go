@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 )
 
 // OIDC tokens (docs/security.md, "OIDC"). A bearer credential that is not an API key is taken
 // as a JWT from the identity provider at the configured issuer: its signature is checked
-// against the provider's published keys (JWKS, fetched by discovery and refreshed when a token
-// names an unknown key), RS256 or ES256 only (so "alg: none" and an HMAC token signed with
+// against the provider's published keys (JWKS, fetched by discovery and again when a token's
+// signature verifies with none of them, at most every JWKSRefetchInterval), RS256 or ES256 only (so "alg: none" and an HMAC token signed with
 // the public key are refused), its iss must be the issuer, its aud must hold the audience, and
 // it must not have expired. Its claims then map to a principal by these rules:
 //
@@ -45,6 +46,7 @@ const ScopePrefix = "sessiond:"
 type OIDC struct {
 	verifier *oidc.IDTokenVerifier
 	claim    string
+	keys     *jwks
 }
 
 // NewOIDC reads the provider's discovery document and returns a verifier of its tokens. ctx
@@ -60,18 +62,16 @@ func NewOIDC(ctx context.Context, opt OIDCOptions) (*OIDC, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	// The provider keeps the context for fetching keys later: give it one that lives on.
-	keyCtx := oidc.ClientContext(context.Background(), hc)
 	disc, err := discover(ctx, hc, opt.Issuer)
 	if err != nil {
 		return nil, err
 	}
-	ks := oidc.NewRemoteKeySet(keyCtx, disc.JWKSURI)
+	ks := &jwks{url: disc.JWKSURI, client: hc, every: JWKSRefetchInterval, now: time.Now}
 	v := oidc.NewVerifier(disc.Issuer, ks, &oidc.Config{ClientID: opt.Audience, SupportedSigningAlgs: []string{oidc.RS256, oidc.ES256}})
 	if disc.Issuer != opt.Issuer {
 		return nil, fmt.Errorf("OIDC discovery: the provider's issuer is %q, not %q", disc.Issuer, opt.Issuer)
 	}
-	return &OIDC{verifier: v, claim: opt.ProjectClaim}, nil
+	return &OIDC{verifier: v, claim: opt.ProjectClaim, keys: ks}, nil
 }
 
 type discovery struct {

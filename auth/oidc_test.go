@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -23,8 +24,9 @@ import (
 // idp is an identity provider served by the test: a discovery document and a JWKS with one
 // RSA key of its own.
 type idp struct {
-	ts  *httptest.Server
-	key *rsa.PrivateKey
+	ts         *httptest.Server
+	key        *rsa.PrivateKey
+	jwksServed atomic.Int64 // GET /jwks answered
 }
 
 func newIDP(t *testing.T) *idp {
@@ -40,6 +42,7 @@ func newIDP(t *testing.T) *idp {
 			"authorization_endpoint": p.ts.URL + "/auth", "token_endpoint": p.ts.URL + "/token", "id_token_signing_alg_values_supported": []string{"RS256"}})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
+		p.jwksServed.Add(1)
 		b64 := base64.RawURLEncoding.EncodeToString
 		json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]any{"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
 			"n": b64(key.N.Bytes()), "e": b64(big.NewInt(int64(key.E)).Bytes())}}})
@@ -141,5 +144,48 @@ func TestOIDC(t *testing.T) {
 	}
 	if _, err := NewOIDC(ctx, OIDCOptions{Issuer: p.ts.URL + "/other", Audience: "sessiond"}); err == nil {
 		t.Error("NewOIDC with an issuer the provider does not serve succeeded")
+	}
+}
+
+// TestOIDCKeyRefetchIsRateLimited: tokens naming a key the provider does not have, which
+// anyone can make, do not each make the server fetch the provider's keys again: after the
+// first fetch, 50 of them cost no fetch within JWKSRefetchInterval, and one fetch once it has
+// passed. Before, every such token fetched the JWKS.
+func TestOIDCKeyRefetchIsRateLimited(t *testing.T) {
+	p := newIDP(t)
+	ctx := context.Background()
+	o, err := NewOIDC(ctx, OIDCOptions{Issuer: p.ts.URL, Audience: "sessiond"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	o.keys.now = func() time.Time { return now }
+	claims := map[string]any{"iss": p.ts.URL, "aud": "sessiond", "sub": "alice", "exp": now.Add(time.Hour).Unix(),
+		"sessiond_project": "alpha", "scope": "sessiond:read"}
+	if _, err := o.Verify(ctx, p.sign(t, "RS256", nil, claims)); err != nil {
+		t.Fatalf("a good token: %v", err)
+	}
+	if n := p.jwksServed.Load(); n != 1 {
+		t.Fatalf("%d fetches of the keys for the first token, want 1", n)
+	}
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	forged := p.sign(t, "RS256", other, claims)
+	for range 50 {
+		if _, err := o.Verify(ctx, forged); err == nil {
+			t.Fatal("a token of an unknown key was accepted")
+		}
+	}
+	if n := p.jwksServed.Load(); n != 1 {
+		t.Errorf("50 tokens of an unknown key made %d more fetches of the keys, want none within %s", n-1, JWKSRefetchInterval)
+	}
+	now = now.Add(JWKSRefetchInterval)
+	for range 5 {
+		o.Verify(ctx, forged)
+	}
+	if n := p.jwksServed.Load(); n != 2 {
+		t.Errorf("after the interval, %d fetches in all, want 2", n)
+	}
+	if _, err := o.Verify(ctx, p.sign(t, "RS256", nil, claims)); err != nil {
+		t.Errorf("a good token after the refetches: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ const (
 	CodeHeadersTooLarge     ErrorCode = "HEADERS_TOO_LARGE"      // the request's headers are over the limit
 	CodeUnauthenticated     ErrorCode = "UNAUTHENTICATED"        // no valid credential
 	CodeForbidden           ErrorCode = "FORBIDDEN"              // the credential lacks a scope or project
-	CodeRateLimited         ErrorCode = "RATE_LIMITED"           // over the key's request rate or stream count
+	CodeRateLimited         ErrorCode = "RATE_LIMITED"           // over the key's request rate, streams or body bytes
 	CodeKeyNotFound         ErrorCode = "KEY_NOT_FOUND"          // no such API key
 )
 

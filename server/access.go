@@ -415,7 +415,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 	if !allowed {
 		if preflight {
-			writeError(w, api.Errorf(api.CodeForbidden, "origin %s is not allowed; start the server with --cors-origin %s to allow it", origin, origin))
+			writeError(w, api.Errorf(api.CodeForbidden, "origin %s is not allowed; start the server with --cors-origin %s to allow it", quote(origin), quote(origin)))
 			return true
 		}
 		return false
@@ -431,7 +431,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	probe := r.Clone(r.Context())
 	probe.Method = method
 	if _, p := s.mux.Handler(probe); p == "" {
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s", method, r.URL.Path))
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s", quote(method), quote(r.URL.Path)))
 		return true
 	}
 	h.Set("Access-Control-Allow-Methods", method)

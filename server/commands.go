@@ -22,7 +22,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > maxStopWait {
-			writeError(w, api.Errorf(api.CodeMalformed, "wait=%q must be a duration from 0s to %s, e.g. 5s", v, maxStopWait))
+			writeError(w, api.Errorf(api.CodeMalformed, "wait=%s must be a duration from 0s to %s, e.g. 5s", quote(v), maxStopWait))
 			return
 		}
 		opt.Wait = d

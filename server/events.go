@@ -41,7 +41,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	multitask := q.Get("multitask")
 	if q.Has("multitask") && !contract.ValidMultitask(multitask) {
-		writeError(w, api.Errorf(api.CodeMalformed, "multitask is %q; it must be reject, enqueue or interrupt (or leave it out for the session's default)", multitask))
+		writeError(w, api.Errorf(api.CodeMalformed, "multitask is %s; it must be reject, enqueue or interrupt (or leave it out for the session's default)", quote(multitask)))
 		return
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).

@@ -264,7 +264,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %q must be a change sequence (an integer >= 0; 0 replays the feed from its start)", v))
+			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a change sequence (an integer >= 0; 0 replays the feed from its start)", quote(v)))
 			return
 		}
 		cursor = n

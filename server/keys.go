@@ -196,10 +196,14 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", Expires: k.ExpiresAt, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: s.cookieSecure(r), SameSite: http.SameSiteStrictMode})
 	p.ExpiresAt = k.ExpiresAt
 	writeJSON(w, http.StatusOK, whoami(p, true))
 }
+
+// cookieSecure reports whether the login cookie is marked Secure (sent over https only): when
+// r came over TLS, or always with Options.CookieSecure (TLS ended by a proxy in front).
+func (s *Server) cookieSecure(r *http.Request) bool { return r.TLS != nil || s.opt.CookieSecure }
 
 // handleLogout clears the login cookie (and revokes the key it held, when it is valid).
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +214,6 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.cookieSecure(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }

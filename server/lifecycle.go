@@ -160,7 +160,7 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.UpdatedByGate != "" && req.UpdatedByGate != "owner" && req.UpdatedByGate != "handoff" && req.UpdatedByGate != "user" && req.UpdatedByGate != "mission" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %q must be one of owner, handoff, user, mission", req.UpdatedByGate))
+		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %s must be one of owner, handoff, user, mission", quote(req.UpdatedByGate)))
 		return
 	}
 	ps := s.newProgressStream(w, r)

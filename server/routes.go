@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
@@ -61,7 +63,7 @@ func (s *Server) guard(rt route) http.Handler {
 		}
 		for _, name := range wildcards {
 			if p := contract.IDProblem(r.PathValue(name)); p != "" {
-				writeError(w, api.Errorf(api.CodeMalformed, "path parameter %s %s: %s, so nothing can have it", name, quoteID(r.PathValue(name)), p))
+				writeError(w, api.Errorf(api.CodeMalformed, "path parameter %s %s: %s, so nothing can have it", name, quote(r.PathValue(name)), p))
 				return
 			}
 		}
@@ -87,10 +89,10 @@ func (s *Server) guard(rt route) http.Handler {
 			return
 		}
 		if rt.pattern == archiveUpload {
-			s.withBody(w, r, s.opt.MaxArchiveBytes, false, rt.handle)
+			s.withBody(w, r, s.opt.MaxArchiveBytes, false, "", rt.handle)
 			return
 		}
-		s.withBody(w, r, s.opt.MaxBodyBytes, true, rt.handle)
+		s.withBody(w, r, s.opt.MaxBodyBytes, true, s.budgetKey(r, p), rt.handle)
 	})
 }
 
@@ -114,7 +116,7 @@ func (rt route) checkQuery(r *http.Request) *api.Error {
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return api.Errorf(api.CodeMalformed, "the query string %q does not parse (%v); percent-encode its values and separate parameters with &", r.URL.RawQuery, err)
+		return api.Errorf(api.CodeMalformed, "the query string %s does not parse (%v); percent-encode its values and separate parameters with &", quote(r.URL.RawQuery), clip(err))
 	}
 	names := make([]string, 0, len(q))
 	for name := range q {
@@ -123,10 +125,10 @@ func (rt route) checkQuery(r *http.Request) *api.Error {
 	slices.Sort(names) // report the same parameter first every time
 	for _, name := range names {
 		if !slices.Contains(rt.query, name) {
-			return api.Errorf(api.CodeMalformed, "unknown query parameter %q on %s; %s", name, rt.pattern, rt.allowedQuery(name))
+			return api.Errorf(api.CodeMalformed, "unknown query parameter %s on %s; %s", quote(name), rt.pattern, rt.allowedQuery(name))
 		}
 		if n := len(q[name]); n > 1 {
-			return api.Errorf(api.CodeMalformed, "query parameter %q is given %d times on %s; give it once", name, n, rt.pattern)
+			return api.Errorf(api.CodeMalformed, "query parameter %s is given %d times on %s; give it once", quote(name), n, rt.pattern)
 		}
 	}
 	return nil
@@ -161,17 +163,17 @@ func (rt route) checkMediaType(r *http.Request) *api.Error {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %q does not parse (%v); %s", ct, err, rt.mediaHint())
+		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s does not parse (%v); %s", quote(ct), err, rt.mediaHint())
 	}
 	if !slices.Contains(rt.body, mt) {
-		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s is not accepted by %s; %s", mt, rt.pattern, rt.mediaHint())
+		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s is not accepted by %s; %s", quote(mt), rt.pattern, rt.mediaHint())
 	}
 	for k, v := range params {
 		if k != "charset" {
-			return api.Errorf(api.CodeUnsupportedMedia, "Content-Type parameter %s=%q is not accepted by %s; %s", k, v, rt.pattern, rt.mediaHint())
+			return api.Errorf(api.CodeUnsupportedMedia, "Content-Type parameter %s=%s is not accepted by %s; %s", quote(k), quote(v), rt.pattern, rt.mediaHint())
 		}
 		if !strings.EqualFold(v, "utf-8") {
-			return api.Errorf(api.CodeUnsupportedMedia, "charset %q is not accepted by %s: bodies are UTF-8; %s", v, rt.pattern, rt.mediaHint())
+			return api.Errorf(api.CodeUnsupportedMedia, "charset %s is not accepted by %s: bodies are UTF-8; %s", quote(v), rt.pattern, rt.mediaHint())
 		}
 	}
 	return nil
@@ -191,10 +193,35 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-// quoteID quotes an id for a message, shortened when long.
-func quoteID(s string) string {
-	if len(s) > 80 {
-		s = s[:60] + "…"
+// clip is an error's text for a message, bounded as quote bounds request data: for errors of
+// parsers that repeat what they were given (encoding/json's unknown field, net/url's bad
+// escape).
+func clip(err error) string {
+	msg := err.Error()
+	if len(msg) <= 2*maxQuoted {
+		return msg
 	}
-	return fmt.Sprintf("%q", s)
+	cut := 2 * maxQuoted
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
+}
+
+// maxQuoted is how much of a piece of request data an error message quotes.
+const maxQuoted = 64
+
+// quote quotes a piece of request data (a path, a header, a parameter, a field) for an error
+// message: Go-quoted, its first maxQuoted bytes only (cut at a character's boundary) and its
+// length when it is longer, so that no answer echoes the request unbounded. Every message
+// that repeats what the client sent quotes it with quote.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

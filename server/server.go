@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,6 +94,13 @@ type Options struct {
 	// finds no room within BodyQueueWait is answered 503 OVERLOADED with Retry-After. Archive
 	// uploads are outside it (streamed to a file, one at a time).
 	MaxInflightBodyBytes int64
+	// MaxInflightBodyBytesPerClient bounds the part of MaxInflightBodyBytes one client may
+	// hold: one key (a derived credential counts as its root) or OIDC subject, or one client
+	// address without authentication (default a quarter of MaxInflightBodyBytes). A request
+	// over it that finds no room within BodyQueueWait is answered 429 RATE_LIMITED with
+	// Retry-After, so that one client's stalled bodies never hold every other client's writes
+	// off. A body larger than it is taken alone.
+	MaxInflightBodyBytesPerClient int64
 	// BodyQueueWait is how long a request waits for room in MaxInflightBodyBytes (default 2s).
 	BodyQueueWait time.Duration
 	// ProgressInterval is the least time between two progress lines of archive and restore,
@@ -122,6 +130,16 @@ type Options struct {
 	// the web UI's login cookie (default 12h). Neither outlives the key it comes from.
 	StreamTokenTTL time.Duration
 	LoginTTL       time.Duration
+	// AllowedHosts, when not empty, are the only host names (the Host header without its port;
+	// IPv6 addresses without brackets) the server answers: a request for any other is refused
+	// 403 FORBIDDEN before anything else. sessiond serve sets it on a loopback server without
+	// authentication, which a page of another site could otherwise reach by DNS rebinding
+	// (its own name resolved to 127.0.0.1), to localhost, 127.0.0.1, ::1, the listen host and
+	// serve --allowed-hosts.
+	AllowedHosts []string
+	// CookieSecure marks the login cookie Secure on every request, not only on those that came
+	// over TLS: for TLS ended by a proxy in front, which forwards plain HTTP.
+	CookieSecure bool
 }
 
 func (o Options) withDefaults() Options {
@@ -157,6 +175,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxInflightBodyBytes <= 0 {
 		o.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if o.MaxInflightBodyBytesPerClient <= 0 {
+		o.MaxInflightBodyBytesPerClient = o.MaxInflightBodyBytes / 4
 	}
 	if o.BodyQueueWait <= 0 {
 		o.BodyQueueWait = DefaultBodyQueueWait
@@ -238,7 +259,7 @@ type Server struct {
 func New(st store.Store, opt Options) *Server {
 	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{}), uploads: make(chan struct{}, 1)}
 	s.life, s.endLife = context.WithCancel(context.Background())
-	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
+	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxInflightBodyBytesPerClient, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
 	s.svc = session.New(st, s.opt.Now)
 	s.hub = newHub(s.opt.RingSize)
 	s.reqPrefix = newRequestIDPrefix()
@@ -303,6 +324,7 @@ func (s *Server) routes() []route {
 // every log line of the request; every answer is counted in the metrics by route pattern and
 // status (requestlog.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withTLSState(r)
 	_, pattern := s.mux.Handler(r)
 	id := s.requestID(r.Header.Get(requestIDHeader))
 	w.Header().Set(requestIDHeader, id)
@@ -323,6 +345,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
+	if !s.hostAllowed(r.Host) {
+		writeError(w, api.Errorf(api.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
+		return
+	}
 	if s.cors(w, r) {
 		return
 	}
@@ -341,14 +367,38 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			}
 		}
 		if len(allowed) == 0 {
-			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", r.Method, r.URL.Path))
+			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether host, a request's Host header, names this server
+// (Options.AllowedHosts; any host when there is no list).
+func (s *Server) hostAllowed(host string) bool {
+	if len(s.opt.AllowedHosts) == 0 {
+		return true
+	}
+	name := hostName(host)
+	for _, h := range s.opt.AllowedHosts {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostName is the name of a Host header: without its port, and an IPv6 address without its
+// brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 // Close ends every live stream cleanly and stops new requests (health checks keep answering).
@@ -549,7 +599,7 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, *api.Er
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%q must be an integer from %d to %d", name, v, min, max)
+		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
 	}
 	return n, nil
 }
@@ -573,9 +623,9 @@ func decodeStrict(data []byte, v any) *api.Error {
 func jsonErrorText(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		return fmt.Sprintf("field %s must be %s, not %s", quote(te.Field), te.Type, te.Value)
 	}
-	return err.Error()
+	return clip(err)
 }
 
 // Service returns the domain service the server executes commands and projections with.

@@ -125,7 +125,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.Status != "" && !slices.Contains(contract.SessionStatuses, f.Status) {
-		writeError(w, api.Errorf(api.CodeMalformed, "status=%q is not one of %v", f.Status, contract.SessionStatuses))
+		writeError(w, api.Errorf(api.CodeMalformed, "status=%s is not one of %v", quote(f.Status), contract.SessionStatuses))
 		return
 	}
 	list, next, err := s.svc.List(r.Context(), f)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 )
 
@@ -50,17 +50,26 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       s.opt.IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.opt.Logger.Handler(), slog.LevelWarn),
-		// Connections are wrapped (Listener), so net/http cannot see a *tls.Conn and
-		// negotiate HTTP/2: HTTP/1.1 is served, over TLS too, and not offered otherwise.
-		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// HTTP/2 is served over TLS only, to the connections [Server.TLSListener] hands over
+		// as *tls.Conn (those that negotiated "h2"); every other connection speaks HTTP/1.x.
+		Protocols:   serverProtocols(),
+		ConnContext: connContext,
 	}
+}
+
+// serverProtocols are HTTP/1.x, and HTTP/2 over TLS (never in the clear).
+func serverProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	return p
 }
 
 // Listener wraps ln so that the requests net/http refuses itself, before any handler runs (a
 // path with a bad percent-escape such as %zz, headers over MaxHeaderBytes, a Transfer-Encoding
 // other than chunked, a malformed request line), are answered with the API's JSON error
-// shape and a 4xx status instead of net/http's plain text (and its 501 and 505). For TLS, wrap
-// the TLS listener (tls.NewListener), so that the answers are written in the clear to it.
+// shape and a 4xx status instead of net/http's plain text (and its 501 and 505).
+// For TLS, use [Server.TLSListener] instead.
 func (s *Server) Listener(ln net.Listener) net.Listener { return refusalListener{ln, s} }
 
 type refusalListener struct {
@@ -84,7 +93,8 @@ func (l refusalListener) Accept() (net.Conn, error) {
 // read), as every answer does.
 type refusalConn struct {
 	net.Conn
-	s *Server
+	s   *Server
+	tls *tls.ConnectionState // the TLS connection's state, when Conn is one (TLSListener)
 }
 
 // netHTTPErrorHeaders are the headers of every net/http refusal.
@@ -146,49 +156,140 @@ func netHTTPRefusal(p []byte) *api.Error {
 	return nil
 }
 
-// bodyBudget bounds the bytes of request bodies in flight: a request with a body takes its
-// share (its Content-Length, or the body limit when it is not known) before its handler reads
-// it, and gives it back when the handler returns.
+// bodyBudget bounds the bytes of request bodies in flight, in total and per principal (the key
+// or OIDC subject a request acts as, the client's address without authentication), so that
+// no one principal can hold the whole of it: a request with a body takes its share (its
+// Content-Length, or the body limit when it is not known) of both before its handler reads it,
+// and gives it back when the handler returns.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
+	per   int64 // the most one principal may hold (MaxInflightBodyBytesPerPrincipal)
 	wait  time.Duration
 	limit int64 // MaxBodyBytes: the share of a body of unknown length, and the most any takes
+
+	mu   sync.Mutex
+	held map[string]*principalBodies // principals with a request holding or waiting for budget
 }
 
-func newBodyBudget(size, limit int64, wait time.Duration) *bodyBudget {
-	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, wait: wait, limit: limit}
+// principalBodies is one principal's part of the budget.
+type principalBodies struct {
+	sem   *semaphore.Weighted
+	users int // requests holding or waiting for it; the entry goes when none is left
 }
 
-// share is what r takes of the budget.
+func newBodyBudget(size, per, limit int64, wait time.Duration) *bodyBudget {
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, per: min(per, size), wait: wait, limit: limit,
+		held: map[string]*principalBodies{}}
+}
+
+// share is what r takes of the budget: its Content-Length (the limit when unknown), but never
+// more than a principal may hold, so that one large body alone always fits.
 func (b *bodyBudget) share(r *http.Request) int64 {
 	n := r.ContentLength
 	if n < 0 || n > b.limit {
-		n = b.limit // over the limit: MaxBytesReader stops it at the limit
+		n = b.limit // a body of unknown length: MaxBytesReader stops it at the limit
 	}
-	return min(n, b.size)
+	return min(n, b.per)
 }
 
-// acquire takes r's share, waiting at most b.wait for it; it returns the share taken, to give
-// back with release, or an OVERLOADED error.
-func (b *bodyBudget) acquire(r *http.Request) (taken int64, aerr *api.Error) {
+// bodyShare is what acquire took, for release.
+type bodyShare struct {
+	n   int64
+	pb  *principalBodies
+	who string
+}
+
+// acquire takes r's share for the principal who, from who's part first and then from the
+// total, waiting at most b.wait for both; it returns the share taken, to give back with
+// release, or the error to answer: RATE_LIMITED when who holds its part already, OVERLOADED
+// when the total is taken.
+func (b *bodyBudget) acquire(r *http.Request, who string) (bodyShare, *api.Error) {
 	n := b.share(r)
-	if n == 0 || b.sem.TryAcquire(n) {
-		return n, nil
+	if n == 0 {
+		return bodyShare{}, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), b.wait)
-	defer cancel()
-	if err := b.sem.Acquire(ctx, n); err != nil {
-		return 0, api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
+	if b.per >= b.size {
+		// No part smaller than the whole: the total alone counts.
+		if !b.sem.TryAcquire(n) {
+			ctx, cancel := context.WithTimeout(r.Context(), b.wait)
+			defer cancel()
+			if b.sem.Acquire(ctx, n) != nil {
+				return bodyShare{}, b.overloaded(n)
+			}
+		}
+		return bodyShare{n: n}, nil
 	}
-	return n, nil
+	b.mu.Lock()
+	pb := b.held[who]
+	if pb == nil {
+		pb = &principalBodies{sem: semaphore.NewWeighted(b.per)}
+		b.held[who] = pb
+	}
+	pb.users++
+	b.mu.Unlock()
+	taken := bodyShare{n: n, pb: pb, who: who}
+	var ctx context.Context
+	var cancel context.CancelFunc = func() {}
+	defer func() { cancel() }()
+	waitFor := func(sem *semaphore.Weighted) bool {
+		if sem.TryAcquire(n) {
+			return true
+		}
+		if ctx == nil {
+			ctx, cancel = context.WithTimeout(r.Context(), b.wait)
+		}
+		return sem.Acquire(ctx, n) == nil
+	}
+	if !waitFor(pb.sem) {
+		b.leave(taken)
+		return bodyShare{}, api.Errorf(api.CodeRateLimited, "this client already has %d bytes of request bodies being read, its most at once (serve --max-inflight-body-bytes-per-client), and this %d-byte body found no room within %s; nothing was read or written: finish or cancel its other uploads, or retry after Retry-After", b.per, n, b.wait)
+	}
+	if !waitFor(b.sem) {
+		pb.sem.Release(n)
+		b.leave(taken)
+		return bodyShare{}, b.overloaded(n)
+	}
+	return taken, nil
+}
+
+// overloaded is the error of an n-byte body that found no room in the total.
+func (b *bodyBudget) overloaded(n int64) *api.Error {
+	return api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
 }
 
 // release gives back a share acquire took.
-func (b *bodyBudget) release(taken int64) {
-	if taken > 0 {
-		b.sem.Release(taken)
+func (b *bodyBudget) release(taken bodyShare) {
+	if taken.n > 0 {
+		b.sem.Release(taken.n)
 	}
+	if taken.pb != nil {
+		taken.pb.sem.Release(taken.n)
+		b.leave(taken)
+	}
+}
+
+// leave ends a request's use of its principal's part, dropping the part when no request uses it.
+func (b *bodyBudget) leave(taken bodyShare) {
+	b.mu.Lock()
+	if taken.pb.users--; taken.pb.users == 0 {
+		delete(b.held, taken.who)
+	}
+	b.mu.Unlock()
+}
+
+// budgetKey is the client whose part of the body budget r counts against: the principal's
+// root key or OIDC subject (the one its rate and streams count against), or, without
+// authentication, the client's address.
+func (s *Server) budgetKey(r *http.Request, p auth.Principal) string {
+	if s.authn.on {
+		return "principal " + limiterKey(p)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
 }
 
 // deadlineBody is a request body with a read deadline (BodyTimeout): once the body has been
@@ -208,17 +309,29 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// withBody runs next for a request with a body of at most limit bytes: within the body budget
-// when budgeted (or answered 503 OVERLOADED with Retry-After), and with the body's read
+// withBody runs next for a request with a body of at most limit bytes (a body declared larger
+// is answered 413 TOO_LARGE at once): within the body budget when budgeted, counted for the
+// principal who (or answered 503 OVERLOADED, or 429 RATE_LIMITED when who holds its part, with
+// Retry-After), and with the body's read
 // deadline: BodyTimeout for each started 16 MiB of the body (of its Content-Length, or of limit
 // when it is not known).
-func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, budgeted bool, next http.HandlerFunc) {
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, budgeted bool, who string, next http.HandlerFunc) {
 	if r.ContentLength == 0 {
 		next(w, r)
 		return
 	}
+	if r.ContentLength > limit {
+		// Refused before any budget is asked for: waiting for room would only delay a 413.
+		// The body is not read, so the connection cannot carry another request (and net/http
+		// would otherwise wait for a small body to arrive before answering).
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+		writeError(w, api.Errorf(api.CodeTooLarge, "the request declares a body of %d bytes (Content-Length), over the %d-byte limit of %s; nothing was read: split it into smaller requests", r.ContentLength, limit, r.Pattern))
+		return
+	}
 	if budgeted {
-		taken, aerr := s.bodies.acquire(r)
+		taken, aerr := s.bodies.acquire(r, who)
 		if aerr != nil {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, aerr)
@@ -236,53 +349,4 @@ func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, b
 		r.Body = b
 	}
 	next(w, r)
-}
-
-// CertReloader serves a TLS certificate and key read from files, and reads them again on
-// Reload (sessiond serve calls it on SIGHUP): new connections get the new certificate, the
-// listener and the connections already open are not touched.
-type CertReloader struct {
-	certFile, keyFile string
-	mu                sync.RWMutex
-	cert              *tls.Certificate
-}
-
-// NewCertReloader reads the certificate and key (PEM) once; it fails when they do not load or
-// do not match.
-func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
-	r := &CertReloader{certFile: certFile, keyFile: keyFile}
-	if err := r.Reload(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Reload reads the files again. When they do not load, the certificate served so far stays and
-// the error says why.
-func (r *CertReloader) Reload() error {
-	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
-	if err != nil {
-		return fmt.Errorf("load TLS certificate %s and key %s: %w", r.certFile, r.keyFile, err)
-	}
-	r.mu.Lock()
-	r.cert = &cert
-	r.mu.Unlock()
-	return nil
-}
-
-// TLSConfig returns a TLS configuration (TLS 1.2 or newer, HTTP/1.1) that serves the current
-// certificate.
-func (r *CertReloader) TLSConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			r.mu.RLock()
-			defer r.mu.RUnlock()
-			if r.cert == nil {
-				return nil, errors.New("no TLS certificate loaded")
-			}
-			return r.cert, nil
-		},
-	}
 }

@@ -19,12 +19,14 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
 // served is a server on a real listener, with the http.Server settings and the listener sessiond
 // serve uses (Server.HTTPServer, Server.Listener), unlike httptest's.
 type served struct {
+	st   store.Store
 	srv  *server.Server
 	addr string
 	url  string
@@ -56,7 +58,7 @@ func serveReal(t *testing.T, opt server.Options, validate bool) *served {
 		st.Close()
 	})
 	u := "http://" + ln.Addr().String()
-	return &served{srv: srv, addr: ln.Addr().String(), url: u, cl: client.New(u, http.DefaultClient)}
+	return &served{st: st, srv: srv, addr: ln.Addr().String(), url: u, cl: client.New(u, http.DefaultClient)}
 }
 
 // rawResponse sends raw bytes on a new connection and reads one response.
@@ -226,7 +228,7 @@ func TestStreamOutlivesTimeouts(t *testing.T) {
 // Retry-After, nothing written; once the first ends, the same request goes through. Before,
 // every request read its body into memory at once (32 concurrent 14 MiB appends took 2.1 GiB).
 func TestBodyBudget(t *testing.T) {
-	s := serveReal(t, server.Options{MaxInflightBodyBytes: 4000, BodyQueueWait: 50 * time.Millisecond}, false)
+	s := serveReal(t, server.Options{MaxInflightBodyBytes: 4000, MaxInflightBodyBytesPerClient: 4000, BodyQueueWait: 50 * time.Millisecond}, false)
 	s.createSession(t, "S-budget")
 	hog, err := net.Dial("tcp", s.addr)
 	if err != nil {

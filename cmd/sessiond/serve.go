@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +36,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	storeURL := fs.String("store", "", "storage: empty for SQLite in --data, or a PostgreSQL URL (postgres://user@host:5432/db?search_path=sessiond) that several instances share")
 	allowRemote := fs.Bool("insecure-allow-remote", false, "allow a non-loopback address without --auth (dangerous: anyone who reaches it can read and write everything)")
 	a := addAuthFlags(fs)
+	var allowedHosts stringList
+	fs.Var(&allowedHosts, "allowed-hosts", "without --auth, also answer requests whose Host is this name (besides localhost, 127.0.0.1, ::1 and the --addr host); repeatable. Requests for other names are refused 403, against DNS rebinding")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long to wait for in-flight requests on shutdown")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format: text (logfmt key=value lines) or json (one JSON object a line)")
@@ -54,6 +55,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "a request body must arrive within this time (per started 16 MiB), else 408 REQUEST_TIMEOUT")
 	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection idle for this long")
 	maxInflight := fs.Int64("max-inflight-body-bytes", server.DefaultMaxInflightBodyBytes, "request body bytes read at once (by Content-Length); a request that finds no room within 2s is answered 503 OVERLOADED with Retry-After")
+	maxInflightClient := fs.Int64("max-inflight-body-bytes-per-client", 0, "of --max-inflight-body-bytes, the most one client holds: one key (a derived credential counts as its root) or OIDC subject, or one client address without --auth (default a quarter); over it, a request that finds no room within 2s is answered 429 RATE_LIMITED with Retry-After")
 	maxArchive := fs.Int64("max-archive-bytes", server.DefaultMaxArchiveBytes, "the largest archive file POST /v1/archives takes")
 	if _, code, ok := cl.parseWithEnv(args, os.Environ()); !ok {
 		return code
@@ -68,6 +70,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "sessiond serve: --tls-cert and --tls-key go together\nhint: pass both (the certificate and its private key, PEM), or neither for plain HTTP")
+		return 2
+	}
+	if *maxInflightClient < 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --max-inflight-body-bytes-per-client must not be negative (0: a quarter of --max-inflight-body-bytes)")
 		return 2
 	}
 	if *bodyTimeout <= 0 || *idleTimeout <= 0 || *maxInflight <= 0 || *maxArchive <= 0 {
@@ -140,7 +146,8 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts := server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
 		Retention: *retention, RetentionInterval: *retentionInterval,
-		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxArchiveBytes: *maxArchive}
+		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxInflightBodyBytesPerClient: *maxInflightClient, MaxArchiveBytes: *maxArchive}
+	opts.AllowedHosts = hostAllowList(*addr, *a.on, allowedHosts)
 	if err := a.apply(ctx, &opts); err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
@@ -153,10 +160,9 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --addr\n", *addr, err)
 		return 1
 	}
-	scheme := "http"
+	scheme, served := "http", srv.Listener(ln)
 	if certs != nil {
-		scheme = "https"
-		ln = tls.NewListener(ln, certs.TLSConfig())
+		scheme, served = "https", srv.TLSListener(ln, certs.TLSConfig())
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP) // before the listener answers: a SIGHUP never kills it
 		defer signal.Stop(hup)
@@ -164,7 +170,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 3)
-	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
+	go func() { errc <- hs.Serve(served) }()
 	// The metrics listener (--metrics-addr) and the admin listener (--admin-addr), when given.
 	var side []*http.Server
 	for _, l := range []struct {
@@ -277,6 +283,24 @@ func redactURL(s string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// hostAllowList is the server's Host allow-list (server.Options.AllowedHosts): without auth, on
+// a loopback address or with --allowed-hosts given, localhost, 127.0.0.1, ::1, the host of
+// addr and the names given; else none (every Host is answered: with auth a credential is
+// needed anyway, and --insecure-allow-remote without a list answers every name it is reached
+// by).
+func hostAllowList(addr string, auth bool, extra []string) []string {
+	if auth || (checkLoopback(addr) != nil && len(extra) == 0) {
+		return nil
+	}
+	list := []string{"localhost", "127.0.0.1", "::1"}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			list = append(list, host)
+		}
+	}
+	return append(list, extra...)
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address or "localhost".

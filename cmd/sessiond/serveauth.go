@@ -25,6 +25,7 @@ type authFlags struct {
 	burst        *int
 	streams      *int
 	cors         stringList
+	cookieSecure *bool
 }
 
 // stringList is a repeatable string flag.
@@ -43,6 +44,7 @@ func addAuthFlags(fs *flag.FlagSet) *authFlags {
 		rate:         fs.Float64("rate-limit", 0, "requests a second each key may make, sustained (0: no limit); over it: 429 with Retry-After"),
 		burst:        fs.Int("rate-burst", 0, "requests a key may make at once above --rate-limit (default twice the rate)"),
 		streams:      fs.Int("max-streams-per-key", 0, "event streams and change feeds each key may hold open at once (0: no limit)"),
+		cookieSecure: fs.Bool("cookie-secure", false, "mark the web UI's login cookie Secure on every request, for TLS ended by a proxy in front (with --tls-cert it is Secure already)"),
 	}
 	fs.Var(&a.cors, "cors-origin", "allow browser pages of this origin (https://app.example.com) to call the API; repeatable; none by default")
 	return a
@@ -99,6 +101,7 @@ func (a *authFlags) apply(ctx context.Context, o *server.Options) error {
 	o.Auth = *a.on
 	o.RateLimit, o.RateBurst, o.MaxStreamsPerKey = *a.rate, *a.burst, *a.streams
 	o.CORSOrigins = a.cors
+	o.CookieSecure = *a.cookieSecure
 	if *a.oidcIssuer != "" {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
