@@ -1,14 +1,22 @@
 package archive
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same directory: write,
 // fsync, rename, fsync the directory (and root, when dir was created under it).
 func WriteFileAtomic(root, dir, path string, data []byte) error {
+	return WriteFileAtomicFrom(root, dir, path, bytes.NewReader(data))
+}
+
+// WriteFileAtomicFrom is WriteFileAtomic with the file's bytes read from r, which it copies
+// without holding them in memory.
+func WriteFileAtomicFrom(root, dir, path string, r io.Reader) error {
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -31,7 +39,7 @@ func WriteFileAtomic(root, dir, path string, data []byte) error {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {

@@ -161,6 +161,29 @@ func Save(dir string, data []byte) (*wire.ArchiveInfo, error) {
 
 // SaveDecoded is Save for data already decoded: c and sum are what Decode(data) returned.
 func SaveDecoded(dir string, data []byte, c *Content, sum string) (*wire.ArchiveInfo, error) {
+	return saveVerified(dir, c, sum, int64(len(data)), func() io.Reader { return bytes.NewReader(data) })
+}
+
+// SaveFile is Save for the archive file at path, already verified: c and sum are what
+// VerifyFile(path, …) returned. It copies the file into place as a stream: its memory does not
+// grow with the file's size. The file at path is left as it is.
+func SaveFile(dir, path string, c *Content, sum string) (*wire.ArchiveInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("save archive: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("save archive: %w", err)
+	}
+	return saveVerified(dir, c, sum, st.Size(), func() io.Reader { return io.NewSectionReader(f, 0, st.Size()) })
+}
+
+// saveVerified stores the verified archive of c (size bytes, read from open()) in dir under
+// the name and project directory it would have been written with; the same file stored again is
+// a no-op, another file under the same name is refused.
+func saveVerified(dir string, c *Content, sum string, size int64, open func() io.Reader) (*wire.ArchiveInfo, error) {
 	at, err := store.ParseTime(c.ArchivedAt)
 	if err != nil {
 		return nil, invalid("archivedAt: %v", err)
@@ -170,15 +193,42 @@ func SaveDecoded(dir string, data []byte, c *Content, sum string) (*wire.Archive
 	if err := Within(dir, path); err != nil {
 		return nil, err
 	}
-	info := &wire.ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
-	if old, err := os.ReadFile(path); err == nil {
-		if bytes.Equal(old, data) {
+	info := &wire.ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: size}
+	if old, err := os.Open(path); err == nil {
+		same, err := sameBytes(old, open())
+		old.Close()
+		if err != nil {
+			return nil, fmt.Errorf("save archive: compare with %s: %w", path, err)
+		}
+		if same {
 			return info, nil
 		}
 		return nil, invalid("another archive is already stored as %s", path)
 	}
-	if err := WriteFileAtomic(dir, sub, path, data); err != nil {
+	if err := WriteFileAtomicFrom(dir, sub, path, open()); err != nil {
 		return nil, fmt.Errorf("save archive: %w", err)
 	}
 	return info, nil
+}
+
+// sameBytes reports whether a and b read the same bytes, comparing them a block at a time.
+func sameBytes(a, b io.Reader) (bool, error) {
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(a, ba)
+		nb, eb := io.ReadFull(b, bb)
+		if !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		endA := ea == io.EOF || ea == io.ErrUnexpectedEOF
+		endB := eb == io.EOF || eb == io.ErrUnexpectedEOF
+		switch {
+		case ea != nil && !endA:
+			return false, ea
+		case eb != nil && !endB:
+			return false, eb
+		case endA || endB:
+			return endA && endB, nil
+		}
+	}
 }

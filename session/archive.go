@@ -262,12 +262,21 @@ func summarize(t *Transcript, runs int) archive.Summary {
 // a file that fails verification, is refused with ARCHIVE_INVALID and nothing is stored. upload
 // is left in place.
 func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
-	data, err := os.ReadFile(upload)
+	// Verified as a stream (archive.VerifyFile): each event is checked and dropped, so the
+	// upload's memory does not grow with its size.
+	var lc *logCheck
+	c, sum, err := archive.VerifyFile(upload, func(i int, raw []byte) error {
+		if lc == nil {
+			lc = &logCheck{runs: map[string]*contract.Run{}}
+		}
+		_, err := lc.add(i, raw)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("save archive: read the upload: %w", err)
-	}
-	c, sum, err := archive.Decode(data)
-	if err != nil {
+		var le *logError
+		if errors.As(err, &le) {
+			return nil, reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(upload), le.msg)
+		}
 		return nil, archiveRefusal(err)
 	}
 	if probs := contract.SessionIDProblems(c.SessionID); len(probs) > 0 {
@@ -277,10 +286,13 @@ func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
 	if err != nil {
 		return nil, reject(contract.CodeArchiveInvalid, "archivedAt %q: %v", c.ArchivedAt, err)
 	}
-	if _, err := s.importOf(c, sum, archive.FileName(c.SessionID, at), nil); err != nil {
+	if lc == nil {
+		lc = &logCheck{runs: map[string]*contract.Run{}}
+	}
+	if _, err := s.importFrom(c, lc, sum, archive.FileName(c.SessionID, at)); err != nil {
 		return nil, err
 	}
-	info, err := archive.SaveDecoded(dir, data, c, sum)
+	info, err := archive.SaveFile(dir, upload, c, sum)
 	return info, archiveRefusal(err)
 }
 
@@ -408,47 +420,91 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 // runs against those the log folds to) and builds the store import, telling progress how far
 // it has come (phase verify).
 func (s *Service) importOf(c *archive.Content, sum, path string, progress ProgressFunc) (*store.Import, error) {
-	bad := func(format string, args ...any) error {
-		return reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
-	}
-	if c.LastSequence != int64(len(c.Events))-1 {
-		return nil, bad("lastSequence is %d but the archive holds %d events", c.LastSequence, len(c.Events))
-	}
+	lc := &logCheck{runs: map[string]*contract.Run{}}
 	events := make([]store.StoredEvent, len(c.Events))
-	runs := map[string]*contract.Run{}
-	var order []string
 	total := int64(len(c.Events))
 	progress.report(PhaseVerify, 0, total)
 	for i, raw := range c.Events {
 		if i > 0 && i%progressEvery == 0 {
 			progress.report(PhaseVerify, int64(i), total)
 		}
-		ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
+		ev, err := lc.add(i, raw)
 		if err != nil {
-			return nil, bad("event %d breaks the contract: %v", i, err)
+			return nil, reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(path), err.(*logError).msg)
 		}
-		if ev.SessionID != c.SessionID || ev.Sequence != int64(i) {
-			return nil, bad("event %d has session %q and sequence %d; want %q and %d", i, ev.SessionID, ev.Sequence, c.SessionID, i)
-		}
-		events[i] = store.StoredEvent{Sequence: int64(i), EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: raw}
-		if f := ev.RunStatus; f != nil {
-			prev := runs[f.RunID]
-			run, err := contract.ApplyRunStatus(prev, c.SessionID, *f)
-			if err != nil {
-				return nil, bad("event %d: %v", i, err)
-			}
-			if prev == nil {
-				order = append(order, f.RunID)
-			}
-			runs[f.RunID] = run
-		}
+		events[i] = ev
 	}
 	progress.report(PhaseVerify, total, total)
-	if len(order) != len(c.Runs) {
-		return nil, bad("the log has %d runs but the archive lists %d", len(order), len(c.Runs))
+	imp, err := s.importFrom(c, lc, sum, path)
+	if err != nil {
+		return nil, err
 	}
-	for i, id := range order {
-		a, _ := json.Marshal(runs[id])
+	imp.Events = events
+	return imp, nil
+}
+
+// logCheck checks an archive's events one by one, as they are read: each against the
+// contract, in the session and in sequence, and folds their run status events into the runs.
+type logCheck struct {
+	sessionID string // the first event's, until the content's is known
+	n         int64  // events checked
+	runs      map[string]*contract.Run
+	order     []string // run ids in the order the log starts them
+}
+
+// logError is a problem of an archive's log; its message names the event.
+type logError struct{ msg string }
+
+func (e *logError) Error() string { return e.msg }
+
+// add checks event i (raw, which it does not keep) and returns it as the store keeps it (its
+// Data is raw).
+func (lc *logCheck) add(i int, raw []byte) (store.StoredEvent, error) {
+	bad := func(format string, args ...any) (store.StoredEvent, error) {
+		return store.StoredEvent{}, &logError{msg: fmt.Sprintf(format, args...)}
+	}
+	ev, err := contract.CheckEvent(raw, contract.Limits{MaxBytes: store.MaxEventBytes})
+	if err != nil {
+		return bad("event %d breaks the contract: %v", i, err)
+	}
+	if i == 0 {
+		lc.sessionID = ev.SessionID
+	}
+	if ev.SessionID != lc.sessionID || ev.Sequence != int64(i) {
+		return bad("event %d has session %q and sequence %d; want %q and %d", i, ev.SessionID, ev.Sequence, lc.sessionID, i)
+	}
+	lc.n++
+	if f := ev.RunStatus; f != nil {
+		prev := lc.runs[f.RunID]
+		run, err := contract.ApplyRunStatus(prev, ev.SessionID, *f)
+		if err != nil {
+			return bad("event %d: %v", i, err)
+		}
+		if prev == nil {
+			lc.order = append(lc.order, f.RunID)
+		}
+		lc.runs[f.RunID] = run
+	}
+	return store.StoredEvent{Sequence: int64(i), EventID: ev.EventID, IdempotencyKey: ev.IdempotencyKey, EventType: ev.EventType, RunID: ev.RunID, Data: raw}, nil
+}
+
+// importFrom checks what an archive's content says against its checked log (lc) and returns
+// the import of its session, without events.
+func (s *Service) importFrom(c *archive.Content, lc *logCheck, sum, path string) (*store.Import, error) {
+	bad := func(format string, args ...any) error {
+		return reject(contract.CodeArchiveInvalid, "%s: %s", filepath.Base(path), fmt.Sprintf(format, args...))
+	}
+	if c.LastSequence != lc.n-1 {
+		return nil, bad("lastSequence is %d but the archive holds %d events", c.LastSequence, lc.n)
+	}
+	if lc.n > 0 && lc.sessionID != c.SessionID {
+		return nil, bad("event 0 has session %q and sequence 0; want %q and 0", lc.sessionID, c.SessionID)
+	}
+	if len(lc.order) != len(c.Runs) {
+		return nil, bad("the log has %d runs but the archive lists %d", len(lc.order), len(c.Runs))
+	}
+	for i, id := range lc.order {
+		a, _ := json.Marshal(lc.runs[id])
 		b, _ := json.Marshal(c.Runs[i])
 		if !bytes.Equal(a, b) {
 			return nil, bad("run %q does not match the log: the log folds to %s, the archive says %s", id, a, b)
@@ -466,12 +522,12 @@ func (s *Service) importOf(c *archive.Content, sum, path string, progress Progre
 	if err := validRecord(&rec); err != nil {
 		return nil, bad("the session record breaks the contract: %v", err)
 	}
-	lc := c.Lifecycle
-	lc.LastArchivedAt, lc.LastArchiveName, lc.LastArchiveChecksum = c.ArchivedAt, filepath.Base(path), sum
-	lc.CompactedThrough = nil
-	lc.RestoredFrom, lc.RestoredAt = sum, now
+	lcy := c.Lifecycle
+	lcy.LastArchivedAt, lcy.LastArchiveName, lcy.LastArchiveChecksum = c.ArchivedAt, filepath.Base(path), sum
+	lcy.CompactedThrough = nil
+	lcy.RestoredFrom, lcy.RestoredAt = sum, now
 	return &store.Import{
 		Session:   &store.Session{Record: rec, Snapshot: c.Snapshot, Lineage: c.Lineage, ActiveBranch: c.ActiveBranch, LastSequence: c.LastSequence},
-		Lifecycle: lc, Events: events, Runs: c.Runs,
+		Lifecycle: lcy, Runs: c.Runs,
 	}, nil
 }
