@@ -217,8 +217,8 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	// One upload is verified at a time: its memory is bounded by MaxArchiveBytes (the file is
-	// decoded whole), beside the request bodies' budget.
+	// One upload is verified at a time. It is verified as a stream (session.SaveArchive), so its
+	// memory does not grow with the file's size, which MaxArchiveBytes bounds on disk.
 	select {
 	case s.uploads <- struct{}{}:
 		defer func() { <-s.uploads }()

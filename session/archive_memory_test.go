@@ -127,7 +127,7 @@ func writeBigArchive(t testing.TB, dir string, size int64) string {
 	}
 	// The content as Encode writes it, with the events streamed in where "events":[] stands.
 	c.Events = []json.RawMessage{}
-	n := int(size / 500)
+	n := int(size / 650) // ~650 bytes an event as written
 	c.LastSequence = int64(n - 1)
 	var tmpl bytes.Buffer
 	enc := json.NewEncoder(&tmpl)
