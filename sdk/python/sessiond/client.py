@@ -34,7 +34,8 @@ class SessiondError(Exception):
 
     def __init__(self, code: str, message: str, status: int, details: Optional[list] = None,
                  fields: Optional[dict] = None, retry_after: Optional[int] = None):
-        super().__init__(f"{code}: {message}")
+        problems = "".join(f"; {d.get('path', '')}: {d.get('message', '')}" for d in (details or [])[:5] if isinstance(d, dict))
+        super().__init__(f"{code}: {message}{problems}")
         self.code = code
         self.message = message
         self.status = status

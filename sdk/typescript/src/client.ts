@@ -25,7 +25,11 @@ export class SessiondError extends Error {
   readonly retryAfter?: number;
 
   constructor(code: string, message: string, status: number, details: unknown[] = [], fields: Record<string, unknown> = {}, retryAfter?: number) {
-    super(`${code}: ${message}`);
+    const problems = details.slice(0, 5).map((d) => {
+      const p = d as { path?: string; message?: string };
+      return `; ${p.path ?? ""}: ${p.message ?? ""}`;
+    });
+    super(`${code}: ${message}${problems.join("")}`);
     this.name = "SessiondError";
     this.code = code;
     this.status = status;

@@ -1,0 +1,193 @@
+package sdk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/testenv"
+)
+
+// sessiondBin is the sessiond binary the tests build once (TestMain).
+var sessiondBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := func() int {
+		if testing.Short() {
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "sessiond-sdk")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		build := exec.Command("go", "build", "-o", dir, "./cmd/sessiond")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build ./cmd/sessiond: %v\n%s", err, out)
+			return 1
+		}
+		sessiondBin = filepath.Join(dir, "sessiond")
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// serve runs "sessiond serve" on a free loopback port with a fresh data directory and returns
+// its URL and its log; the process is killed when the test ends.
+func serve(t *testing.T) (string, *syncBuffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the real sessiond and the SDKs' runtimes: skipped with -short")
+	}
+	cmd := exec.Command(sessiondBin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("sessiond did not start: %v\n%s", err, log.String())
+	}
+	var u string
+	if _, err := fmt.Sscanf(line, "sessiond listening on %s", &u); err != nil {
+		t.Fatalf("unexpected first line %q", line)
+	}
+	return u, log
+}
+
+// run runs a program with SESSIOND_URL set, failing the test with its output and the
+// server's log if it fails.
+func run(t *testing.T, url string, log *syncBuffer, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "SESSIOND_URL="+url), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s\nsessiond:\n%s", name, strings.Join(args, " "), err, out, log.String())
+	}
+	return string(out)
+}
+
+// snippets returns the bodies of the fenced blocks of docs/sdk.md in language lang.
+func snippets(t *testing.T, lang string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/sdk.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?ms)^```" + lang + "\n(.*?)^```\n")
+	var out []string
+	for _, m := range re.FindAllSubmatch(b, -1) {
+		out = append(out, string(m[1]))
+	}
+	if len(out) == 0 {
+		t.Fatalf("docs/sdk.md has no ```%s block", lang)
+	}
+	return out
+}
+
+// copyTree copies the files under src (relative to this directory) into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == "node_modules" || d.Name() == "dist" || d.Name() == "__pycache__" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if rel == "package.json" || rel == "package-lock.json" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTypeScriptSDK compiles the TypeScript SDK and its tests with the pinned tsc, with the ts
+// blocks of docs/sdk.md as more test files (they import the package by its name), and runs
+// them with node --test against the real server: retried appends, follow across cut
+// connections, the worker's lease and stop, fencing.
+func TestTypeScriptSDK(t *testing.T) {
+	url, log := serve(t)
+	node := testenv.Need(t, "node", "it runs the TypeScript SDK's tests", "apt-get install nodejs npm")
+	pkg := testenv.NpmPackages(t, "typescript")
+	copyTree(t, "typescript", pkg)
+	for i, s := range snippets(t, "ts") {
+		if err := os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, url, log, pkg, nil, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
+	out := run(t, url, log, pkg, nil, node, "--test", "--test-concurrency=1", "dist/test/")
+	t.Logf("node --test:\n%s", out)
+}
+
+// TestPythonSDK runs the Python SDK's tests with python3 -m unittest against the real server,
+// then each python block of docs/sdk.md.
+func TestPythonSDK(t *testing.T) {
+	url, log := serve(t)
+	py := testenv.Need(t, "python3", "it runs the Python SDK's tests", "apt-get install python3")
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}
+	out := run(t, url, log, dir, env, py, "-m", "unittest", "discover", "-s", "tests", "-v")
+	t.Logf("python3 -m unittest:\n%s", out)
+	for i, s := range snippets(t, "python") {
+		t.Run(fmt.Sprintf("docs/sdk.md python block %d", i), func(t *testing.T) {
+			run(t, url, log, t.TempDir(), env, py, "-c", s)
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for os/exec's copier and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
