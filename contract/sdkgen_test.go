@@ -15,7 +15,7 @@ import (
 
 // sdkContractFiles are the generated modules, relative to this package's directory.
 var sdkContractFiles = map[string]func() string{
-	"../sdk/typescript/src/contract.ts": genTypeScript,
+	"../sdk/typescript/src/contract.ts":  genTypeScript,
 	"../sdk/python/sessiond/contract.py": genPython,
 }
 

@@ -1,14 +1,10 @@
 package interop
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,8 +46,8 @@ func TestRealClients(t *testing.T) {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
 	}
-	url, serverLog := startServe(t, filepath.Join(bin, "sessiond"), "--data", filepath.Join(t.TempDir(), "data"))
-	agentLog := &syncBuffer{}
+	url, serverLog := testenv.Serve(t, filepath.Join(bin, "sessiond"), "--data", filepath.Join(t.TempDir(), "data"))
+	agentLog := &testenv.SyncBuffer{}
 	for _, args := range [][]string{
 		{"--agent", "echoagent", "--tick", "20ms", "--chunks", "5"},
 		{"--agent", "echoquick", "--skip-approval", "--tick", "50ms", "--chunks", "60"},
@@ -75,48 +71,4 @@ func TestRealClients(t *testing.T) {
 		return
 	}
 	t.Logf("node --test:\n%s", out)
-}
-
-// startServe runs "sessiond serve" on a free loopback port and returns its URL; the process
-// is killed when the test ends.
-func startServe(t *testing.T, bin string, args ...string) (string, *syncBuffer) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("server did not start: %v\n%s", err, stderr.String())
-	}
-	var u string
-	if _, err := fmt.Sscanf(line, "sessiond listening on %s", &u); err != nil {
-		t.Fatalf("unexpected first line %q", line)
-	}
-	return u, stderr
-}
-
-// syncBuffer is a bytes.Buffer safe for os/exec's copier and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

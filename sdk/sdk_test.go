@@ -1,8 +1,6 @@
 package sdk
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,36 +44,17 @@ func TestMain(m *testing.M) {
 
 // serve runs "sessiond serve" on a free loopback port with a fresh data directory and returns
 // its URL and its log; the process is killed when the test ends.
-func serve(t *testing.T) (string, *syncBuffer) {
+func serve(t *testing.T) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the real sessiond and the SDKs' runtimes: skipped with -short")
 	}
-	cmd := exec.Command(sessiondBin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &syncBuffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("sessiond did not start: %v\n%s", err, log.String())
-	}
-	var u string
-	if _, err := fmt.Sscanf(line, "sessiond listening on %s", &u); err != nil {
-		t.Fatalf("unexpected first line %q", line)
-	}
-	return u, log
+	return testenv.Serve(t, sessiondBin, "--data", filepath.Join(t.TempDir(), "data"))
 }
 
 // run runs a program with SESSIOND_URL set, failing the test with its output and the
 // server's log if it fails.
-func run(t *testing.T, url string, log *syncBuffer, dir string, env []string, name string, args ...string) string {
+func run(t *testing.T, url string, log *testenv.SyncBuffer, dir string, env []string, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -172,22 +150,4 @@ func TestPythonSDK(t *testing.T) {
 			run(t, url, log, t.TempDir(), env, py, "-c", s)
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for os/exec's copier and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
