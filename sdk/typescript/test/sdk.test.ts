@@ -146,6 +146,7 @@ test("a worker claims a run, writes under its lease, and a stop command aborts i
   const answeredAt = performance.now();
   assert.equal(res.outcome, "accepted");
   await until("the task to be aborted", async () => (abortedAt ? true : undefined));
+  console.log(`stop latency: the task was aborted ${(abortedAt - answeredAt).toFixed(1)} ms after the stop's answer`);
   assert.ok(abortedAt - answeredAt < 100, `the stop reached the task ${abortedAt - answeredAt} ms after its answer`);
   await until("the run to be stopped", async () => ((await client.runs(id)).find((r) => r.runId === "run-1")?.status === "stopped" ? true : undefined));
   worker.stop();
