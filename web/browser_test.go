@@ -307,6 +307,27 @@ func TestBrowserApprove(t *testing.T) {
 	}
 }
 
+// TestBrowserApprovalReason: the reason a person gave with an approval decision (here through
+// the HTTP API, as sessiond cmd approve sends it) is shown in the transcript after a reload,
+// on the run's status line that follows the decision.
+func TestBrowserApprovalReason(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	id := "S-approve-reason"
+	s.create(t, id)
+	s.appendEvents(t, id, msg(id, "m1", "user", "Clean the build"), runStatus(id, "r1", "m1", "running"),
+		ev(id, "approval", "r1", "", `{"approvalId":"ap-1","status":"requested","title":"Delete the build directory?","requestedAction":{"command":"rm -rf build"}}`),
+		runStatus(id, "r1", "m1", "waiting_approval"))
+	last := len(s.events(t, id)) - 1
+	body := fmt.Sprintf(`{"contract":"AgentSessionCommand","commandId":"c-reason","sessionId":%q,"runId":"r1","idempotencyKey":"c-reason","expectedSequence":%d,"issuedAt":"2026-03-01T12:00:00Z","commandType":"approval","payload":{"approvalId":"ap-1","decision":"approved","reason":"the build directory is disposable"}}`, id, last)
+	if code, out := s.call(t, "POST", "/v1/sessions/"+id+"/commands", body); code != 200 {
+		t.Fatalf("approval command: %d %s", code, out)
+	}
+	openSession(t, ctx, s, id)
+	run(t, ctx, "the reason in the transcript",
+		waitJS(`[...document.querySelectorAll('.ev-line')].some(p => p.textContent.includes('the build directory is disposable'))`))
+}
+
 // TestBrowserStop: Stop shows stopping until the runtime confirms, then stopped; the button
 // is offered only while the policy allows a stop.
 func TestBrowserStop(t *testing.T) {
