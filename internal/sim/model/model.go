@@ -180,12 +180,7 @@ func (m *Model) Queue(key, newRun, strategy string) (decision, interrupted strin
 	}
 	if strategy == Interrupt && cur != nil && cur.Status != Stopping {
 		interrupted = cur.ID
-		unheld := cur.Lease == nil || !cur.Lease.Expires.After(m.Now)
-		wasQueued := cur.Status == Queued
-		m.setStatus(cur, Stopping)
-		if wasQueued && unheld {
-			m.setStatus(cur, Stopped) // nobody works on it to confirm: the server does
-		}
+		m.stop(cur)
 	}
 	m.appended[key] = true
 	m.Last++ // the message
@@ -273,14 +268,27 @@ func (m *Model) command(key string, r *Run, allowed ...string) string {
 }
 
 // Stop is the stop command (idempotency key key) about r (nil: a run that does not exist):
-// the run becomes stopping; no sequence rule (target-run).
+// the run becomes stopping; no sequence rule (target-run). A queued run that nobody holds
+// alive is stopped at once (stopping, then stopped), as an interrupt does: nobody is there to
+// confirm, and the runs queued behind it must not wait for a confirmation that never comes.
 func (m *Model) Stop(key string, r *Run) string {
 	if d := m.command(key, r, Queued, Running, WaitingApproval); d != "" {
 		return d
 	}
 	m.commands[key] = true
-	m.setStatus(r, Stopping)
+	m.stop(r)
 	return Accepted
+}
+
+// stop asks r, an active run not stopping, to stop: stopping, and stopped at once when it is
+// queued and nobody holds it alive.
+func (m *Model) stop(r *Run) {
+	unheld := r.Lease == nil || !r.Lease.Expires.After(m.Now)
+	wasQueued := r.Status == Queued
+	m.setStatus(r, Stopping)
+	if wasQueued && unheld {
+		m.setStatus(r, Stopped)
+	}
 }
 
 // Steer is the steer command about r with expectedSequence expected (match-current): one
@@ -330,7 +338,8 @@ func (m *Model) ExpireLeases(attemptID func(r *Run) string) int {
 // Sweep is the sweeper's pass at Now: a running session whose heartbeat is older than
 // StaleAfter is marked stale, after its current run is failed (HEARTBEAT_LOST) when it was
 // started; a run that holds a lease (alive or expired) keeps the session as it is (it is the
-// worker's, or the expirer's), and a queued run nobody holds stays queued (a backlog waits).
+// worker's, or the expirer's), a queued run nobody holds stays queued (a backlog waits), and a
+// stopping run ends stopped, not failed.
 func (m *Model) Sweep() {
 	if m.Record != SessionStatusRunning || !m.Heartbeat.Before(m.Now.Add(-m.StaleAfter)) {
 		return
@@ -339,7 +348,14 @@ func (m *Model) Sweep() {
 		if cur.Lease != nil {
 			return
 		}
-		if cur.Status != Queued {
+		switch cur.Status {
+		case Queued:
+		case Stopping:
+			// A run a person stopped stays stopped: the sweeper confirms the stop
+			// (HEARTBEAT_LOST recorded, not retryable), as the lease expirer does.
+			m.setStatus(cur, Stopped)
+			m.Last++
+		default:
 			m.setStatus(cur, Failed)
 			m.Last++ // the HEARTBEAT_LOST error event
 		}
