@@ -184,7 +184,13 @@ func (s *sim) step(i int, op Op) (*Divergence, error) {
 		return diverge("decision %s, model %s", got, want)
 	}
 	if s.decisions != nil {
-		s.decisions[strings.TrimSpace(op.Kind+" "+strings.Split(strings.Split(got, " run-")[0], " of ")[0])]++
+		key := []string{op.Kind}
+		for _, w := range strings.Fields(got) {
+			if w != "of" && !strings.HasPrefix(w, "run-") && !strings.HasPrefix(w, "lc-") {
+				key = append(key, w) // the decision without the ids of runs
+			}
+		}
+		s.decisions[strings.Join(key, " ")]++
 	}
 	if duplicateOK && strings.HasPrefix(got, model.Duplicate) {
 		if now, err := s.svc.LastSequence(s.ctx, sessionID); err != nil || now != last {
