@@ -23,7 +23,7 @@ var (
 )
 
 // drivers are the stores the simulation runs on: SQLite always, PostgreSQL when
-// SESSIOND_TEST_POSTGRES names a database.
+// SESSIOND_TEST_POSTGRES names a database (and under CI=true, where its absence fails).
 func drivers(t *testing.T) map[string]sim.Opener {
 	out := map[string]sim.Opener{"sqlite": func() (store.Store, func(), error) {
 		dir, err := os.MkdirTemp(t.TempDir(), "sim")
@@ -36,7 +36,7 @@ func drivers(t *testing.T) map[string]sim.Opener {
 		}
 		return st, func() { st.Close(); os.RemoveAll(dir) }, nil
 	}}
-	if os.Getenv(pgtest.EnvVar) != "" {
+	if os.Getenv(pgtest.EnvVar) != "" || os.Getenv("CI") == "true" { // CI must have it: pgtest fails without
 		out["postgres"] = func() (store.Store, func(), error) {
 			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
 			if err != nil {
