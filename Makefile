@@ -4,7 +4,7 @@ PKGS ?= ./...
 # staticcheck, pinned (2026.2.2); .ci/run runs the same version.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test bench lint fuzz
+.PHONY: help build run test bench lint fuzz sim
 
 help: ## show this help
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -33,3 +33,9 @@ lint: ## gofmt, go vet and staticcheck
 fuzz: ## fuzz the contract parser and validator for a minute each
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m ./contract/
 	$(GO) test -run '^$$' -fuzz FuzzEventAgainstOracle -fuzztime 1m ./contract/
+
+SEED ?= 1
+OPS ?= 5000
+DURATION ?= 1m
+sim: ## simulate the session semantics against the model: seeds from SEED, OPS ops each, for DURATION (SQLite; PostgreSQL too when SESSIOND_TEST_POSTGRES is set)
+	$(GO) test -run '^TestSimulation$$' -count 1 -v -timeout 0 ./internal/sim/ -args -sim.seed $(SEED) -sim.ops $(OPS) -sim.duration $(DURATION)

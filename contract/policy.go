@@ -39,7 +39,7 @@ var terminalStatuses = []string{RunStatusStopped, RunStatusCompleted, RunStatusF
 // commandPolicies is the policy table, one row per command type.
 var commandPolicies = map[string]CommandPolicy{
 	"stop": {AllowedStatuses: []string{RunStatusQueued, RunStatusRunning, RunStatusWaitingApproval}, NeedsRunID: true, NeedsActiveRun: true,
-		Sequence: SequenceTargetRun, Effect: "the target run's status becomes `stopping`; the runtime then appends `stopped` (or `completed`, `failed`)"},
+		Sequence: SequenceTargetRun, Effect: "the target run's status becomes `stopping`; the runtime then appends `stopped` (or `completed`, `failed`); a `queued` run that no worker holds alive is also made `stopped` by the server, since nobody is there to confirm"},
 	"resume": {Capability: "resume", AllowedStatuses: terminalStatuses, NeedsRunID: true,
 		Sequence: SequenceMatchCurrent, Effect: "a new run is `queued`, started by the same source message as the target run"},
 	"retry": {AllowedStatuses: []string{RunStatusFailed}, NeedsRunID: true,

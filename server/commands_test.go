@@ -146,6 +146,7 @@ func TestCommandStopTimeout(t *testing.T) {
 	r := b.runtime(t, "S-st", allCaps)
 	r.message("m1", "user", "go")
 	r.status("r1", "m1", "queued")
+	r.status("r1", "m1", "running") // a queued run nobody holds is stopped at once: no wait
 	status, res := b.command(t, "S-st", "stop", "r1", "k1", -1, `{}`, "?wait=100ms")
 	if status != http.StatusAccepted || res.Outcome != "failed" || res.Error == nil || res.Error.Code != "STOP_TIMEOUT" ||
 		!res.Error.Retryable || res.Termination != "requested" || res.SessionStatus != "stopping" {

@@ -314,6 +314,20 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 		}
 		newEvent("status", target.RunID, target.SourceMessageID, sp)
 		runID, termination = target.RunID, "requested"
+		if target.Status == contract.RunStatusQueued {
+			// A queued run nobody holds alive has nobody to confirm the stop, and the runs
+			// queued behind it would wait for good: the server stops it now, as an interrupt
+			// does (docs/runtime.md, "Where features meet").
+			alive, err := s.leaseAlive(ctx, c.SessionID, target.RunID)
+			if err != nil {
+				return nil, "", "", reject(contract.CodeInternal, "read the lease of run %q: %v", target.RunID, err)
+			}
+			if !alive {
+				d := json.Number("0")
+				stopped := &contract.StatusPayload{Status: contract.RunStatusStopped, StoppedAt: now, DurationMs: &d, Detail: sp.Detail}
+				newEvent("status", target.RunID, target.SourceMessageID, stopped)
+			}
+		}
 	}
 
 	status := st.status()

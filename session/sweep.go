@@ -220,14 +220,23 @@ func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.Sess
 		last = "its start (" + rec.StartedAt + ")"
 	}
 	detail := fmt.Sprintf("no heartbeat from the session for over %s", ttl)
+	status := &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}
+	what := fmt.Sprintf("run %q was marked failed; retry it with a retry command once the runtime is back", run.RunID)
+	// A run a person stopped stays stopped: the sweeper confirms the stop the runtime did not
+	// (stopping -> stopped), and nothing should start the run again (not retryable), as the
+	// lease expirer does for a leased run.
+	stopped := run.Status == contract.RunStatusStopping
+	if stopped {
+		status = &contract.StatusPayload{Status: contract.RunStatusStopped, Detail: &detail, StoppedAt: ts, DurationMs: &d}
+		what = fmt.Sprintf("the stop asked of run %q was confirmed by the server: the run is stopped", run.RunID)
+	}
 	events := []contract.Event{
 		{Contract: "AgentSessionEvent", EventID: statusID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
-			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status",
-			Payload: &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}},
+			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status", Payload: status},
 		{Contract: "AgentSessionEvent", EventID: errID, SessionID: id, RunID: run.RunID, SourceMessageID: run.SourceMessageID,
 			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
-			Payload: &contract.ErrorPayload{Code: HeartbeatLost, Retryable: true, SourceEventID: statusID,
-				Message: fmt.Sprintf("the session sent no heartbeat since %s (TTL %s), so run %q was marked failed; retry it with a retry command once the runtime is back", last, ttl, run.RunID)}},
+			Payload: &contract.ErrorPayload{Code: HeartbeatLost, Retryable: !stopped, SourceEventID: statusID,
+				Message: fmt.Sprintf("the session sent no heartbeat since %s (TTL %s), so %s", last, ttl, what)}},
 	}
 	out := make([]*contract.EncodedEvent, len(events))
 	for i := range events {

@@ -310,17 +310,29 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	return requeued, nil
 }
 
-// leased reports whether the run holds a lease, expired or not (an expired lease is the lease
-// expirer's to handle).
-func (s *Service) leased(ctx context.Context, sessionID, runID string) (bool, error) {
+// heldLease returns the lease held on the run now, expired or not (nil: none).
+func (s *Service) heldLease(ctx context.Context, sessionID, runID string) (*store.Lease, error) {
 	leases, err := s.st.RunLeases(ctx, sessionID)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	for _, rl := range leases {
 		if rl.RunID == runID {
-			return rl.Held != nil, nil
+			return rl.Held, nil
 		}
 	}
-	return false, nil
+	return nil, nil
+}
+
+// leased reports whether the run holds a lease, expired or not (an expired lease is the lease
+// expirer's to handle).
+func (s *Service) leased(ctx context.Context, sessionID, runID string) (bool, error) {
+	held, err := s.heldLease(ctx, sessionID, runID)
+	return held != nil, err
+}
+
+// leaseAlive reports whether someone holds the run's lease and it has not expired by now.
+func (s *Service) leaseAlive(ctx context.Context, sessionID, runID string) (bool, error) {
+	held, err := s.heldLease(ctx, sessionID, runID)
+	return held != nil && held.ExpiresAt.After(s.now()), err
 }

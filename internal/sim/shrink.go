@@ -1,0 +1,58 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sessiond/sessiond/store"
+)
+
+// Opener gives a new, empty store for one run, and the function that closes it.
+type Opener func() (store.Store, func(), error)
+
+// replay runs ops on a new store and reports the divergence (nil: none).
+func replay(ctx context.Context, open Opener, ops []Op) (*Divergence, error) {
+	st, closeStore, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore()
+	return Run(ctx, st, ops)
+}
+
+// Shrink reduces ops, which diverge, to a shorter sequence that still diverges (delta
+// debugging: it drops chunks of halving size, down to single ops, keeping every removal after
+// which a divergence remains), and returns it with its divergence. Ops are named by stable
+// IDs, so a retry whose original was dropped is skipped, not misdirected.
+func Shrink(ctx context.Context, open Opener, ops []Op) ([]Op, *Divergence, error) {
+	d, err := replay(ctx, open, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d == nil {
+		return nil, nil, fmt.Errorf("shrink: the %d ops do not diverge when replayed", len(ops))
+	}
+	ops = ops[:d.Step+1] // nothing after the divergence matters
+	for chunk := len(ops) / 2; chunk >= 1; chunk /= 2 {
+		for start := 0; start < len(ops); {
+			end := min(start+chunk, len(ops))
+			try := append(append([]Op(nil), ops[:start]...), ops[end:]...)
+			nd, err := replay(ctx, open, try)
+			if err != nil {
+				return nil, nil, err
+			}
+			if nd != nil {
+				ops, d = try[:nd.Step+1], nd
+				continue // the same start now holds the next chunk
+			}
+			start = end
+		}
+	}
+	return ops, d, nil
+}
+
+// Report is what a shrunk divergence prints: the seed and a ready-to-paste Go test case.
+func Report(seed uint64, ops []Op, d *Divergence) string {
+	return fmt.Sprintf("divergence (seed %d, %d ops after shrinking): %v\nregression case for internal/sim/testdata (or a Go test):\n\tops := %s\n\td, err := sim.Run(ctx, st, ops)",
+		seed, len(ops), d, GoLiteral(ops))
+}

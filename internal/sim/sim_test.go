@@ -1,0 +1,146 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/sim"
+	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/postgres"
+	"github.com/sessiond/sessiond/store/postgres/pgtest"
+	"github.com/sessiond/sessiond/store/sqlite"
+)
+
+var (
+	seedFlag     = flag.Uint64("sim.seed", 0, "the first seed of TestSimulation (0: the fixed short set)")
+	opsFlag      = flag.Int("sim.ops", 0, "ops per seed (0: the short budget)")
+	durationFlag = flag.Duration("sim.duration", 0, "run seeds from -sim.seed on until this long has passed")
+)
+
+// drivers are the stores the simulation runs on: SQLite always, PostgreSQL when
+// SESSIOND_TEST_POSTGRES names a database (and under CI=true, where its absence fails).
+func drivers(t *testing.T) map[string]sim.Opener {
+	out := map[string]sim.Opener{"sqlite": func() (store.Store, func(), error) {
+		dir, err := os.MkdirTemp(t.TempDir(), "sim")
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := sqlite.Open(context.Background(), dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close(); os.RemoveAll(dir) }, nil
+	}}
+	if os.Getenv(pgtest.EnvVar) != "" || os.Getenv("CI") == "true" { // CI must have it: pgtest fails without
+		out["postgres"] = func() (store.Store, func(), error) {
+			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, func() { st.Close() }, nil
+		}
+	}
+	return out
+}
+
+// TestSimulation runs seeded simulations against the model on every driver: a few short seeds
+// in the ordinary test run, or, with -sim.seed, -sim.ops and -sim.duration (make sim), long
+// ones. A divergence is shrunk and reported as a regression case.
+func TestSimulation(t *testing.T) {
+	seeds, ops := []uint64{1, 2, 3}, 300
+	if testing.Short() {
+		seeds, ops = seeds[:1], 150
+	}
+	if *seedFlag != 0 {
+		seeds = []uint64{*seedFlag}
+	}
+	if *opsFlag > 0 {
+		ops = *opsFlag
+	}
+	ctx := context.Background()
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			seeds := seeds
+			if name == "postgres" && *seedFlag == 0 {
+				seeds = seeds[:1] // a round trip per query: one short seed keeps the run to seconds
+			}
+			start, total, decisions := time.Now(), 0, map[string]int{}
+			for i := 0; ; i++ {
+				seed := seeds[0] + uint64(i)
+				if *durationFlag == 0 {
+					if i >= len(seeds) {
+						break
+					}
+					seed = seeds[i]
+				} else if time.Since(start) > *durationFlag {
+					break
+				}
+				st, closeStore, err := open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ran, d, err := sim.Simulate(ctx, st, seed, ops, decisions)
+				closeStore()
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				total += len(ran)
+				if d != nil {
+					shrunk, sd, err := sim.Shrink(ctx, open, ran)
+					if err != nil {
+						t.Fatalf("seed %d: %v; shrinking: %v", seed, d, err)
+					}
+					t.Fatal(sim.Report(seed, shrunk, sd))
+				}
+			}
+			t.Logf("%d ops from seed %d in %v, no divergence; decisions: %v", total, seeds[0], time.Since(start).Round(time.Millisecond), decisions)
+		})
+	}
+}
+
+// regression is a shrunk divergence kept in testdata: its ops, the seed it came from, and,
+// while the divergence is not fixed, why it is skipped.
+type regression struct {
+	Seed uint64   `json:"seed"`
+	Why  string   `json:"why"`
+	Skip string   `json:"skip,omitempty"`
+	Ops  []sim.Op `json:"ops"`
+}
+
+// TestRegressions replays every case in testdata on every driver: none may diverge.
+func TestRegressions(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r regression
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for name, open := range drivers(t) {
+			t.Run(filepath.Base(f)+"/"+name, func(t *testing.T) {
+				if r.Skip != "" {
+					t.Skip(r.Skip)
+				}
+				st, closeStore, err := open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closeStore()
+				if d, err := sim.Run(context.Background(), st, r.Ops); err != nil || d != nil {
+					t.Fatalf("%s (%s): %v %v", f, r.Why, d, err)
+				}
+			})
+		}
+	}
+}
