@@ -2,12 +2,7 @@ package web_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"math/big"
 	"net"
 	"net/http"
 	"strconv"
@@ -31,16 +26,7 @@ import (
 func TestBrowserManyStreamsOverTLS(t *testing.T) {
 	const streams = 9
 	path := testenv.Need(t, "chromium", "the browser tests drive it", "apt-get install -y chromium")
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := testenv.SelfSignedCert(t, 1)
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +37,7 @@ func TestBrowserManyStreamsOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, NextProtos: []string{"h2", "http/1.1"}}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert.TLS}, NextProtos: []string{"h2", "http/1.1"}}
 	go hs.Serve(srv.TLSListener(ln, cfg))
 	t.Cleanup(func() { srv.Close(); hs.Close(); st.Close() })
 	origin := "https://" + ln.Addr().String()

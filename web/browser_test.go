@@ -283,6 +283,14 @@ func TestBrowserLiveMessage(t *testing.T) {
 		waitJS(`document.querySelector('main').dataset.lastSequence === '2'`))
 }
 
+// appendPendingApproval appends to session id a run r1 waiting for approval ap-1.
+func appendPendingApproval(t *testing.T, s *site, id string) {
+	t.Helper()
+	s.appendEvents(t, id, msg(id, "m1", "user", "Clean the build"), runStatus(id, "r1", "m1", "running"),
+		ev(id, "approval", "r1", "", `{"approvalId":"ap-1","status":"requested","title":"Delete the build directory?","requestedAction":{"command":"rm -rf build"}}`),
+		runStatus(id, "r1", "m1", "waiting_approval"))
+}
+
 // TestBrowserApprove: the page offers Approve for a pending approval while the run waits for
 // it; clicking it appends the decision and the run continues (running).
 func TestBrowserApprove(t *testing.T) {
@@ -290,9 +298,7 @@ func TestBrowserApprove(t *testing.T) {
 	ctx := browser(t)
 	id := "S-approve"
 	s.create(t, id)
-	s.appendEvents(t, id, msg(id, "m1", "user", "Clean the build"), runStatus(id, "r1", "m1", "running"),
-		ev(id, "approval", "r1", "", `{"approvalId":"ap-1","status":"requested","title":"Delete the build directory?","requestedAction":{"command":"rm -rf build"}}`),
-		runStatus(id, "r1", "m1", "waiting_approval"))
+	appendPendingApproval(t, s, id)
 	openSession(t, ctx, s, id)
 	run(t, ctx, "approve", chromedp.WaitVisible(chromedp.CSS(`[data-approval="ap-1"] button`)), chromedp.Click(chromedp.CSS(`[data-approval="ap-1"] button`)),
 		waitJS(`document.querySelector('main').dataset.runStatus === 'running'`))
@@ -315,9 +321,7 @@ func TestBrowserApprovalReason(t *testing.T) {
 	ctx := browser(t)
 	id := "S-approve-reason"
 	s.create(t, id)
-	s.appendEvents(t, id, msg(id, "m1", "user", "Clean the build"), runStatus(id, "r1", "m1", "running"),
-		ev(id, "approval", "r1", "", `{"approvalId":"ap-1","status":"requested","title":"Delete the build directory?","requestedAction":{"command":"rm -rf build"}}`),
-		runStatus(id, "r1", "m1", "waiting_approval"))
+	appendPendingApproval(t, s, id)
 	last := len(s.events(t, id)) - 1
 	body := fmt.Sprintf(`{"contract":"AgentSessionCommand","commandId":"c-reason","sessionId":%q,"runId":"r1","idempotencyKey":"c-reason","expectedSequence":%d,"issuedAt":"2026-03-01T12:00:00Z","commandType":"approval","payload":{"approvalId":"ap-1","decision":"approved","reason":"the build directory is disposable"}}`, id, last)
 	if code, out := s.call(t, "POST", "/v1/sessions/"+id+"/commands", body); code != 200 {

@@ -3,15 +3,9 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -20,49 +14,30 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // writeCert writes a new self-signed certificate for 127.0.0.1 with the given serial number, and
 // its key, to certFile and keyFile (PEM), and returns the certificate.
 func writeCert(t *testing.T, serial int64, certFile, keyFile string) *x509.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "sessiond test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.SelfSignedCert(t, serial)
 	// Written next to the target and renamed, as a certificate manager would: the server
 	// never reads half a file.
 	for _, f := range []struct {
 		path string
-		pem  *pem.Block
-	}{{certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der}}, {keyFile, &pem.Block{Type: "PRIVATE KEY", Bytes: kb}}} {
+		pem  []byte
+	}{{certFile, c.CertPEM}, {keyFile, c.KeyPEM}} {
 		tmp := f.path + ".new"
-		if err := os.WriteFile(tmp, pem.EncodeToMemory(f.pem), 0o600); err != nil {
+		if err := os.WriteFile(tmp, f.pem, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, f.path); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return c.X509
 }
 
 // TestServeTLSReloadsOnSIGHUP: serve --tls-cert/--tls-key answers over HTTPS; on SIGHUP it
