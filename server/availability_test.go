@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -135,14 +134,7 @@ func TestStoreUnavailableAnswers(t *testing.T) {
 // go on, and once space is freed /readyz and appends recover without a restart. It needs root
 // (a tmpfs mount) and skips without it; CI runs as root.
 func TestStoreFullAnswers(t *testing.T) {
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		t.Skip("needs root on Linux to mount a small tmpfs (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	dir := testenv.Tmpfs(t, 16<<20)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 6<<20), 0o600); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
 )
 
@@ -70,7 +71,7 @@ func chaos(t *testing.T, store []string, instances int) {
 	serveArgs := append([]string{"--max-attempts", "3", "--sweep-interval", "0"}, store...)
 	urls := make([]string, instances)
 	servers := make([]*exec.Cmd, instances)
-	logs := make([]*syncBuffer, instances)
+	logs := make([]*testenv.SyncBuffer, instances)
 	for i := range instances {
 		urls[i], servers[i], logs[i] = startServe(t, serveArgs...)
 	}
@@ -103,7 +104,7 @@ func chaos(t *testing.T, store []string, instances int) {
 	// The workers: slot i works through instance i%instances; a killed one is replaced.
 	var mu sync.Mutex
 	procs := make([]*exec.Cmd, workers)
-	workerLog := &syncBuffer{}
+	workerLog := &testenv.SyncBuffer{}
 	startWorker := func(i int) {
 		cmd := exec.Command(agentBin, "--server", urls[i%instances], "--concurrency", "4", "--lease-ttl", "1s",
 			"--tick", "40ms", "--chunks", "6", "--skip-approval")

@@ -260,7 +260,7 @@ type docRun struct {
 type bgCommand struct {
 	c    docCommand
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.SyncBuffer
 	done chan struct{} // closed when it has exited
 }
 
@@ -383,7 +383,7 @@ func (r *docRun) once(text string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := r.shell(ctx, text)
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second // a leftover child holding the output open
@@ -398,7 +398,7 @@ func (r *docRun) once(text string) (string, error) {
 func (r *docRun) start(c docCommand, text string) {
 	r.t.Helper()
 	cmd := r.shell(context.Background(), text)
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("%s %s: %v", r.name, c, err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // The end-to-end tests run the real binary: this test binary re-executes itself as sessiond
@@ -31,7 +33,7 @@ func sessiond(ctx context.Context, args ...string) *exec.Cmd {
 
 // startServer runs "sessiond serve" with its data in dir on a free loopback port and returns
 // its URL (see startServe).
-func startServer(t *testing.T, data string) (string, *exec.Cmd, *syncBuffer) {
+func startServer(t *testing.T, data string) (string, *exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	return startServe(t, "--data", data)
 }
@@ -103,7 +105,7 @@ func TestServeAndClientEndToEnd(t *testing.T) {
 
 	// tail follows the live stream until interrupted.
 	tail := sessiond(context.Background(), "tail", "--server", url, "--json", "S-e2e")
-	var tailOut syncBuffer
+	var tailOut testenv.SyncBuffer
 	tail.Stdout = &tailOut
 	if err := tail.Start(); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,58 +17,24 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
 )
 
 // startServe runs "sessiond serve" with args on a free loopback port and returns its URL and
 // process; the process is killed when the test ends.
-func startServe(t *testing.T, args ...string) (string, *exec.Cmd, *syncBuffer) {
+func startServe(t *testing.T, args ...string) (string, *exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	return startServeIn(t, "", args...)
 }
 
 // startServeIn is startServe with the process's working directory dir ("" for the test's).
-func startServeIn(t *testing.T, dir string, args ...string) (string, *exec.Cmd, *syncBuffer) {
+func startServeIn(t *testing.T, dir string, args ...string) (string, *exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	cmd := sessiond(context.Background(), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("server did not start: %v\n%s", err, stderr.String())
-	}
-	var u string
-	if _, err := fmt.Sscanf(line, "sessiond listening on %s", &u); err != nil {
-		t.Fatalf("unexpected first line %q", line)
-	}
+	u, stderr := testenv.StartServe(t, cmd)
 	return u, cmd, stderr
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine (os/exec's copier) and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // switchTransport sends every request to the host it currently holds, whatever the URL says:

@@ -14,7 +14,14 @@ import (
 // stderr); the process is killed when the test ends.
 func Serve(t testing.TB, bin string, args ...string) (string, *SyncBuffer) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return StartServe(t, exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...))
+}
+
+// StartServe starts cmd, a "sessiond serve" not yet started (its Stdout and Stderr unset),
+// waits for its first line ("sessiond listening on URL") and returns the URL and the server's
+// log (its stderr); the process is killed when the test ends.
+func StartServe(t testing.TB, cmd *exec.Cmd) (string, *SyncBuffer) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

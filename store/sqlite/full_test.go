@@ -4,35 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/storetest"
 )
-
-// tmpfs mounts a tmpfs of size bytes on a new temporary directory, unmounted when the test
-// ends, and returns the directory. It skips the test unless it runs as root on Linux (CI does).
-func tmpfs(t *testing.T, size int) string {
-	t.Helper()
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		t.Skip("needs root on Linux to mount a small tmpfs (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestFullDisk fills a real file system: the append that finds no room fails with store.Full
 // (never an unclassified error), Ready says so, checkpoints keep the WAL to a few MiB, and
@@ -40,7 +20,7 @@ func tmpfs(t *testing.T, size int) string {
 // acknowledged before is still there.
 func TestFullDisk(t *testing.T) {
 	const fsSize, fillerSize = 16 << 20, 6 << 20
-	dir := tmpfs(t, fsSize)
+	dir := testenv.Tmpfs(t, fsSize)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, fillerSize), 0o600); err != nil {
 		t.Fatal(err)
