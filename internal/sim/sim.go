@@ -127,7 +127,7 @@ func start(ctx context.Context, st store.Store) (*sim, error) {
 	}
 	s := &sim{ctx: ctx, st: st, now: t0, m: model.New(t0, MaxAttempts, StaleAfter), sent: map[int]*request{},
 		leases: map[string]map[int64]string{}, ended: map[string]string{}, tokens: map[string]int64{}}
-	s.svc = session.New(st, func() time.Time { return s.now })
+	s.svc = session.New(st, session.Options{Clock: session.ClockFunc(func() time.Time { return s.now }), MaxAttempts: MaxAttempts, StaleAfter: StaleAfter})
 	return s, nil
 }
 
