@@ -33,6 +33,7 @@ func TestEveryCodeExplained(t *testing.T) {
 		{"command error code", contract.ErrorCodes, true},
 		{"API error code", contract.APIErrorCodes, true},
 		{"stream error code", contract.StreamErrorCodes, false},
+		{"run error code", contract.RunErrorCodes, false},
 	}
 	n := 0
 	for _, tc := range cases {

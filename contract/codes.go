@@ -83,6 +83,15 @@ const (
 	CodeCredentialRevoked ErrorCode = "CREDENTIAL_REVOKED"  // the stream's credential was revoked or expired
 )
 
+// Codes of the error events the server appends about a run (an "error" event's payload.code,
+// [RunErrorCodes]): why the server ended a run nobody else would end. They are not answers to a
+// request, so they have no HTTP status.
+const (
+	CodeHeartbeatLost ErrorCode = "HEARTBEAT_LOST" // the sweeper: the session went silent
+	CodeLeaseExpired  ErrorCode = "LEASE_EXPIRED"  // the lease expirer: the run's lease was not renewed
+	CodeQueueTimeout  ErrorCode = "QUEUE_TIMEOUT"  // the queue timeout: no worker claimed the run in time
+)
+
 var (
 	// ErrorCodes are the command error codes of the contract, in the contract's order: the
 	// enum of a command result's error.code.
@@ -108,6 +117,8 @@ var (
 	}
 	// StreamErrorCodes are the codes that end an event stream.
 	StreamErrorCodes = []ErrorCode{CodeSubscriberTooSlow, CodeShuttingDown, CodeStreamFailed, CodeCredentialRevoked}
+	// RunErrorCodes are the codes of the error events the server appends about a run.
+	RunErrorCodes = []ErrorCode{CodeHeartbeatLost, CodeLeaseExpired, CodeQueueTimeout}
 )
 
 // Retry is what a client may do after an answer with an error code: the one table of

@@ -61,7 +61,7 @@ func TestErrorCodesMatchSchemaEnum(t *testing.T) {
 	for _, list := range []struct {
 		name  string
 		codes []ErrorCode
-	}{{"ErrorCodes", ErrorCodes}, {"APIErrorCodes", APIErrorCodes}, {"StreamErrorCodes", StreamErrorCodes}} {
+	}{{"ErrorCodes", ErrorCodes}, {"APIErrorCodes", APIErrorCodes}, {"StreamErrorCodes", StreamErrorCodes}, {"RunErrorCodes", RunErrorCodes}} {
 		for _, c := range list.codes {
 			if prev, ok := seen[c]; ok {
 				t.Errorf("%s is listed in %s and in %s", c, prev, list.name)
@@ -85,7 +85,7 @@ func TestErrorCodesMatchSchemaEnum(t *testing.T) {
 				code, _ := strconv.Unquote(v.(*ast.BasicLit).Value)
 				n++
 				if _, ok := seen[ErrorCode(code)]; !ok {
-					t.Errorf("constant %s is in none of ErrorCodes, APIErrorCodes, StreamErrorCodes", code)
+					t.Errorf("constant %s is in none of ErrorCodes, APIErrorCodes, StreamErrorCodes, RunErrorCodes", code)
 				}
 			}
 		}

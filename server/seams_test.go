@@ -278,3 +278,32 @@ func TestSweeperLeavesTheBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueTimeout: with a queue timeout (serve --queue-timeout), a run no worker claims
+// within it of becoming claimable is failed with QUEUE_TIMEOUT (not retryable), and the run
+// enqueued behind it becomes claimable and waits its own timeout; a run a worker claimed is
+// never timed out, however long it then waits. Without one, a backlog waits
+// (TestSweeperLeavesTheBacklog).
+func TestQueueTimeout(t *testing.T) {
+	onDrivers(t, session.Options{QueueTimeout: 300 * time.Millisecond, LeaseExpiryInterval: 20 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
+		b.queueRun(t, "S-1")
+		b.mustDo(t, "POST", "/v1/sessions/S-1/events?multitask=enqueue", "", userTurn("S-1", "m2", "r2"), http.StatusCreated)
+		b.waitRuns(t, "S-1", 2, contract.RunStatusFailed)
+		if got := b.runStatuses(t, "S-1"); got != "r1:failed r2:failed" {
+			t.Fatalf("runs = %s, want both timed out in turn", got)
+		}
+		for _, run := range []string{"r1", "r2"} {
+			if errs := errorEvents(t, b, "S-1", run); len(errs) != 1 || errs[0].Code != session.QueueTimeout || errs[0].Retryable {
+				t.Fatalf("%s's error events = %+v, want one QUEUE_TIMEOUT, not retryable", run, errs)
+			}
+		}
+		b.queueRun(t, "S-2")
+		c := b.claim(t, `{"leaseTtl":"30s"}`, http.StatusOK)
+		release := fmt.Sprintf(`{"leaseId":%q,"token":%d}`, c.Lease.LeaseID, c.Lease.Token)
+		b.mustDo(t, "POST", "/v1/sessions/S-2/runs/r1/lease/release", "", release, http.StatusNoContent)
+		time.Sleep(500 * time.Millisecond)
+		if got := b.runStatuses(t, "S-2"); got != "r1:queued" {
+			t.Fatalf("runs of S-2 = %s; a run claimed once was timed out", got)
+		}
+	})
+}

@@ -30,7 +30,7 @@ const (
 	MinSamples = 5
 	// HeartbeatLost is the code of the error event the sweeper appends for a run whose
 	// session went silent.
-	HeartbeatLost = "HEARTBEAT_LOST"
+	HeartbeatLost = "HEARTBEAT_LOST" // contract.CodeHeartbeatLost (TestRunErrorCodes)
 )
 
 // live reports whether a session status is one the runtime works in (heartbeats expected).

@@ -112,6 +112,9 @@ func (s *Service) interrupt(ctx context.Context, origin Origin, id string, event
 		}
 		return stops, err
 	}
+	if opts.Now.IsZero() {
+		opts.Now = s.now()
+	}
 	res, err := s.st.Append(ctx, id, events, opts)
 	if err != nil {
 		return nil, err

@@ -71,7 +71,14 @@ type Options struct {
 	// MaxAttempts is how many attempts a run gets when its lease expires (default 1: the run
 	// is failed; above 1 a new attempt is queued until the count is reached).
 	MaxAttempts int
-	// LeaseExpiryInterval is how often the maintainer looks for expired leases (default DefaultLeaseExpiryInterval; negative: never, for tests that
+	// QueueTimeout is the schedule-to-start timeout of every run (0, the default: none; a
+	// queued run waits for a worker however long): a run that became claimable (queued, with
+	// no active run of its session before it) this long ago, was never claimed and is held by
+	// nobody is failed with QUEUE_TIMEOUT by the lease expirer's pass, and the runs queued
+	// behind it move up (docs/runtime.md, "Queue timeout").
+	QueueTimeout time.Duration
+	// LeaseExpiryInterval is how often the maintainer looks for expired leases and, with
+	// QueueTimeout, for runs past it (default DefaultLeaseExpiryInterval; negative: never, for tests that
 	// call ExpireLeases themselves).
 	LeaseExpiryInterval time.Duration
 	// Window is the default length of the work window Warm opens (default DefaultWindow).
@@ -98,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 1
+	}
+	if o.QueueTimeout < 0 {
+		o.QueueTimeout = 0
 	}
 	if o.LeaseExpiryInterval == 0 {
 		o.LeaseExpiryInterval = DefaultLeaseExpiryInterval
@@ -166,8 +176,8 @@ type maintainer struct {
 var ErrStarted = errors.New("session: the maintainer is started already")
 
 // Start starts the service's background work, each on its interval of the service's clock
-// until Stop or ctx ends: the sweeper (Options.SweepInterval), the lease expirer
-// (Options.LeaseExpiryInterval), retention (Options.Retention, when it has a rule and
+// until Stop or ctx ends: the sweeper (Options.SweepInterval), the lease expirer and the queue
+// timeout (Options.LeaseExpiryInterval), retention (Options.Retention, when it has a rule and
 // Options.ArchiveDir is set). A pass runs on the maintainer's context: Stop cancels a pass in
 // progress, which leaves nothing half done (each change is one conditional append or one
 // atomic file operation). Passes of one kind never overlap; a pass that outlasts its
@@ -198,8 +208,8 @@ func (s *Service) Start(ctx context.Context) error {
 			switch {
 			case err != nil && ctx.Err() == nil:
 				o.Logger.Error("lease expiry failed; retrying at the next interval", "err", err)
-			case res.Expired > 0:
-				o.Logger.Info("leases expired", "expired", res.Expired, "failed", res.Failed, "requeued", res.Requeued, "skipped", res.Skipped)
+			case res.Expired > 0 || res.TimedOut > 0:
+				o.Logger.Info("leases expired", "expired", res.Expired, "failed", res.Failed, "requeued", res.Requeued, "skipped", res.Skipped, "queueTimedOut", res.TimedOut)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -66,5 +67,15 @@ func TestOptionsDefaults(t *testing.T) {
 	if o.StaleAfter != session.DefaultStaleAfter || o.MaxAttempts != 1 || o.LeaseExpiryInterval != session.DefaultLeaseExpiryInterval ||
 		o.Window != session.DefaultWindow || o.RetentionInterval != session.DefaultRetentionInterval || o.SweepInterval != 0 || o.Clock == nil || o.Logger == nil {
 		t.Fatalf("defaults = %+v", o)
+	}
+}
+
+// TestRunErrorCodes: the codes of the error events the service appends are the contract's.
+func TestRunErrorCodes(t *testing.T) {
+	for got, want := range map[string]contract.ErrorCode{session.HeartbeatLost: contract.CodeHeartbeatLost,
+		session.LeaseExpired: contract.CodeLeaseExpired, session.QueueTimeout: contract.CodeQueueTimeout} {
+		if got != string(want) {
+			t.Errorf("%s, want %s", got, want)
+		}
 	}
 }

@@ -24,7 +24,8 @@ const (
 	OriginContinuation Origin = "continuation"
 	// OriginRestore is an archive's log imported by a restore.
 	OriginRestore Origin = "restore"
-	// OriginLeaseExpiry is the lease expirer's failed or requeued run.
+	// OriginLeaseExpiry is the lease expirer's failed or requeued run, and the queue timeout's
+	// failed run.
 	OriginLeaseExpiry Origin = "lease-expiry"
 	// OriginSweep is the sweep's failed run of a silent session (HEARTBEAT_LOST).
 	OriginSweep Origin = "sweep"
@@ -45,6 +46,9 @@ func (s *Service) OnStored(fn StoredFunc) { s.stored = fn }
 // append stores events with opts: every append of the service passes here, so that the
 // events it adds are counted once, by origin.
 func (s *Service) append(ctx context.Context, origin Origin, id string, events []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
+	if opts.Now.IsZero() {
+		opts.Now = s.now() // the store keeps it as the time a run becomes claimable
+	}
 	res, err := s.st.Append(ctx, id, events, opts)
 	if err == nil {
 		s.count(origin, len(res), func(i int) string {

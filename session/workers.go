@@ -27,7 +27,10 @@ const (
 	MaxClaimWait = 30 * time.Second
 	// LeaseExpired is the code of the error event the lease expirer appends for a run whose
 	// lease was not renewed in time.
-	LeaseExpired = "LEASE_EXPIRED"
+	LeaseExpired = "LEASE_EXPIRED" // contract.CodeLeaseExpired (TestRunErrorCodes)
+	// QueueTimeout is the code of the error event the queue timeout appends for a run no
+	// worker claimed within Options.QueueTimeout.
+	QueueTimeout = "QUEUE_TIMEOUT" // contract.CodeQueueTimeout (TestRunErrorCodes)
 )
 
 // queueSignal wakes the claims that wait for a run: its channel is closed (and replaced) by
@@ -189,6 +192,8 @@ type LeaseExpiryResult struct {
 	Requeued int
 	// Skipped is how many changed before they could be handled (renewed, released, ended).
 	Skipped int
+	// TimedOut is how many queued runs were failed for waiting past Options.QueueTimeout.
+	TimedOut int
 }
 
 // ExpireLeases handles every lease that expired by now, earliest first: the run is failed
@@ -245,9 +250,107 @@ func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (res
 			return res, firstErr
 		}
 		if len(batch) < opt.Batch || progress == 0 {
-			return res, nil
+			break
 		}
 	}
+	if s.opt.QueueTimeout > 0 {
+		n, err := s.timeOutQueue(ctx, cutoff, opt.Batch)
+		res.TimedOut = n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// timeOutQueue fails, oldest first, every run that became claimable by cutoff -
+// Options.QueueTimeout and was never claimed (Options.QueueTimeout): a "failed" status and an
+// "error" event QUEUE_TIMEOUT (not retryable: no worker came; a retry command queues it again),
+// with ids derived from the run, in one append conditional on the log the pass read and fenced
+// on the run holding no lease, so a claim, an append or another instance's pass in between
+// wins (the next pass looks again). It returns how many runs it failed.
+func (s *Service) timeOutQueue(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	n := 0
+	for {
+		queued, err := s.st.QueuedRuns(ctx, cutoff.Add(-s.opt.QueueTimeout), batch)
+		if err != nil {
+			return n, fmt.Errorf("queue timeout: %w", err)
+		}
+		progress := 0
+		var firstErr error
+		for _, q := range queued {
+			err := s.timeOut(ctx, q, cutoff)
+			var le *store.LeaseError
+			var seq *store.SequenceConflictError
+			switch {
+			case errors.As(err, &le), errors.As(err, &seq), errors.Is(err, errAlive),
+				errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrSessionNotFound):
+				// claimed, started, stopped or moved meanwhile: nothing to time out now
+			case err != nil:
+				// One run that cannot be failed now does not hold up the others.
+				if firstErr == nil {
+					firstErr = fmt.Errorf("queue timeout of run %q of session %q: %w", q.RunID, q.SessionID, err)
+				}
+			default:
+				n++
+				progress++
+			}
+		}
+		if firstErr != nil {
+			return n, firstErr
+		}
+		if len(queued) < batch || progress == 0 {
+			return n, nil
+		}
+	}
+}
+
+// timeOut fails one run the queue timeout found, if it still waits for its first claim.
+func (s *Service) timeOut(ctx context.Context, q store.QueuedRun, now time.Time) error {
+	l := s.lock(q.SessionID)
+	defer s.unlock(q.SessionID, l)
+	last, err := s.st.LastSequence(ctx, q.SessionID)
+	if err != nil {
+		return err
+	}
+	run, err := s.st.Run(ctx, q.SessionID, q.RunID)
+	if err != nil {
+		return err
+	}
+	if run.Status != contract.RunStatusQueued {
+		return errAlive
+	}
+	leases, err := s.st.RunLeases(ctx, q.SessionID)
+	if err != nil {
+		return err
+	}
+	for _, rl := range leases {
+		if rl.RunID == q.RunID && (rl.Token != 0 || rl.Held != nil) {
+			return errAlive // claimed since the query (and perhaps released): no longer waiting for its first claim
+		}
+	}
+	ts := contract.FormatTime(now)
+	statusID, errID := lifecycleKey(q.SessionID, "queue", q.RunID, 0), lifecycleKey(q.SessionID, "queue", q.RunID, 1)
+	detail := fmt.Sprintf("no worker claimed the run within the queue timeout (%s)", s.opt.QueueTimeout)
+	d := json.Number("0")
+	events := []contract.Event{
+		{Contract: "AgentSessionEvent", EventID: statusID, SessionID: q.SessionID, RunID: q.RunID, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: statusID, OccurredAt: ts, EventType: "status",
+			Payload: &contract.StatusPayload{Status: contract.RunStatusFailed, Detail: &detail, FailedAt: ts, DurationMs: &d}},
+		{Contract: "AgentSessionEvent", EventID: errID, SessionID: q.SessionID, RunID: q.RunID, SourceMessageID: run.SourceMessageID,
+			IdempotencyKey: errID, OccurredAt: ts, EventType: "error",
+			Payload: &contract.ErrorPayload{Code: QueueTimeout, Retryable: false, SourceEventID: statusID,
+				Message: fmt.Sprintf("run %q waited since %s for a worker and none claimed it within the queue timeout (%s, sessiond serve --queue-timeout), so it was marked failed; queue it again with a retry command once workers serve it", q.RunID, contract.FormatTime(q.QueuedAt), s.opt.QueueTimeout)}},
+	}
+	enc := make([]*contract.EncodedEvent, len(events))
+	for i := range events {
+		if enc[i], err = contract.EncodeEvent(&events[i]); err != nil {
+			return fmt.Errorf("queue-timeout event %d is invalid: %w", i, err)
+		}
+	}
+	// Fenced with no lease: a claim since (the run now holds one) makes the append refuse.
+	_, err = s.append(ctx, OriginLeaseExpiry, q.SessionID, enc, store.AppendOptions{ExpectedSequence: &last, Fence: &store.Fence{}})
+	return err
 }
 
 // expireLease fails the run of an expired lease and queues its next attempt when there is one.

@@ -77,6 +77,14 @@ type ExpiredLease struct {
 	Attempt   int
 }
 
+// QueuedRun is a run QueuedRuns found waiting for its first claim.
+type QueuedRun struct {
+	SessionID string
+	RunID     string
+	// QueuedAt is when the run became claimable.
+	QueuedAt time.Time
+}
+
 // Fence is the lease check of an append (AppendOptions.Fence).
 type Fence struct {
 	// Lease is the lease the append carries; nil when it carries none.

@@ -146,6 +146,12 @@ type Store interface {
 	// proportion to the leases returned. The answer is a hint, as for ExpiredSessions: callers
 	// act through a fenced append (Fence.ExpiredBy), which a renewal since refuses.
 	ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]ExpiredLease, error)
+	// QueuedRuns returns, oldest first, at most limit (default 100, capped at 10000) claimable
+	// runs (queued, no lease) that were never claimed (fencing token 0) and became claimable
+	// by cutoff (AppendOptions.Now of the append that made them so), from the claim index: the
+	// cost is in proportion to the runs returned. A hint, as ExpiredLeases: the queue timeout
+	// acts through an append conditional on the log and fenced on the run having no lease.
+	QueuedRuns(ctx context.Context, cutoff time.Time, limit int) ([]QueuedRun, error)
 
 	// ChangeFeed reads and follows the change feed across sessions (changes.go).
 	ChangeFeed
@@ -237,6 +243,11 @@ type AppendOptions struct {
 	// (len(results) - len(events)); an error names a position in the batch. It must be quick
 	// and must not call the store: it runs while the session's log is locked.
 	Interrupt func(current *contract.Run, held *Lease) ([]*contract.EncodedEvent, error)
+	// Now, when not zero, is the caller's time, which the store keeps as the time a run the
+	// append makes claimable became claimable (the claim order, and the queue timeout's
+	// start: QueuedRuns); zero: the database's clock. The session service sets it from its
+	// clock on every append.
+	Now time.Time
 }
 
 // CommandResultWrite is a command result to store with an append.

@@ -48,6 +48,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	archiveDir := fs.String("archive-dir", "", archiveDirFlagUsage+": the archive endpoints then answer 501 NOT_CONFIGURED")
 	window := fs.Duration("window", session.DefaultWindow, "default length of the work window that warm opens")
 	maxAttempts := fs.Int("max-attempts", 1, "attempts a claimed run gets: when its lease expires below this count a new attempt is queued, else the run stays failed")
+	queueTimeout := fs.Duration("queue-timeout", 0, "schedule-to-start timeout: a run no worker claimed this long after it became claimable is failed with QUEUE_TIMEOUT (0, the default: a queued run waits however long)")
 	retention := retentionFlags(fs)
 	retentionInterval := fs.Duration("retention-interval", time.Hour, "how often the retention pass runs when a --retention-* rule is set")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key; both are read again on SIGHUP")
@@ -62,6 +63,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *maxAttempts < 1 {
 		fmt.Fprintln(stderr, "sessiond serve: --max-attempts must be at least 1")
+		return 2
+	}
+	if *queueTimeout < 0 {
+		fmt.Fprintln(stderr, "sessiond serve: --queue-timeout must not be negative (0 turns it off)")
 		return 2
 	}
 	if *retentionInterval <= 0 {
@@ -156,7 +161,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	// function, which starts it once the server records its passes and stops it before the
 	// store closes.
 	svc := session.New(st, session.Options{StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window,
-		MaxAttempts: *maxAttempts, Retention: *retention, RetentionInterval: *retentionInterval, Logger: log})
+		MaxAttempts: *maxAttempts, QueueTimeout: *queueTimeout, Retention: *retention, RetentionInterval: *retentionInterval, Logger: log})
 	srv := server.New(svc, opts)
 	if err := svc.Start(context.Background()); err != nil {
 		st.Close()

@@ -10,22 +10,22 @@ import (
 // Opener gives a new, empty store for one run, and the function that closes it.
 type Opener func() (store.Store, func(), error)
 
-// replay runs ops on a new store and reports the divergence (nil: none).
-func replay(ctx context.Context, open Opener, ops []Op) (*Divergence, error) {
+// replay runs ops with cfg on a new store and reports the divergence (nil: none).
+func replay(ctx context.Context, open Opener, cfg Config, ops []Op) (*Divergence, error) {
 	st, closeStore, err := open()
 	if err != nil {
 		return nil, err
 	}
 	defer closeStore()
-	return Run(ctx, st, ops)
+	return Run(ctx, st, cfg, ops)
 }
 
 // Shrink reduces ops, which diverge, to a shorter sequence that still diverges (delta
 // debugging: it drops chunks of halving size, down to single ops, keeping every removal after
 // which a divergence remains), and returns it with its divergence. Ops are named by stable
 // IDs, so a retry whose original was dropped is skipped, not misdirected.
-func Shrink(ctx context.Context, open Opener, ops []Op) ([]Op, *Divergence, error) {
-	d, err := replay(ctx, open, ops)
+func Shrink(ctx context.Context, open Opener, cfg Config, ops []Op) ([]Op, *Divergence, error) {
+	d, err := replay(ctx, open, cfg, ops)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +37,7 @@ func Shrink(ctx context.Context, open Opener, ops []Op) ([]Op, *Divergence, erro
 		for start := 0; start < len(ops); {
 			end := min(start+chunk, len(ops))
 			try := append(append([]Op(nil), ops[:start]...), ops[end:]...)
-			nd, err := replay(ctx, open, try)
+			nd, err := replay(ctx, open, cfg, try)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -53,6 +53,6 @@ func Shrink(ctx context.Context, open Opener, ops []Op) ([]Op, *Divergence, erro
 
 // Report is what a shrunk divergence prints: the seed and a ready-to-paste Go test case.
 func Report(seed uint64, ops []Op, d *Divergence) string {
-	return fmt.Sprintf("divergence (seed %d, %d ops after shrinking): %v\nregression case for internal/sim/testdata (or a Go test):\n\tops := %s\n\td, err := sim.Run(ctx, st, ops)",
-		seed, len(ops), d, GoLiteral(ops))
+	return fmt.Sprintf("divergence (seed %d, %+v, %d ops after shrinking): %v\nregression case for internal/sim/testdata (or a Go test):\n\tops := %s\n\td, err := sim.Run(ctx, st, sim.ConfigFor(%d), ops)",
+		seed, ConfigFor(seed), len(ops), d, GoLiteral(ops), seed)
 }

@@ -36,6 +36,21 @@ const (
 	sessionID      = "S-sim"
 )
 
+// Config is what varies between simulations besides the ops: the server's settings.
+type Config struct {
+	// QueueTimeout is the server's queue timeout (session.Options.QueueTimeout; 0: none).
+	QueueTimeout time.Duration
+}
+
+// ConfigFor is the configuration a seed simulates: odd seeds run with a queue timeout of 25
+// seconds, even ones without, so that both the default and the timeout are covered.
+func ConfigFor(seed uint64) Config {
+	if seed%2 == 1 {
+		return Config{QueueTimeout: 25 * time.Second}
+	}
+	return Config{}
+}
+
 // t0 is when the simulated session starts.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -81,10 +96,10 @@ type sim struct {
 	decisions map[string]int
 }
 
-// Run runs ops against a new session in st (an empty store) and the model, and returns the
-// first divergence (nil: none) or an error of the harness itself.
-func Run(ctx context.Context, st store.Store, ops []Op) (*Divergence, error) {
-	s, err := start(ctx, st)
+// Run runs ops with the configuration cfg against a new session in st (an empty store) and
+// the model, and returns the first divergence (nil: none) or an error of the harness itself.
+func Run(ctx context.Context, st store.Store, cfg Config, ops []Op) (*Divergence, error) {
+	s, err := start(ctx, st, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +112,11 @@ func Run(ctx context.Context, st store.Store, ops []Op) (*Divergence, error) {
 	return nil, nil
 }
 
-// Simulate draws n ops from seed and runs them as Run does; it returns the ops it ran (up to
-// and including a divergent one). When decisions is not nil, it counts there each op kind's
+// Simulate draws n ops from seed and runs them as Run does, with the seed's configuration
+// (ConfigFor); it returns the ops it ran (up to and including a divergent one). When decisions is not nil, it counts there each op kind's
 // decisions ("status LEASE_LOST"), to show what a run covered.
 func Simulate(ctx context.Context, st store.Store, seed uint64, n int, decisions map[string]int) ([]Op, *Divergence, error) {
-	s, err := start(ctx, st)
+	s, err := start(ctx, st, ConfigFor(seed))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +124,13 @@ func Simulate(ctx context.Context, st store.Store, seed uint64, n int, decisions
 	s.decisions = decisions
 	g := newGenerator(seed)
 	ops := make([]Op, 0, n)
+	defer func() {
+		if decisions != nil {
+			for k, v := range s.m.Passes {
+				decisions["pass "+k] += v
+			}
+		}
+	}()
 	for i := range n {
 		op := g.next(i+1, s.m)
 		ops = append(ops, op)
@@ -119,7 +141,7 @@ func Simulate(ctx context.Context, st store.Store, seed uint64, n int, decisions
 	return ops, nil, nil
 }
 
-func start(ctx context.Context, st store.Store) (*sim, error) {
+func start(ctx context.Context, st store.Store, cfg Config) (*sim, error) {
 	yes := true
 	sess := &store.Session{
 		Record: contract.SessionRecord{SchemaVersion: 1, SessionID: sessionID, AgentID: "agent", Role: "implementer",
@@ -131,8 +153,9 @@ func start(ctx context.Context, st store.Store) (*sim, error) {
 	}
 	s := &sim{ctx: ctx, st: st, clock: NewClock(t0), m: model.New(t0, MaxAttempts, StaleAfter), sent: map[int]*request{},
 		leases: map[string]map[int64]string{}, ended: map[string]string{}, tokens: map[string]int64{}}
+	s.m.QueueTimeout = cfg.QueueTimeout
 	s.svc = session.New(st, session.Options{Clock: s.clock, MaxAttempts: MaxAttempts, StaleAfter: StaleAfter,
-		LeaseExpiryInterval: ExpiryInterval, SweepInterval: SweepInterval})
+		LeaseExpiryInterval: ExpiryInterval, SweepInterval: SweepInterval, QueueTimeout: cfg.QueueTimeout})
 	if err := s.svc.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func TestSimulation(t *testing.T) {
 				}
 				total += len(ran)
 				if d != nil {
-					shrunk, sd, err := sim.Shrink(ctx, open, ran)
+					shrunk, sd, err := sim.Shrink(ctx, open, sim.ConfigFor(seed), ran)
 					if err != nil {
 						t.Fatalf("seed %d: %v; shrinking: %v", seed, d, err)
 					}
@@ -103,13 +103,15 @@ func TestSimulation(t *testing.T) {
 	}
 }
 
-// regression is a shrunk divergence kept in testdata: its ops, the seed it came from, and,
-// while the divergence is not fixed, why it is skipped.
+// regression is a shrunk divergence kept in testdata: its ops, the seed it came from, the
+// server's queue timeout in seconds (0: none), and, while the divergence is not fixed, why it
+// is skipped.
 type regression struct {
-	Seed uint64   `json:"seed"`
-	Why  string   `json:"why"`
-	Skip string   `json:"skip,omitempty"`
-	Ops  []sim.Op `json:"ops"`
+	Seed         uint64   `json:"seed"`
+	Why          string   `json:"why"`
+	Skip         string   `json:"skip,omitempty"`
+	QueueTimeout int      `json:"queueTimeoutSeconds,omitempty"`
+	Ops          []sim.Op `json:"ops"`
 }
 
 // TestRegressions replays every case in testdata on every driver: none may diverge.
@@ -137,7 +139,8 @@ func TestRegressions(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer closeStore()
-				if d, err := sim.Run(context.Background(), st, r.Ops); err != nil || d != nil {
+				cfg := sim.Config{QueueTimeout: time.Duration(r.QueueTimeout) * time.Second}
+				if d, err := sim.Run(context.Background(), st, cfg, r.Ops); err != nil || d != nil {
 					t.Fatalf("%s (%s): %v %v", f, r.Why, d, err)
 				}
 			})

@@ -39,11 +39,11 @@ const (
 		SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[]) AS u`
 	// qUpsertRuns writes the plan's runs (store.RunWrite). A created run takes its session's
 	// project and agent; queued_ms keeps the time the run first became queued, by the
-	// database's clock, while it stays queued; a run that is no longer active (EndsLease: a
+	// caller's clock ($8, store.AppendOptions.Now; NULL: the database's), while it stays queued; a run that is no longer active (EndsLease: a
 	// terminal run) loses its lease.
 	qUpsertRuns = `INSERT INTO runs (sk, run_id, ord, active, data, attempt, queued_ms, project, agent_id)
 		SELECT $1, u.run_id, u.ord, u.active, u.data::json, u.attempt,
-			CASE WHEN u.queued THEN (extract(epoch FROM clock_timestamp()) * 1000)::bigint END, s.project, s.agent_id
+			CASE WHEN u.queued THEN COALESCE($8::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) END, s.project, s.agent_id
 		FROM unnest($2::text[], $3::integer[], $4::boolean[], $5::text[], $6::integer[], $7::boolean[]) AS u (run_id, ord, active, data, attempt, queued)
 		CROSS JOIN (SELECT project, agent_id FROM sessions WHERE sk = $1) AS s
 		ON CONFLICT (sk, run_id) DO UPDATE SET active = excluded.active, data = excluded.data,
@@ -496,7 +496,12 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 			}
 			rIDs[i], rOrds[i], rActive[i], rDatas[i] = rw.Run.RunID, int32(ord), !contract.IsTerminal(rw.Run.Status), string(data)
 		}
-		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
+		var nowMS *int64 // the caller's time (store.AppendOptions.Now), or NULL
+		if !opts.Now.IsZero() {
+			ms := opts.Now.UnixMilli()
+			nowMS = &ms
+		}
+		b.Queue(qUpsertRuns, lk.sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued, nowMS)
 	}
 	var hb *string // the append counts as a heartbeat (lifecycle.go)
 	if !opts.Heartbeat.IsZero() {

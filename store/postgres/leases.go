@@ -193,6 +193,42 @@ func (s *Store) RunLeases(ctx context.Context, sessionID string) ([]store.RunLea
 	return out, nil
 }
 
+// QueuedRuns returns the claimable runs never claimed that became claimable by cutoff, as
+// documented on store.Store, from the claim index (queued_ms).
+func (s *Store) QueuedRuns(ctx context.Context, cutoff time.Time, limit int) ([]store.QueuedRun, error) {
+	if err := s.enter(); err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	defer s.inflight.Done()
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	var out []store.QueuedRun
+	err := retry(ctx, readAttempts, func() error {
+		out = nil
+		rows, _ := s.pool.Query(ctx, `SELECT s.id, r.run_id, r.queued_ms
+			FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
+			WHERE r.queued_ms IS NOT NULL AND r.queued_ms <= $1 AND r.lease_id IS NULL AND r.lease_token = 0
+			ORDER BY r.queued_ms, r.sk, r.ord LIMIT $2`, cutoff.UnixMilli(), limit)
+		defer rows.Close()
+		for rows.Next() {
+			var q store.QueuedRun
+			var ms int64
+			if err := rows.Scan(&q.SessionID, &q.RunID, &ms); err != nil {
+				return err
+			}
+			q.QueuedAt = time.UnixMilli(ms).UTC()
+			out = append(out, q)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	return out, nil
+}
+
 // ExpiredLeases returns the leases expired by cutoff, earliest first, from the index
 // runs_lease_expiry.
 func (s *Store) ExpiredLeases(ctx context.Context, cutoff time.Time, limit int) ([]store.ExpiredLease, error) {

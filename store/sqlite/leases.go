@@ -19,10 +19,11 @@ import (
 const sqlNowMS = `CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)`
 
 // qUpdateRun writes a stored run an append changes (store.RunWrite, not Created): ?1 sk, ?2 run
-// id, ?3 status, ?4 the run's JSON, ?5 queued, ?6 ends its lease. queued_ms keeps the time the
-// run first became queued, by the database's clock, while it stays queued.
+// id, ?3 status, ?4 the run's JSON, ?5 queued, ?6 ends its lease, ?7 the caller's time in Unix
+// milliseconds (NULL: none, store.AppendOptions.Now). queued_ms keeps the time the run first
+// became queued, by the caller's clock (else the database's), while it stays queued.
 const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
-		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, ` + sqlNowMS + `) END,
+		queued_ms = CASE WHEN ?5 THEN COALESCE(queued_ms, ?7, ` + sqlNowMS + `) END,
 		lease_id = CASE WHEN ?6 THEN NULL ELSE lease_id END,
 		lease_expires_ms = CASE WHEN ?6 THEN NULL ELSE lease_expires_ms END
 	WHERE sk = ?1 AND run_id = ?2`
@@ -31,10 +32,11 @@ const qUpdateRun = `UPDATE runs SET status = ?3, data = ?4,
 const maxRunsPerInsert = 64
 
 // qInsertRuns inserts n runs an append creates (store.RunWrite, Created), in creation order: the
-// session's sk, then for each run its id, status, JSON, attempt and whether it is queued, then
-// sk again (anonymous parameters, see qInsertRows). Run i of the list takes the session's
+// session's sk, then for each run its id, status, JSON, attempt, whether it is queued and the
+// caller's time, then sk again (anonymous parameters, see qInsertRows). Run i of the list takes the session's
 // next ord plus i (column1 of the VALUES list), and the session's project and agent; queued_ms
-// is when a queued run became queued, by the database's clock. The rows are inserted, and
+// is when a queued run became queued: the caller's time (column7, store.AppendOptions.Now), or
+// when it is NULL the database's clock. The rows are inserted, and
 // their change feed triggers write their changes, in the order of the list. One statement for
 // many runs: every statement that writes runs is a multi-row write to SQLite (the triggers),
 // so it opens a statement journal, and it opens and closes its cursors and the trigger's
@@ -43,13 +45,13 @@ func qInsertRuns(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO runs (sk, run_id, ord, status, data, attempt, queued_ms, project, agent_id)
 	SELECT s.sk, v.column2, o.next + v.column1, v.column3, v.column4, v.column5,
-		CASE WHEN v.column6 THEN ` + sqlNowMS + ` END, s.project, s.agent_id
+		CASE WHEN v.column6 THEN COALESCE(v.column7, ` + sqlNowMS + `) END, s.project, s.agent_id
 	FROM sessions AS s, (SELECT COALESCE(MAX(ord), -1) + 1 AS next FROM runs WHERE sk = ?) AS o, (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(%d, ?, ?, ?, ?, ?)", i)
+		fmt.Fprintf(&b, "(%d, ?, ?, ?, ?, ?, ?)", i)
 	}
 	b.WriteString(`) AS v
 	WHERE s.sk = ? ORDER BY v.column1`)
@@ -265,6 +267,48 @@ func (s *Store) RunLeases(ctx context.Context, sessionID string) ([]store.RunLea
 const qExpiredLeases = `SELECT s.id, r.run_id, r.lease_id, r.lease_token, r.lease_expires_ms, r.attempt
 	FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
 	WHERE r.lease_id IS NOT NULL AND r.lease_expires_ms <= ? ORDER BY r.lease_expires_ms LIMIT ?`
+
+// qQueuedRuns finds the claimable runs never claimed that became claimable by ?1, oldest first,
+// at most ?2, from the claim index (queued_ms).
+const qQueuedRuns = `SELECT s.id, r.run_id, r.queued_ms
+	FROM runs AS r JOIN sessions AS s ON s.sk = r.sk
+	WHERE r.queued_ms IS NOT NULL AND r.queued_ms <= ? AND r.lease_id IS NULL AND r.lease_token = 0
+	ORDER BY r.queued_ms, r.sk, r.ord LIMIT ?`
+
+// QueuedRuns returns the claimable runs never claimed that became claimable by cutoff, as
+// documented on store.Store.
+func (s *Store) QueuedRuns(ctx context.Context, cutoff time.Time, limit int) ([]store.QueuedRun, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	rows, err := s.rdb.QueryContext(ctx, qQueuedRuns, cutoff.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.QueuedRun
+	for rows.Next() {
+		var q store.QueuedRun
+		var ms int64
+		if err := rows.Scan(&q.SessionID, &q.RunID, &ms); err != nil {
+			return nil, fmt.Errorf("queued runs: %w", err)
+		}
+		q.QueuedAt = time.UnixMilli(ms).UTC()
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	if err := s.visible(ctx); err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	return out, nil
+}
 
 // ExpiredLeases returns the leases expired by cutoff, earliest first, from the index
 // runs_lease_expiry.

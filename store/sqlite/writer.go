@@ -500,7 +500,7 @@ func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) e
 	if len(plan.Runs) > 0 {
 		ss.leaseRun = "" // the run writes may change a lease (sessState.leaseRun)
 	}
-	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
+	if err := w.writeRuns(ss.sk, plan.Runs, r.opts.Now); err != nil {
 		return err
 	}
 	// The session's head: its last acknowledged sequence, in this commit (lastSeqExpr). The
@@ -573,7 +573,11 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 // next to each other (in creation order, so that each takes the session's next ord) with
 // qInsertRuns, in statements of a power of two runs up to maxRunsPerInsert (as insertEvents:
 // seven statements at most are prepared, each with its compiled triggers).
-func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
+func (w *writer) writeRuns(sk int64, runs []store.RunWrite, now time.Time) error {
+	var nowMS any // the caller's time, or NULL (store.AppendOptions.Now)
+	if !now.IsZero() {
+		nowMS = now.UnixMilli()
+	}
 	for i := 0; i < len(runs); {
 		rw := runs[i]
 		if !rw.Created {
@@ -581,7 +585,7 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 			if err != nil {
 				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), err) // events are written: no way back
 			}
-			res, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease)
+			res, err := w.st.updateRun.ExecContext(w.ctx, sk, rw.Run.RunID, rw.Run.Status, data, rw.Queued, rw.EndsLease, nowMS)
 			if err != nil {
 				return fatal("store run", err)
 			}
@@ -597,14 +601,14 @@ func (w *writer) writeRuns(sk int64, runs []store.RunWrite) error {
 			j++
 		}
 		j = i + powerOfTwoAtMost(j-i, maxRunsPerInsert)
-		args := make([]any, 1, 2+5*(j-i))
+		args := make([]any, 1, 2+6*(j-i))
 		args[0] = sk
 		for _, rw := range runs[i:j] {
 			data, err := json.Marshal(rw.Run)
 			if err != nil {
 				return fatal(fmt.Sprintf("store run %q", rw.Run.RunID), err) // events are written: no way back
 			}
-			args = append(args, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued)
+			args = append(args, rw.Run.RunID, rw.Run.Status, data, max(rw.Attempt, 1), rw.Queued, nowMS)
 		}
 		args = append(args, sk)
 		st, err := w.st.insertRunsStmt(w.ctx, w.conn, j-i)

@@ -313,6 +313,56 @@ func (s *suite) testLeases(t *testing.T) {
 		}
 	})
 
+	t.Run("QueuedRuns", func(t *testing.T) {
+		t.Parallel()
+		ctx, st, _ := s.setup(t)
+		// Runs queued at the caller's times (AppendOptions.Now): R-2 at t0+1s, R-1 at t0+2s,
+		// R-3 behind R-1's active run (not claimable: no queue time until R-1 ends).
+		at := func(id, runID string, sec int, enqueue bool) {
+			t.Helper()
+			if err := st.CreateSession(ctx, NewSession(id, SessionSpec{})); err != nil && !errors.Is(err, store.ErrSessionExists) {
+				t.Fatal(err)
+			}
+			mustAppend(t, ctx, st, id, []*contract.EncodedEvent{RunStatusEvent(t, id, "q-"+runID, runID, "M-"+runID, "queued")},
+				store.AppendOptions{Now: t0.Add(time.Duration(sec) * time.Second), Enqueue: enqueue})
+		}
+		at("S-2", "R-2", 1, false)
+		at("S-1", "R-1", 2, false)
+		at("S-1", "R-3", 3, true)
+		ids := func(cutoff time.Duration, limit int) string {
+			t.Helper()
+			q, err := st.QueuedRuns(ctx, t0.Add(cutoff), limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := ""
+			for _, r := range q {
+				out += fmt.Sprintf("%s/%s@%s ", r.SessionID, r.RunID, r.QueuedAt.Sub(t0))
+			}
+			return out
+		}
+		if got := ids(time.Second-time.Millisecond, 10); got != "" {
+			t.Errorf("QueuedRuns(t0+999ms) = %q, want none", got)
+		}
+		if got := ids(time.Hour, 10); got != "S-2/R-2@1s S-1/R-1@2s " {
+			t.Errorf("QueuedRuns(t0+1h) = %q, want R-2 then R-1 (R-3 waits behind R-1)", got)
+		}
+		if got := ids(time.Hour, 1); got != "S-2/R-2@1s " {
+			t.Errorf("QueuedRuns limit 1 = %q, want R-2", got)
+		}
+		// A claimed run is not waiting for its first claim, nor is it after a release.
+		c := claim(t, ctx, st, store.ClaimFilter{}, "L-1")
+		if err := st.ReleaseLease(ctx, c.SessionID, c.Run.RunID, c.Lease.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		// R-1 ends at t0+5s: R-3 becomes claimable then.
+		mustAppend(t, ctx, st, "S-1", []*contract.EncodedEvent{RunStatusEvent(t, "S-1", "f-R-1", "R-1", "M-R-1", "failed")},
+			store.AppendOptions{Now: t0.Add(5 * time.Second)})
+		if got := ids(time.Hour, 10); got != "S-1/R-3@5s " {
+			t.Errorf("QueuedRuns after R-2's claim and R-1's end = %q, want R-3 alone, since t0+5s", got)
+		}
+	})
+
 	t.Run("ClaimConcurrency", func(t *testing.T) {
 		t.Parallel()
 		ctx, st, _ := s.setup(t)

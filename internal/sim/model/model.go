@@ -89,6 +89,9 @@ type Run struct {
 	Lease   *Lease // the lease held now, expired or not (nil: none)
 	// Claimed is true once the run was claimed.
 	Claimed bool
+	// ClaimableSince is when the run became claimable: queued, and the session's current run
+	// (zero: never yet). The queue timeout counts from it.
+	ClaimableSince time.Time
 }
 
 // Model is the state of one session.
@@ -96,6 +99,11 @@ type Model struct {
 	Now         time.Time
 	MaxAttempts int           // attempts a run gets (sessiond serve --max-attempts)
 	StaleAfter  time.Duration // the heartbeat TTL of the sweeper
+	// QueueTimeout is the schedule-to-start timeout (sessiond serve --queue-timeout; 0: none).
+	QueueTimeout time.Duration
+	// Passes counts what the background passes did, by what ("lease expired", "queue
+	// timeout", "heartbeat lost", "stale"), to show what a simulation covered.
+	Passes map[string]int
 	Runs        []*Run        // in creation order
 	Last        int64         // the log's last sequence (-1: empty; the first event is 0)
 	Record      string        // the record status: running or stale
@@ -107,7 +115,7 @@ type Model struct {
 // New returns the model of a new running session started at now.
 func New(now time.Time, maxAttempts int, staleAfter time.Duration) *Model {
 	return &Model{Last: -1, Now: now, MaxAttempts: maxAttempts, StaleAfter: staleAfter, Record: SessionStatusRunning, Heartbeat: now,
-		appended: map[string]bool{}, commands: map[string]bool{}}
+		appended: map[string]bool{}, commands: map[string]bool{}, Passes: map[string]int{}}
 }
 
 // Find returns the run with that id, or nil.
@@ -128,6 +136,14 @@ func (m *Model) Current() *Run {
 		}
 	}
 	return nil
+}
+
+// settle notes when the current run became claimable: a queued run becomes so when every run
+// created before it has ended. Every change of the runs calls it, at Now.
+func (m *Model) settle() {
+	if cur := m.Current(); cur != nil && cur.Status == Queued && cur.ClaimableSince.IsZero() {
+		cur.ClaimableSince = m.Now
+	}
 }
 
 // heartbeat is what every runtime append that adds events and every renewal do: the session
@@ -187,6 +203,7 @@ func (m *Model) Queue(key, newRun, strategy string) (decision, interrupted strin
 	m.Runs = append(m.Runs, &Run{ID: newRun, Status: Queued, Attempt: 1})
 	m.Last++
 	m.heartbeat()
+	m.settle()
 	return Accepted, interrupted
 }
 
@@ -204,6 +221,7 @@ func (m *Model) Status(key string, r *Run, status string, given *LeaseRef) strin
 	m.appended[key] = true
 	m.setStatus(r, status)
 	m.heartbeat()
+	m.settle()
 	return Accepted
 }
 
@@ -277,6 +295,7 @@ func (m *Model) Stop(key string, r *Run) string {
 	}
 	m.commands[key] = true
 	m.stop(r)
+	m.settle()
 	return Accepted
 }
 
@@ -308,8 +327,10 @@ func (m *Model) Steer(key string, r *Run, expected int64) string {
 // ExpireLeases is the lease expirer's pass at Now: each run whose lease expired is failed
 // (LEASE_EXPIRED, retryable) and, below MaxAttempts, queued again as a new run with the next
 // attempt, whose id is attemptID(the run, its lease); a stopping run is stopped instead
-// (LEASE_EXPIRED, not retryable) and gets no new attempt. Earliest expiry first. It returns
-// how many leases it handled.
+// (LEASE_EXPIRED, not retryable) and gets no new attempt. Earliest expiry first. Then, with a
+// QueueTimeout, the current run when it is queued, was never claimed, is held by nobody and
+// became claimable QueueTimeout ago or earlier is failed (QUEUE_TIMEOUT, not retryable); the
+// run behind it becomes claimable now. It returns how many leases it handled.
 func (m *Model) ExpireLeases(attemptID func(r *Run) string) int {
 	var expired []*Run
 	for _, r := range m.Runs {
@@ -319,6 +340,7 @@ func (m *Model) ExpireLeases(attemptID func(r *Run) string) int {
 	}
 	slices.SortStableFunc(expired, func(a, b *Run) int { return a.Lease.Expires.Compare(b.Lease.Expires) })
 	for _, r := range expired {
+		m.Passes["lease expired"]++
 		id := attemptID(r)
 		if r.Status == Stopping {
 			m.setStatus(r, Stopped)
@@ -330,6 +352,16 @@ func (m *Model) ExpireLeases(attemptID func(r *Run) string) int {
 		if r.Attempt+1 <= m.MaxAttempts {
 			m.Runs = append(m.Runs, &Run{ID: id, Status: Queued, Attempt: r.Attempt + 1})
 			m.Last++
+		}
+	}
+	m.settle()
+	if m.QueueTimeout > 0 {
+		if cur := m.Current(); cur != nil && cur.Status == Queued && cur.Token == 0 && cur.Lease == nil &&
+			!cur.ClaimableSince.After(m.Now.Add(-m.QueueTimeout)) {
+			m.setStatus(cur, Failed)
+			m.Last++ // the QUEUE_TIMEOUT error event
+			m.settle()
+			m.Passes["queue timeout"]++
 		}
 	}
 	return len(expired)
@@ -348,6 +380,9 @@ func (m *Model) Sweep() {
 		if cur.Lease != nil {
 			return
 		}
+		if cur.Status != Queued {
+			m.Passes["heartbeat lost"]++
+		}
 		switch cur.Status {
 		case Queued:
 		case Stopping:
@@ -359,8 +394,10 @@ func (m *Model) Sweep() {
 			m.setStatus(cur, Failed)
 			m.Last++ // the HEARTBEAT_LOST error event
 		}
+		m.settle()
 	}
 	m.Record = SessionStatusStale
+	m.Passes["stale"]++
 }
 
 // String is the model's state in one line, for divergence reports.

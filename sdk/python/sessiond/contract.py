@@ -716,6 +716,9 @@ class ErrorCode(StrEnum):
     SHUTTING_DOWN = "SHUTTING_DOWN"
     STREAM_FAILED = "STREAM_FAILED"
     CREDENTIAL_REVOKED = "CREDENTIAL_REVOKED"
+    HEARTBEAT_LOST = "HEARTBEAT_LOST"
+    LEASE_EXPIRED = "LEASE_EXPIRED"
+    QUEUE_TIMEOUT = "QUEUE_TIMEOUT"
 
 
 # The retryable codes and the seconds to wait before sending the request again unchanged

@@ -402,6 +402,9 @@ export const ErrorCodes = [
   "SHUTTING_DOWN",
   "STREAM_FAILED",
   "CREDENTIAL_REVOKED",
+  "HEARTBEAT_LOST",
+  "LEASE_EXPIRED",
+  "QUEUE_TIMEOUT",
 ] as const;
 /** One of sessiond's error codes. */
 export type ErrorCode = (typeof ErrorCodes)[number];
