@@ -103,13 +103,13 @@ type Model struct {
 	QueueTimeout time.Duration
 	// Passes counts what the background passes did, by what ("lease expired", "queue
 	// timeout", "heartbeat lost", "stale"), to show what a simulation covered.
-	Passes map[string]int
-	Runs        []*Run        // in creation order
-	Last        int64         // the log's last sequence (-1: empty; the first event is 0)
-	Record      string        // the record status: running or stale
-	Heartbeat   time.Time     // the last heartbeat
-	appended    map[string]bool
-	commands    map[string]bool // accepted commands, by idempotency key
+	Passes    map[string]int
+	Runs      []*Run    // in creation order
+	Last      int64     // the log's last sequence (-1: empty; the first event is 0)
+	Record    string    // the record status: running or stale
+	Heartbeat time.Time // the last heartbeat
+	appended  map[string]bool
+	commands  map[string]bool // accepted commands, by idempotency key
 }
 
 // New returns the model of a new running session started at now.
