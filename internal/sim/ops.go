@@ -21,6 +21,8 @@ const (
 	OpExpire  = "expire"  // the lease expirer's pass
 	OpSweep   = "sweep"   // the sweeper's pass
 	OpRetry   = "retry"   // the request of op Of again, byte for byte
+	OpBatch   = "batch"   // the requests of Sub at once, racing (linearizability)
+	OpRestart = "restart" // every instance and its store closed and opened again
 )
 
 // Lease choices of an op: the lease the model says the run holds (or last held), none, or a
@@ -33,7 +35,9 @@ const (
 
 // Op is one step of a simulation. Runs are named by their position in creation order (-1: a
 // run that does not exist); the request an op sends is fixed the first time it runs, and a
-// retry (OpRetry) names the op whose request it resends by its ID, which shrinking keeps.
+// retry (OpRetry) names the op whose request it resends by its ID, which shrinking keeps. Inst
+// is the instance the op goes through (modulo the instances there are); a batch's ops are in
+// Sub.
 type Op struct {
 	ID       int
 	Kind     string
@@ -45,6 +49,8 @@ type Op struct {
 	Ms       int
 	Of       int
 	StaleSeq bool
+	Inst     int  `json:",omitempty"`
+	Sub      []Op `json:",omitempty"`
 }
 
 // GoString prints the op as a Go composite literal, without its zero fields.
@@ -62,13 +68,23 @@ func (o Op) GoString() string {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"TTL", o.TTL}, {"Ms", o.Ms}, {"Of", o.Of}} {
+	}{{"TTL", o.TTL}, {"Ms", o.Ms}, {"Of", o.Of}, {"Inst", o.Inst}} {
 		if f.v != 0 {
 			fmt.Fprintf(&b, ", %s: %d", f.name, f.v)
 		}
 	}
 	if o.StaleSeq {
 		b.WriteString(", StaleSeq: true")
+	}
+	if len(o.Sub) > 0 {
+		b.WriteString(", Sub: []sim.Op{")
+		for i, s := range o.Sub {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(s.GoString())
+		}
+		b.WriteString("}")
 	}
 	b.WriteString("}")
 	return b.String()
@@ -89,6 +105,7 @@ func GoLiteral(ops []Op) string {
 // ops are about the runs that matter (the current one, the latest).
 type generator struct {
 	rng  *rand.Rand
+	id   int   // the last op id given
 	sent []int // ids of the ops whose request can be resent (appends and commands)
 }
 
@@ -102,7 +119,34 @@ var kinds = []struct {
 	weight int
 }{
 	{OpQueue, 12}, {OpStatus, 22}, {OpClaim, 14}, {OpRenew, 8}, {OpRelease, 3}, {OpStop, 6},
-	{OpSteer, 4}, {OpAdvance, 12}, {OpExpire, 6}, {OpSweep, 3}, {OpRetry, 10},
+	{OpSteer, 4}, {OpAdvance, 12}, {OpExpire, 4}, {OpSweep, 2}, {OpRetry, 10}, {OpBatch, 6}, {OpRestart, 1},
+}
+
+// racing are the op kinds a batch draws its requests from, weighted.
+var racing = []struct {
+	kind   string
+	weight int
+}{
+	{OpQueue, 10}, {OpStatus, 10}, {OpClaim, 6}, {OpRenew, 3}, {OpRelease, 2}, {OpStop, 5}, {OpSteer, 3}, {OpRetry, 6},
+}
+
+// pick draws a kind from a weighted list.
+func (g *generator) pick(list []struct {
+	kind   string
+	weight int
+}) string {
+	total := 0
+	for _, k := range list {
+		total += k.weight
+	}
+	n := g.rng.IntN(total)
+	for _, k := range list {
+		if n < k.weight {
+			return k.kind
+		}
+		n -= k.weight
+	}
+	return list[0].kind
 }
 
 var (
@@ -111,22 +155,25 @@ var (
 	ttls       = []int{1, 5, 30, 30}
 )
 
-// next returns the op with id id for a session in the state m.
-func (g *generator) next(id int, m *model.Model) Op {
-	total := 0
-	for _, k := range kinds {
-		total += k.weight
-	}
-	n := g.rng.IntN(total)
-	kind := ""
-	for _, k := range kinds {
-		if n < k.weight {
-			kind = k.kind
-			break
+// next returns the next op for a session in the state m.
+func (g *generator) next(m *model.Model) Op {
+	kind := g.pick(kinds)
+	if kind == OpBatch {
+		g.id++
+		op := Op{ID: g.id, Kind: OpBatch}
+		for range 2 + g.rng.IntN(3) {
+			op.Sub = append(op.Sub, g.op(g.pick(racing), m))
 		}
-		n -= k.weight
+		return op
 	}
-	op := Op{ID: id, Kind: kind}
+	return g.op(kind, m)
+}
+
+// op returns a new op of kind for a session in the state m.
+func (g *generator) op(kind string, m *model.Model) Op {
+	g.id++
+	id := g.id
+	op := Op{ID: id, Kind: kind, Inst: g.rng.IntN(2)}
 	switch kind {
 	case OpQueue:
 		op.Strategy = strategies[g.rng.IntN(len(strategies))]

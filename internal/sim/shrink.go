@@ -3,21 +3,19 @@ package sim
 import (
 	"context"
 	"fmt"
-
-	"github.com/sessiond/sessiond/store"
 )
 
-// Opener gives a new, empty store for one run, and the function that closes it.
-type Opener func() (store.Store, func(), error)
+// Opener gives a new, empty database for one simulation.
+type Opener func() (*Backend, error)
 
-// replay runs ops with cfg on a new store and reports the divergence (nil: none).
+// replay runs ops with cfg on a new database and reports the divergence (nil: none).
 func replay(ctx context.Context, open Opener, cfg Config, ops []Op) (*Divergence, error) {
-	st, closeStore, err := open()
+	b, err := open()
 	if err != nil {
 		return nil, err
 	}
-	defer closeStore()
-	return Run(ctx, st, cfg, ops)
+	defer b.Close()
+	return Run(ctx, b, cfg, ops)
 }
 
 // Shrink reduces ops, which diverge, to a shorter sequence that still diverges (delta

@@ -22,27 +22,25 @@ var (
 	durationFlag = flag.Duration("sim.duration", 0, "run seeds from -sim.seed on until this long has passed")
 )
 
-// drivers are the stores the simulation runs on: SQLite always, PostgreSQL when
-// SESSIOND_TEST_POSTGRES names a database (and under CI=true, where its absence fails).
+// drivers are the databases the simulation runs on: SQLite (one instance) always, PostgreSQL
+// (two instances on one schema) when SESSIOND_TEST_POSTGRES names a database (and under
+// CI=true, where its absence fails).
 func drivers(t *testing.T) map[string]sim.Opener {
-	out := map[string]sim.Opener{"sqlite": func() (store.Store, func(), error) {
+	out := map[string]sim.Opener{"sqlite": func() (*sim.Backend, error) {
 		dir, err := os.MkdirTemp(t.TempDir(), "sim")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		st, err := sqlite.Open(context.Background(), dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		return st, func() { st.Close(); os.RemoveAll(dir) }, nil
+		return &sim.Backend{Instances: 1,
+			Open:  func() (store.Store, error) { return sqlite.Open(context.Background(), dir) },
+			Close: func() { os.RemoveAll(dir) }}, nil
 	}}
 	if os.Getenv(pgtest.EnvVar) != "" || os.Getenv("CI") == "true" { // CI must have it: pgtest fails without
-		out["postgres"] = func() (store.Store, func(), error) {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
-			if err != nil {
-				return nil, nil, err
-			}
-			return st, func() { st.Close() }, nil
+		out["postgres"] = func() (*sim.Backend, error) {
+			url := pgtest.Schema(t)
+			return &sim.Backend{Instances: 2,
+				Open:  func() (store.Store, error) { return postgres.Open(context.Background(), url) },
+				Close: func() {}}, nil // pgtest drops the schema when t ends
 		}
 	}
 	return out
@@ -80,12 +78,12 @@ func TestSimulation(t *testing.T) {
 				} else if time.Since(start) > *durationFlag {
 					break
 				}
-				st, closeStore, err := open()
+				b, err := open()
 				if err != nil {
 					t.Fatal(err)
 				}
-				ran, d, err := sim.Simulate(ctx, st, seed, ops, decisions)
-				closeStore()
+				ran, d, err := sim.Simulate(ctx, b, seed, ops, decisions)
+				b.Close()
 				if err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
@@ -134,13 +132,13 @@ func TestRegressions(t *testing.T) {
 				if r.Skip != "" {
 					t.Skip(r.Skip)
 				}
-				st, closeStore, err := open()
+				b, err := open()
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer closeStore()
+				defer b.Close()
 				cfg := sim.Config{QueueTimeout: time.Duration(r.QueueTimeout) * time.Second}
-				if d, err := sim.Run(context.Background(), st, cfg, r.Ops); err != nil || d != nil {
+				if d, err := sim.Run(context.Background(), b, cfg, r.Ops); err != nil || d != nil {
 					t.Fatalf("%s (%s): %v %v", f, r.Why, d, err)
 				}
 			})

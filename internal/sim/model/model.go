@@ -10,6 +10,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -116,6 +117,22 @@ type Model struct {
 func New(now time.Time, maxAttempts int, staleAfter time.Duration) *Model {
 	return &Model{Last: -1, Now: now, MaxAttempts: maxAttempts, StaleAfter: staleAfter, Record: SessionStatusRunning, Heartbeat: now,
 		appended: map[string]bool{}, commands: map[string]bool{}, Passes: map[string]int{}}
+}
+
+// Clone returns a deep copy of m, for trying an order of racing requests.
+func (m *Model) Clone() *Model {
+	c := *m
+	c.Runs = make([]*Run, len(m.Runs))
+	for i, r := range m.Runs {
+		cr := *r
+		if r.Lease != nil {
+			l := *r.Lease
+			cr.Lease = &l
+		}
+		c.Runs[i] = &cr
+	}
+	c.appended, c.commands, c.Passes = maps.Clone(m.appended), maps.Clone(m.commands), maps.Clone(m.Passes)
+	return &c
 }
 
 // Find returns the run with that id, or nil.
