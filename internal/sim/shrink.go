@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Opener gives a new, empty database for one simulation.
@@ -18,11 +19,18 @@ func replay(ctx context.Context, open Opener, cfg Config, ops []Op) (*Divergence
 	return Run(ctx, b, cfg, ops)
 }
 
+// ShrinkBudget bounds the time Shrink takes: past it, Shrink returns the shortest sequence it
+// has found so far.
+var ShrinkBudget = 3 * time.Minute
+
 // Shrink reduces ops, which diverge, to a shorter sequence that still diverges (delta
 // debugging: it drops chunks of halving size, down to single ops, keeping every removal after
 // which a divergence remains), and returns it with its divergence. Ops are named by stable
-// IDs, so a retry whose original was dropped is skipped, not misdirected.
+// IDs, so a retry whose original was dropped is skipped, not misdirected. A divergence of
+// racing requests may not come back on every replay: such a one is shrunk as far as the
+// replays show it, and one that never comes back is an error.
 func Shrink(ctx context.Context, open Opener, cfg Config, ops []Op) ([]Op, *Divergence, error) {
+	deadline := time.Now().Add(ShrinkBudget)
 	d, err := replay(ctx, open, cfg, ops)
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +40,7 @@ func Shrink(ctx context.Context, open Opener, cfg Config, ops []Op) ([]Op, *Dive
 	}
 	ops = ops[:d.Step+1] // nothing after the divergence matters
 	for chunk := len(ops) / 2; chunk >= 1; chunk /= 2 {
-		for start := 0; start < len(ops); {
+		for start := 0; start < len(ops) && time.Now().Before(deadline); {
 			end := min(start+chunk, len(ops))
 			try := append(append([]Op(nil), ops[:start]...), ops[end:]...)
 			nd, err := replay(ctx, open, cfg, try)

@@ -38,7 +38,7 @@ func drivers(t *testing.T) map[string]sim.Opener {
 	if os.Getenv(pgtest.EnvVar) != "" || os.Getenv("CI") == "true" { // CI must have it: pgtest fails without
 		out["postgres"] = func() (*sim.Backend, error) {
 			url := pgtest.Schema(t)
-			return &sim.Backend{Instances: 2,
+			return &sim.Backend{Instances: 2, ClaimsSkipLocked: true,
 				Open:  func() (store.Store, error) { return postgres.Open(context.Background(), url) },
 				Close: func() {}}, nil // pgtest drops the schema when t ends
 		}
