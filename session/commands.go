@@ -94,12 +94,13 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 		if err != nil {
 			return nil, fmt.Errorf("command %s: encode result: %w", c.CommandID, err)
 		}
-		_, err = s.append(ctx, OriginCommand, sid, encoded, store.AppendOptions{ExpectedSequence: &last,
+		_, err = s.append(ctx, OriginCommand, sid, encoded, store.AppendOptions{ExpectedSequence: &last, Fence: st.fence,
 			CommandResult: &store.CommandResultWrite{Key: c.IdempotencyKey, Result: stored}})
 		var seqErr *store.SequenceConflictError
 		var confErr *store.ConflictError
-		if errors.As(err, &seqErr) || errors.As(err, &confErr) {
-			continue // the log moved (or a twin of this command won): judge again
+		var leaseErr *store.LeaseError
+		if errors.As(err, &seqErr) || errors.As(err, &confErr) || errors.As(err, &leaseErr) {
+			continue // the log moved, a twin of this command won, or a worker claimed the run: judge again
 		}
 		var runErr *store.RunError
 		if errors.As(err, &runErr) {
@@ -318,11 +319,18 @@ func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (e
 			// A queued run nobody holds alive has nobody to confirm the stop, and the runs
 			// queued behind it would wait for good: the server stops it now, as an interrupt
 			// does (docs/runtime.md, "Where features meet").
-			alive, err := s.leaseAlive(ctx, c.SessionID, target.RunID)
+			held, err := s.heldLease(ctx, c.SessionID, target.RunID)
 			if err != nil {
 				return nil, "", "", reject(contract.CodeInternal, "read the lease of run %q: %v", target.RunID, err)
 			}
-			if !alive {
+			if held == nil || !held.ExpiresAt.After(s.now()) {
+				// Written only if the run is still held by nobody (or by the same expired
+				// lease): a claim between this read and the append makes the append refuse,
+				// and the command is judged again, against the run now held.
+				st.fence = &store.Fence{}
+				if held != nil {
+					st.fence = &store.Fence{Lease: &store.LeaseRef{LeaseID: held.LeaseID, Token: held.Token}, ExpiredBy: s.now()}
+				}
 				d := json.Number("0")
 				stopped := &contract.StatusPayload{Status: contract.RunStatusStopped, StoppedAt: now, DurationMs: &d, Detail: sp.Detail}
 				newEvent("status", target.RunID, target.SourceMessageID, stopped)

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
@@ -48,5 +49,54 @@ func TestCommandExecutionFailed(t *testing.T) {
 	data, _ := contract.Marshal(res)
 	if err := contract.Validate(contract.KindCommandResult, data, contract.Limits{}); err != nil {
 		t.Errorf("result breaks the contract: %v", err)
+	}
+}
+
+// claimingStore is the real store, except that a worker claims the session's queued run just
+// before the first append that stores a command's result: a claim that lands between a stop
+// command's read of the run and its append.
+type claimingStore struct {
+	store.Store
+	claimed *store.Claim
+}
+
+func (c *claimingStore) Append(ctx context.Context, id string, evs []*contract.EncodedEvent, opts store.AppendOptions) ([]store.AppendResult, error) {
+	if opts.CommandResult != nil && c.claimed == nil {
+		cl, err := c.Store.ClaimRun(ctx, store.ClaimFilter{}, "L-racer", time.Now().Add(time.Hour))
+		if err != nil {
+			return nil, err
+		}
+		c.claimed = &cl
+	}
+	return c.Store.Append(ctx, id, evs, opts)
+}
+
+// TestStopRacingAClaim: a stop of a queued run nobody held, which a worker claims between the
+// command's read and its append, is judged again against the claimed run: stopping, for the
+// worker to confirm, not stopped under the worker's feet (found by the simulator's
+// linearizability check: a stop and a claim racing, both answered as if each came first).
+func TestStopRacingAClaim(t *testing.T) {
+	b := setup(t)
+	b.append(t, b.event(t, "message", "", `{"messageId":"u1","role":"user","operation":"append","parts":["go"]}`),
+		b.event(t, "status", `"runId":"r1","sourceMessageId":"u1"`, `{"status":"queued"}`))
+	racing := &claimingStore{Store: b.st}
+	svc := session.New(racing, session.Options{})
+	c := &contract.Command{Contract: "AgentSessionCommand", CommandID: "c1", SessionID: b.sid, RunID: "r1",
+		IdempotencyKey: "k1", ExpectedSequence: 1, IssuedAt: "2026-03-01T12:05:00Z", CommandType: "stop",
+		Payload: &contract.StopCommand{}}
+	res, err := svc.Execute(context.Background(), b.sid, c, session.ExecOptions{})
+	if err != nil || res.Error != nil || res.Outcome != "accepted" {
+		t.Fatalf("stop = %+v, %v; want accepted", res, err)
+	}
+	if racing.claimed == nil || racing.claimed.Run.RunID != "r1" {
+		t.Fatalf("the racing claim took %+v, want r1", racing.claimed)
+	}
+	runs, err := b.st.Runs(context.Background(), b.sid)
+	if err != nil || len(runs) != 1 || runs[0].Status != contract.RunStatusStopping {
+		t.Fatalf("runs = %+v, %v; want r1 stopping (the worker that claimed it confirms the stop)", runs, err)
+	}
+	leases, err := b.st.RunLeases(context.Background(), b.sid)
+	if err != nil || leases[0].Held == nil || leases[0].Held.LeaseID != "L-racer" {
+		t.Fatalf("leases = %+v, %v; want r1 still held by the claim", leases, err)
 	}
 }

@@ -262,6 +262,9 @@ type state struct {
 	runs    []contract.Run
 	current *contract.Run // the most recent run, nil before the first
 	fold    *Fold
+	// fence, set by decide, is the lease check the command's append needs: a stop that ends a
+	// queued run nobody holds is written only if nobody claimed the run since.
+	fence *store.Fence
 }
 
 func (st *state) run(id string) *contract.Run {

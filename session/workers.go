@@ -440,9 +440,3 @@ func (s *Service) leased(ctx context.Context, sessionID, runID string) (bool, er
 	held, err := s.heldLease(ctx, sessionID, runID)
 	return held != nil, err
 }
-
-// leaseAlive reports whether someone holds the run's lease and it has not expired by now.
-func (s *Service) leaseAlive(ctx context.Context, sessionID, runID string) (bool, error) {
-	held, err := s.heldLease(ctx, sessionID, runID)
-	return held != nil && held.ExpiresAt.After(s.now()), err
-}

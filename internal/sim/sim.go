@@ -70,6 +70,9 @@ type Backend struct {
 	Instances int
 	// Close drops the database, once every store opened is closed.
 	Close func()
+	// HeartbeatResolution is the driver's resolution of an append's heartbeat (docs/storage.md:
+	// one second on SQLite).
+	HeartbeatResolution time.Duration
 	// ClaimsSkipLocked says that a claim racing with other writes may answer that nothing is
 	// claimable although a run was at every instant, because it skips the runs other
 	// transactions hold locked (PostgreSQL's FOR UPDATE SKIP LOCKED; docs/runtime.md,
@@ -180,7 +183,7 @@ func Simulate(ctx context.Context, b *Backend, seed uint64, n int, decisions map
 func start(ctx context.Context, b *Backend, cfg Config) (*sim, error) {
 	s := &sim{ctx: ctx, b: b, cfg: cfg, clock: NewClock(t0), m: model.New(t0, MaxAttempts, StaleAfter), sent: map[int]*request{},
 		leases: map[string]map[int64]string{}, acked: map[int64]string{}, ended: map[string]string{}, tokens: map[string]int64{}}
-	s.m.QueueTimeout = cfg.QueueTimeout
+	s.m.QueueTimeout, s.m.HeartbeatResolution = cfg.QueueTimeout, b.HeartbeatResolution
 	if err := s.open(); err != nil {
 		return nil, err
 	}

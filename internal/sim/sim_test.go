@@ -31,7 +31,7 @@ func drivers(t *testing.T) map[string]sim.Opener {
 		if err != nil {
 			return nil, err
 		}
-		return &sim.Backend{Instances: 1,
+		return &sim.Backend{Instances: 1, HeartbeatResolution: time.Second,
 			Open:  func() (store.Store, error) { return sqlite.Open(context.Background(), dir) },
 			Close: func() { os.RemoveAll(dir) }}, nil
 	}}

@@ -100,6 +100,10 @@ type Model struct {
 	Now         time.Time
 	MaxAttempts int           // attempts a run gets (sessiond serve --max-attempts)
 	StaleAfter  time.Duration // the heartbeat TTL of the sweeper
+	// HeartbeatResolution is how far an append's heartbeat may run ahead of the recorded one
+	// before the append records it (docs/storage.md: one second on SQLite, 0 on PostgreSQL); a
+	// renewal's, and an append's to a stale session, are always recorded.
+	HeartbeatResolution time.Duration
 	// QueueTimeout is the schedule-to-start timeout (sessiond serve --queue-timeout; 0: none).
 	QueueTimeout time.Duration
 	// Passes counts what the background passes did, by what ("lease expired", "queue
@@ -163,9 +167,18 @@ func (m *Model) settle() {
 	}
 }
 
-// heartbeat is what every runtime append that adds events and every renewal do: the session
-// is alive, a stale one running again.
+// heartbeat is what every runtime append that adds events does: the session is alive, a stale
+// one running again. The recorded heartbeat moves only when it is HeartbeatResolution old or
+// older (or the session was stale).
 func (m *Model) heartbeat() {
+	if m.Record == SessionStatusStale || !m.Heartbeat.After(m.Now.Add(-m.HeartbeatResolution)) {
+		m.Heartbeat = m.Now
+	}
+	m.Record = SessionStatusRunning
+}
+
+// renewed is the heartbeat of a lease renewal: always recorded.
+func (m *Model) renewed() {
 	m.Heartbeat = m.Now
 	m.Record = SessionStatusRunning
 }
@@ -269,7 +282,7 @@ func (m *Model) Renew(r *Run, given LeaseRef, ttl time.Duration) string {
 		return code
 	}
 	r.Lease.Expires = m.Now.Add(ttl).Truncate(time.Millisecond)
-	m.heartbeat()
+	m.renewed()
 	return Accepted
 }
 
