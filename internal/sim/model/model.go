@@ -112,7 +112,9 @@ type Model struct {
 	Runs      []*Run    // in creation order
 	Last      int64     // the log's last sequence (-1: empty; the first event is 0)
 	Record    string    // the record status: running or stale
-	Heartbeat time.Time // the last heartbeat
+	Heartbeat time.Time // the last heartbeat recorded (the session's start before the first)
+	// beaten is true once a heartbeat was recorded: the first one always is.
+	beaten bool
 	appended  map[string]bool
 	commands  map[string]bool // accepted commands, by idempotency key
 }
@@ -169,17 +171,17 @@ func (m *Model) settle() {
 
 // heartbeat is what every runtime append that adds events does: the session is alive, a stale
 // one running again. The recorded heartbeat moves only when it is HeartbeatResolution old or
-// older (or the session was stale).
+// older, or is the first, or the session was stale.
 func (m *Model) heartbeat() {
-	if m.Record == SessionStatusStale || !m.Heartbeat.After(m.Now.Add(-m.HeartbeatResolution)) {
-		m.Heartbeat = m.Now
+	if !m.beaten || m.Record == SessionStatusStale || !m.Heartbeat.After(m.Now.Add(-m.HeartbeatResolution)) {
+		m.Heartbeat, m.beaten = m.Now, true
 	}
 	m.Record = SessionStatusRunning
 }
 
 // renewed is the heartbeat of a lease renewal: always recorded.
 func (m *Model) renewed() {
-	m.Heartbeat = m.Now
+	m.Heartbeat, m.beaten = m.Now, true
 	m.Record = SessionStatusRunning
 }
 
