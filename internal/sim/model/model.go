@@ -114,9 +114,9 @@ type Model struct {
 	Record    string    // the record status: running or stale
 	Heartbeat time.Time // the last heartbeat recorded (the session's start before the first)
 	// beaten is true once a heartbeat was recorded: the first one always is.
-	beaten bool
-	appended  map[string]bool
-	commands  map[string]bool // accepted commands, by idempotency key
+	beaten   bool
+	appended map[string]bool
+	commands map[string]bool // accepted commands, by idempotency key
 }
 
 // New returns the model of a new running session started at now.
