@@ -327,9 +327,17 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fmt.Errorf("delete runs: %w", err)
 			}
 		}
+		// The rollup of an earlier life of the session (kept through its compaction) is
+		// counted again from the imported log.
+		if err := dropUsageRows(ctx, tx, sk); err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
 		if len(ev.seqs) > 0 {
 			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas)
+			if err := queueUsage(b, sk, imp.Events); err != nil {
+				return err
+			}
 		}
 		if len(rIDs) > 0 {
 			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)

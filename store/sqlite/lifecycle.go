@@ -310,6 +310,11 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete "+table, err)
 			}
 		}
+		// The rollup of an earlier life of the session (kept through its compaction) is
+		// counted again from the imported log.
+		if err := w.dropUsage(sk); err != nil {
+			return err
+		}
 		if err := w.insertEvents(id, sk, imp.Events); err != nil {
 			return err
 		}

@@ -164,6 +164,10 @@ func Open(ctx context.Context, dir string, opt ...Options) (*Store, error) {
 	go w.run()
 	go s.syncer()
 	go s.checkpointer()
+	if err := s.buildUsageOnce(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
