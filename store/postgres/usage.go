@@ -211,42 +211,78 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 	return err
 }
 
-// usageSums sums usage_days' columns of a group, clamped to int64 (sum of bigint is numeric).
-var usageSums = func() string {
-	parts := make([]string, len(usageDayCols))
-	for i, c := range usageDayCols {
-		parts[i] = fmt.Sprintf("LEAST(coalesce(sum(u.%s), 0), %d)::bigint", c, int64(math.MaxInt64))
-	}
-	return strings.Join(parts, ", ")
-}()
+// usageModel is a session's model: its snapshot's modelId. A snapshot whose text holds an
+// escaped U+0000 (which PostgreSQL's text cannot hold) reads as model "" rather than failing
+// every query.
+const usageModel = `(CASE WHEN strpos(%[1]ssnapshot::text, '\u0000') > 0 THEN '' ELSE coalesce(%[1]ssnapshot->>'modelId', '') END)`
 
-// usageDimCols maps each dimension to its column in the query's joined rows; text compares in
-// byte order, as on SQLite.
+// usageDimCols maps each dimension to its column in the query's rows (sessions as s); text
+// compares in byte order, as on SQLite.
 var usageDimCols = map[string]string{
 	store.UsageByProject: `s.project COLLATE "C"`,
 	store.UsageByAgent:   `s.agent_id COLLATE "C"`,
-	store.UsageByModel:   `s.model COLLATE "C"`,
+	store.UsageByModel:   fmt.Sprintf(usageModel, "s.") + ` COLLATE "C"`,
 	store.UsageBySession: `s.id`,
 	store.UsageByDay:     `u.day`,
 }
 
-// usageSessions is the sessions with their model, each computed once (MATERIALIZED): the
-// rollup rows join it by sk. A snapshot whose text holds an escaped U+0000 (which PostgreSQL's
-// text cannot hold) reads as model "" rather than failing every query.
-const usageSessions = `WITH s AS MATERIALIZED (SELECT sk, id, project, agent_id,
-	CASE WHEN strpos(snapshot::text, '\u0000') > 0 THEN '' ELSE coalesce(snapshot->>'modelId', '') END AS model FROM sessions)`
-
-// usageWhere is the query's filter on the joined rows, and its arguments.
-func usageWhere(q store.UsageQuery) (string, []any) {
-	where := []string{"u.day BETWEEN $1 AND $2"}
-	args := []any{q.From, q.To}
-	for _, f := range []struct{ col, v string }{{"s.project", q.Project}, {"s.agent_id", q.AgentID}, {"s.model", q.Model}, {"s.id", q.SessionID}} {
+// usageSQL builds the two statements of a usage query and their arguments, as the SQLite
+// driver's usageSQL does: the range's day rows summed per session first, and only those sums
+// joined with the sessions when the query groups by a dimension of the session.
+func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
+	args = []any{q.From, q.To}
+	var conds []string
+	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {fmt.Sprintf(usageModel, ""), q.Model}, {"id", q.SessionID}} {
 		if f.v != "" {
 			args = append(args, f.v)
-			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+			conds = append(conds, fmt.Sprintf("%s = $%d", f.col, len(args)))
 		}
 	}
-	return strings.Join(where, " AND "), args
+	filter := ""
+	if len(conds) > 0 {
+		filter = " AND sk IN (SELECT sk FROM sessions WHERE " + strings.Join(conds, " AND ") + ")"
+	}
+	maxCount := int64(math.MaxInt64)
+	var dims []string
+	session := false
+	for _, d := range q.By {
+		dims = append(dims, usageDimCols[d])
+		session = session || d != store.UsageByDay
+	}
+	tail := ""
+	if len(dims) > 0 {
+		tail = " GROUP BY " + strings.Join(dims, ", ")
+	}
+	tail += " HAVING count(*) > 0" // no group at all when no row matched
+	if len(dims) > 0 {
+		tail += " ORDER BY " + strings.Join(dims, ", ")
+	}
+	sel := ""
+	if len(dims) > 0 {
+		sel = strings.Join(dims, ", ") + ", "
+	}
+	outer := make([]string, len(usageDayCols))
+	if session {
+		inner := make([]string, len(usageDayCols))
+		for i, c := range usageDayCols {
+			inner[i] = fmt.Sprintf("sum(%s) AS c%d", c, i)
+			outer[i] = fmt.Sprintf("LEAST(sum(u.c%d), %d)::bigint", i, maxCount)
+		}
+		dayCol, dayGroup := "", ""
+		if q.Has(store.UsageByDay) {
+			dayCol, dayGroup = ", day", ", day"
+		}
+		in := "SELECT sk" + dayCol + ", " + strings.Join(inner, ", ") + " FROM usage_days WHERE day BETWEEN $1 AND $2" + filter + " GROUP BY sk" + dayGroup
+		days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+	} else {
+		for i, c := range usageDayCols {
+			outer[i] = fmt.Sprintf("LEAST(coalesce(sum(u.%s), 0), %d)::bigint", c, maxCount)
+		}
+		days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM usage_days AS u WHERE day BETWEEN $1 AND $2" + filter + tail
+	}
+	tools = fmt.Sprintf(`SELECT tool, LEAST(sum(calls), %[1]d)::bigint, LEAST(sum(failures), %[1]d)::bigint, LEAST(sum(denied), %[1]d)::bigint
+		FROM usage_tools WHERE day BETWEEN $1 AND $2`, maxCount) + filter + " GROUP BY tool ORDER BY tool"
+	return days, tools, args
 }
 
 // Usage implements store.UsageStore.
@@ -259,25 +295,11 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsageRepor
 		return store.UsageReport{}, fmt.Errorf("usage: %w", err)
 	}
 	defer s.inflight.Done()
-	where, args := usageWhere(q)
-	dims := make([]string, len(q.By))
-	for i, d := range q.By {
-		dims[i] = usageDimCols[d]
-	}
-	sel, group := "", ""
-	if len(dims) > 0 {
-		sel = strings.Join(dims, ", ") + ", "
-		group = " GROUP BY " + strings.Join(dims, ", ")
-	}
-	// No group when no row matched (an aggregate without GROUP BY gives one row of nothing).
-	group += " HAVING count(*) > 0"
-	if len(dims) > 0 {
-		group += " ORDER BY " + strings.Join(dims, ", ")
-	}
+	daysQ, toolsQ, args := usageSQL(q)
 	var rep store.UsageReport
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		rep = store.UsageReport{}
-		rows, err := tx.Query(ctx, usageSessions+` SELECT `+sel+usageSums+` FROM usage_days AS u JOIN s ON s.sk = u.sk WHERE `+where+group, args...)
+		rows, err := tx.Query(ctx, daysQ, args...)
 		if err != nil {
 			return err
 		}
@@ -317,9 +339,7 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsageRepor
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		max := int64(math.MaxInt64)
-		trows, err := tx.Query(ctx, usageSessions+fmt.Sprintf(` SELECT u.tool, LEAST(sum(u.calls), %[1]d)::bigint, LEAST(sum(u.failures), %[1]d)::bigint, LEAST(sum(u.denied), %[1]d)::bigint
-			FROM usage_tools AS u JOIN s ON s.sk = u.sk WHERE `, max)+where+` GROUP BY u.tool ORDER BY u.tool`, args...)
+		trows, err := tx.Query(ctx, toolsQ, args...)
 		if err != nil {
 			return err
 		}

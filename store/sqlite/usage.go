@@ -218,41 +218,83 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 	return nil
 }
 
-// usageSums are the SELECT list summing usage_days' columns of a group; total() sums exactly
-// below 2^53 (the contract's largest count) and the result is clamped to int64.
-var usageSums = func() string {
-	parts := make([]string, len(usageDayCols))
-	for i, c := range usageDayCols {
-		parts[i] = "total(u." + c + ")"
-	}
-	return strings.Join(parts, ", ")
-}()
+// usageModel is a session's model: its snapshot's modelId.
+const usageModel = "coalesce(json_extract(snapshot, '$.modelId'), '')"
 
-// usageDimCols maps each dimension to its column in the query's joined rows.
+// usageDimCols maps each dimension to its column in the query's rows (sessions as s).
 var usageDimCols = map[string]string{
 	store.UsageByProject: "s.project",
 	store.UsageByAgent:   "s.agent_id",
-	store.UsageByModel:   "s.model",
+	store.UsageByModel:   "coalesce(json_extract(s.snapshot, '$.modelId'), '')",
 	store.UsageBySession: "s.id",
 	store.UsageByDay:     "u.day",
 }
 
-// usageWhere is the query's filter on the joined rows, and its arguments.
-func usageWhere(q store.UsageQuery) (string, []any) {
-	where := []string{"u.day BETWEEN ? AND ?"}
-	args := []any{q.From, q.To}
-	for _, f := range []struct{ col, v string }{{"s.project", q.Project}, {"s.agent_id", q.AgentID}, {"s.model", q.Model}, {"s.id", q.SessionID}} {
+// usageSQL builds the two statements of a usage query and their arguments. The days' rows of
+// the range (usage_days' primary key starts with day) are summed per session first, and only
+// those sums meet the sessions table (by its primary key) when the query groups by a
+// dimension of the session: a session's model is read from its snapshot once per session, not
+// once per row. The filters on the session's fields select the sessions first (an index each
+// for project, agent and id) and keep their rows only.
+func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
+	args = []any{q.From, q.To}
+	var conds []string
+	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {usageModel, q.Model}, {"id", q.SessionID}} {
 		if f.v != "" {
-			where = append(where, f.col+" = ?")
+			conds = append(conds, f.col+" = ?")
 			args = append(args, f.v)
 		}
 	}
-	return strings.Join(where, " AND "), args
+	filter := ""
+	if len(conds) > 0 {
+		filter = " AND sk IN (SELECT sk FROM sessions WHERE " + strings.Join(conds, " AND ") + ")"
+	}
+	sums := func(prefix string, named bool) string {
+		parts := make([]string, len(usageDayCols))
+		for i, c := range usageDayCols {
+			if named {
+				parts[i] = fmt.Sprintf("total(%s) AS c%d", c, i)
+			} else {
+				parts[i] = fmt.Sprintf("total(%sc%d)", prefix, i)
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	var dims []string
+	session := false
+	for _, d := range q.By {
+		dims = append(dims, usageDimCols[d])
+		session = session || d != store.UsageByDay
+	}
+	tail := ""
+	if len(dims) > 0 {
+		tail = " GROUP BY " + strings.Join(dims, ", ")
+	}
+	tail += " HAVING count(*) > 0" // no group at all when no row matched
+	if len(dims) > 0 {
+		tail += " ORDER BY " + strings.Join(dims, ", ")
+	}
+	sel := ""
+	if len(dims) > 0 {
+		sel = strings.Join(dims, ", ") + ", "
+	}
+	if session {
+		dayCol, dayGroup := "", ""
+		if q.Has(store.UsageByDay) {
+			dayCol, dayGroup = ", day", ", day"
+		}
+		inner := "SELECT sk" + dayCol + ", " + sums("", true) + " FROM usage_days WHERE day BETWEEN ? AND ?" + filter + " GROUP BY sk" + dayGroup
+		days = "SELECT " + sel + sums("u.", false) + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+	} else {
+		parts := make([]string, len(usageDayCols))
+		for i, c := range usageDayCols {
+			parts[i] = "total(u." + c + ")"
+		}
+		days = "SELECT " + sel + strings.Join(parts, ", ") + " FROM usage_days AS u WHERE day BETWEEN ? AND ?" + filter + tail
+	}
+	tools = "SELECT tool, total(calls), total(failures), total(denied) FROM usage_tools WHERE day BETWEEN ? AND ?" + filter + " GROUP BY tool ORDER BY tool"
+	return days, tools, args
 }
-
-// usageSessions is the sessions with their model, each computed once (MATERIALIZED): the
-// rollup rows join it by sk.
-const usageSessions = `WITH s AS MATERIALIZED (SELECT sk, id, project, agent_id, coalesce(json_extract(snapshot, '$.modelId'), '') AS model FROM sessions)`
 
 // Usage implements store.UsageStore.
 func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsageReport, error) {
@@ -260,28 +302,14 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsageRepor
 	if err != nil {
 		return store.UsageReport{}, err
 	}
-	where, args := usageWhere(q)
-	dims := make([]string, len(q.By))
-	for i, d := range q.By {
-		dims[i] = usageDimCols[d]
-	}
-	sel, group := "", ""
-	if len(dims) > 0 {
-		sel = strings.Join(dims, ", ") + ", "
-		group = " GROUP BY " + strings.Join(dims, ", ")
-	}
-	// No group when no row matched (an aggregate without GROUP BY gives one row of nothing).
-	group += " HAVING count(*) > 0"
-	if len(dims) > 0 {
-		group += " ORDER BY " + strings.Join(dims, ", ")
-	}
+	daysQ, toolsQ, args := usageSQL(q)
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return store.UsageReport{}, fmt.Errorf("usage: %w", err)
 	}
 	defer tx.Rollback()
 	var rep store.UsageReport
-	rows, err := tx.QueryContext(ctx, usageSessions+` SELECT `+sel+usageSums+` FROM usage_days AS u JOIN s ON s.sk = u.sk WHERE `+where+group, args...)
+	rows, err := tx.QueryContext(ctx, daysQ, args...)
 	if err != nil {
 		return rep, fmt.Errorf("usage: %w", err)
 	}
@@ -324,7 +352,7 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsageRepor
 	if err := rows.Err(); err != nil {
 		return rep, fmt.Errorf("usage: %w", err)
 	}
-	trows, err := tx.QueryContext(ctx, usageSessions+` SELECT u.tool, total(u.calls), total(u.failures), total(u.denied) FROM usage_tools AS u JOIN s ON s.sk = u.sk WHERE `+where+` GROUP BY u.tool ORDER BY u.tool`, args...)
+	trows, err := tx.QueryContext(ctx, toolsQ, args...)
 	if err != nil {
 		return rep, fmt.Errorf("usage of tools: %w", err)
 	}
