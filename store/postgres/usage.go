@@ -273,7 +273,17 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 			dayCol, dayGroup = ", day", ", day"
 		}
 		in := "SELECT sk" + dayCol + ", " + strings.Join(inner, ", ") + " FROM usage_days WHERE day BETWEEN $1 AND $2" + filter + " GROUP BY sk" + dayGroup
-		days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+		if q.Has(store.UsageBySession) {
+			// Each of the inner rows is a group already (a session has one project, agent
+			// and model): they are only joined and sorted.
+			cols := make([]string, len(usageDayCols))
+			for i := range cols {
+				cols[i] = fmt.Sprintf("LEAST(u.c%d, %d)::bigint", i, maxCount)
+			}
+			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
+		} else {
+			days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+		}
 	} else {
 		for i, c := range usageDayCols {
 			outer[i] = fmt.Sprintf("LEAST(coalesce(sum(u.%s), 0), %d)::bigint", c, maxCount)

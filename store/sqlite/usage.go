@@ -284,7 +284,17 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 			dayCol, dayGroup = ", day", ", day"
 		}
 		inner := "SELECT sk" + dayCol + ", " + sums("", true) + " FROM usage_days WHERE day BETWEEN ? AND ?" + filter + " GROUP BY sk" + dayGroup
-		days = "SELECT " + sel + sums("u.", false) + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+		if q.Has(store.UsageBySession) {
+			// Each of the inner rows is a group already (a session has one project, agent
+			// and model): they are only joined and sorted.
+			cols := make([]string, len(usageDayCols))
+			for i := range cols {
+				cols[i] = fmt.Sprintf("u.c%d", i)
+			}
+			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
+		} else {
+			days = "SELECT " + sel + sums("u.", false) + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+		}
 	} else {
 		parts := make([]string, len(usageDayCols))
 		for i, c := range usageDayCols {
