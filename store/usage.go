@@ -137,7 +137,7 @@ func (r *UsageRollup) Add(e *StoredEvent) error {
 		return nil
 	}
 	var f usageFields
-	if err := json.Unmarshal(e.Data, &f); err != nil {
+	if err := decodeUsage(e.Data, &f); err != nil {
 		return fmt.Errorf("usage rollup: event %d (%s): %w", e.Sequence, e.EventType, err)
 	}
 	day, err := UsageDayOf(f.OccurredAt)

@@ -86,3 +86,4 @@ func TestUsageRollup(t *testing.T) {
 		t.Errorf("SatAdd saturates at %d", got)
 	}
 }
+

@@ -46,6 +46,9 @@ func dayArgs(sk int64, d store.UsageDay) []any {
 // Most appends hold no event that counts (store.UsageCounts): they cost a look at each event's
 // type and nothing else.
 func (w *writer) writeUsage(sk int64, evs []store.StoredEvent) error {
+	if w.s.noUsage {
+		return nil
+	}
 	counts := false
 	for i := range evs {
 		if store.UsageCounts(evs[i].EventType) {

@@ -114,7 +114,12 @@ function SeriesView({ s }) {
   const toolCalls = toolNames.reduce((n, k) => n + s.tools.get(k).calls, 0);
   const toolFails = toolNames.reduce((n, k) => n + s.tools.get(k).failures, 0);
   const tokensData = useMemoData(() => [s.tokens.t, s.tokens.input, s.tokens.output], [s]);
-  const tokensOpts = useMemoData(() => ({ series: [{}, { label: "input (cumulative)", stroke: C.input }, { label: "output (cumulative)", stroke: C.output }], axes: [{}, { size: 70 }] }), []);
+  const tokensOpts = useMemoData(() => ({
+    // One usage event is one point: the axis then spans a minute around it.
+    scales: { x: { range: (u, min, max) => (min === max ? [min - 60, max + 60] : [min, max]) } },
+    series: [{}, { label: "input (cumulative)", stroke: C.input, width: 2 }, { label: "output (cumulative)", stroke: C.output, width: 2 }],
+    axes: [{}, { size: 70 }],
+  }), []);
   const runsData = useMemoData(() => [s.runs.map((_, i) => i), s.runs.map((r) => r.durationMs / 1000)], [s]);
   const runsOpts = useMemoData(() => ({
     scales: { x: { time: false } },
@@ -207,15 +212,24 @@ function UsageView({ d }) {
   const { byDay, byModel } = d;
   const days = byDay.groups;
   const t = byDay.total;
-  const dayData = useMemoData(() => [days.map((g) => Date.parse(g.day + "T00:00:00Z") / 1000), days.map((g) => g.inputTokens), days.map((g) => g.outputTokens)], [d]);
+  // Every day of the range, with 0 where nothing was counted (the API answers the days with
+  // something), so that the x axis is the range asked for.
+  const series = useMemoData(() => {
+    const from = Date.parse(byDay.from + "T00:00:00Z") / 1000, to = Date.parse(byDay.to + "T00:00:00Z") / 1000;
+    const at = new Map(days.map((g) => [Date.parse(g.day + "T00:00:00Z") / 1000, g]));
+    const x = [];
+    for (let t = from; t <= to; t += 86400) x.push(t);
+    const col = (k) => x.map((t) => (at.has(t) ? at.get(t)[k] : 0));
+    return { x, col };
+  }, [d]);
+  const dayData = useMemoData(() => [series.x, series.col("inputTokens"), series.col("outputTokens")], [d]);
   const dayOpts = useMemoData(() => ({
-    series: [{}, { label: "input", stroke: C.input, fill: C.input + "55", paths: bars(), points: { show: false } },
-      { label: "output", stroke: C.output, fill: C.output + "55", paths: bars(), points: { show: false } }],
+    series: [{}, { label: "input", stroke: C.input, width: 2 }, { label: "output", stroke: C.output, width: 2 }],
     axes: [{}, { size: 70 }],
   }), []);
-  const runData = useMemoData(() => [days.map((g) => Date.parse(g.day + "T00:00:00Z") / 1000), days.map((g) => g.runsCompleted), days.map((g) => g.runsFailed), days.map((g) => g.toolFailures)], [d]);
+  const runData = useMemoData(() => [series.x, series.col("runsCompleted"), series.col("runsFailed"), series.col("toolFailures")], [d]);
   const runOpts = useMemoData(() => ({
-    series: [{}, { label: "runs completed", stroke: C.ok }, { label: "runs failed", stroke: C.fail }, { label: "tool failures", stroke: C.stop }],
+    series: [{}, { label: "runs completed", stroke: C.ok, width: 2 }, { label: "runs failed", stroke: C.fail, width: 2 }, { label: "tool failures", stroke: C.stop, width: 2 }],
     axes: [{}, { size: 50 }],
   }), []);
   return html`<table class="chart-numbers usage-total" aria-label="Totals">
