@@ -45,7 +45,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 // and the rule.
 func (s *Server) usageQueryOf(r *http.Request) (store.UsageQuery, *api.Error) {
 	v := r.URL.Query()
-	today, _ := store.UsageDayOf(contract.FormatTime(s.opt.Now()))
+	today, _ := store.UsageDayOf(contract.FormatTime(s.svc.Now()))
 	q := store.UsageQuery{To: today}
 	if t := v.Get("to"); t != "" {
 		d, ok := store.ParseUsageDay(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
 
@@ -46,7 +47,7 @@ func usageEvents(sid string) string {
 func TestUsage(t *testing.T) {
 	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		now := time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)
-		e := newAuthEnv(t, open(t), server.Options{Now: func() time.Time { return now }}, true)
+		e := newAuthEnv(t, open(t), server.Options{}, true, session.Options{Clock: session.ClockFunc(func() time.Time { return now })})
 		root := bearer(e.key(t, "root", store.AllProjects, "read,append,admin", 0))
 		alpha := bearer(e.key(t, "alpha", "alpha", "read", 0))
 		for _, s := range []struct{ id, project, model string }{{"S-a1", "alpha", "m-x"}, {"S-a2", "alpha", "m-y"}, {"S-b1", "beta", "m-x"}} {
