@@ -86,4 +86,3 @@ func TestUsageRollup(t *testing.T) {
 		t.Errorf("SatAdd saturates at %d", got)
 	}
 }
-

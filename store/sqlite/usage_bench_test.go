@@ -4,8 +4,8 @@ package sqlite
 
 import (
 	"fmt"
-	"syscall"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
