@@ -211,17 +211,13 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 	return err
 }
 
-// usageModel is a session's model: its snapshot's modelId. A snapshot whose text holds an
-// escaped U+0000 (which PostgreSQL's text cannot hold) reads as model "" rather than failing
-// every query.
-const usageModel = `(CASE WHEN strpos(%[1]ssnapshot::text, '\u0000') > 0 THEN '' ELSE coalesce(%[1]ssnapshot->>'modelId', '') END)`
-
-// usageDimCols maps each dimension to its column in the query's rows (sessions as s); text
+// usageDimCols maps each dimension to its column in the query's rows (usage_sessions as s: a
+// session's id, project, agent and model, kept narrow by a trigger, migration 0011); text
 // compares in byte order, as on SQLite.
 var usageDimCols = map[string]string{
 	store.UsageByProject: `s.project COLLATE "C"`,
 	store.UsageByAgent:   `s.agent_id COLLATE "C"`,
-	store.UsageByModel:   fmt.Sprintf(usageModel, "s.") + ` COLLATE "C"`,
+	store.UsageByModel:   `s.model COLLATE "C"`,
 	store.UsageBySession: `s.id`,
 	store.UsageByDay:     `u.day`,
 }
@@ -232,7 +228,7 @@ var usageDimCols = map[string]string{
 func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 	args = []any{q.From, q.To}
 	var conds []string
-	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {fmt.Sprintf(usageModel, ""), q.Model}, {"id", q.SessionID}} {
+	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {"model", q.Model}, {"id", q.SessionID}} {
 		if f.v != "" {
 			args = append(args, f.v)
 			conds = append(conds, fmt.Sprintf("%s = $%d", f.col, len(args)))
@@ -240,7 +236,7 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 	}
 	filter := ""
 	if len(conds) > 0 {
-		filter = " AND sk IN (SELECT sk FROM sessions WHERE " + strings.Join(conds, " AND ") + ")"
+		filter = " AND sk IN (SELECT sk FROM usage_sessions WHERE " + strings.Join(conds, " AND ") + ")"
 	}
 	maxCount := int64(math.MaxInt64)
 	var dims []string
@@ -280,9 +276,9 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 			for i := range cols {
 				cols[i] = fmt.Sprintf("LEAST(u.c%d, %d)::bigint", i, maxCount)
 			}
-			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
+			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + in + ") AS u JOIN usage_sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
 		} else {
-			days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM (" + in + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+			days = "SELECT " + sel + strings.Join(outer, ", ") + " FROM (" + in + ") AS u JOIN usage_sessions AS s ON s.sk = u.sk" + tail
 		}
 	} else {
 		for i, c := range usageDayCols {

@@ -221,14 +221,12 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 	return nil
 }
 
-// usageModel is a session's model: its snapshot's modelId.
-const usageModel = "coalesce(json_extract(snapshot, '$.modelId'), '')"
-
-// usageDimCols maps each dimension to its column in the query's rows (sessions as s).
+// usageDimCols maps each dimension to its column in the query's rows (usage_sessions as s:
+// a session's id, project, agent and model, kept narrow by triggers, migration 0014).
 var usageDimCols = map[string]string{
 	store.UsageByProject: "s.project",
 	store.UsageByAgent:   "s.agent_id",
-	store.UsageByModel:   "coalesce(json_extract(s.snapshot, '$.modelId'), '')",
+	store.UsageByModel:   "s.model",
 	store.UsageBySession: "s.id",
 	store.UsageByDay:     "u.day",
 }
@@ -236,13 +234,12 @@ var usageDimCols = map[string]string{
 // usageSQL builds the two statements of a usage query and their arguments. The days' rows of
 // the range (usage_days' primary key starts with day) are summed per session first, and only
 // those sums meet the sessions table (by its primary key) when the query groups by a
-// dimension of the session: a session's model is read from its snapshot once per session, not
-// once per row. The filters on the session's fields select the sessions first (an index each
-// for project, agent and id) and keep their rows only.
+// dimension of the session, read from usage_sessions (narrow rows). The filters on the
+// session's fields select the sessions first and keep their rows only.
 func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 	args = []any{q.From, q.To}
 	var conds []string
-	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {usageModel, q.Model}, {"id", q.SessionID}} {
+	for _, f := range []struct{ col, v string }{{"project", q.Project}, {"agent_id", q.AgentID}, {"model", q.Model}, {"id", q.SessionID}} {
 		if f.v != "" {
 			conds = append(conds, f.col+" = ?")
 			args = append(args, f.v)
@@ -250,7 +247,7 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 	}
 	filter := ""
 	if len(conds) > 0 {
-		filter = " AND sk IN (SELECT sk FROM sessions WHERE " + strings.Join(conds, " AND ") + ")"
+		filter = " AND sk IN (SELECT sk FROM usage_sessions WHERE " + strings.Join(conds, " AND ") + ")"
 	}
 	sums := func(prefix string, named bool) string {
 		parts := make([]string, len(usageDayCols))
@@ -294,9 +291,9 @@ func usageSQL(q store.UsageQuery) (days, tools string, args []any) {
 			for i := range cols {
 				cols[i] = fmt.Sprintf("u.c%d", i)
 			}
-			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
+			days = "SELECT " + sel + strings.Join(cols, ", ") + " FROM (" + inner + ") AS u JOIN usage_sessions AS s ON s.sk = u.sk ORDER BY " + strings.Join(dims, ", ")
 		} else {
-			days = "SELECT " + sel + sums("u.", false) + " FROM (" + inner + ") AS u JOIN sessions AS s ON s.sk = u.sk" + tail
+			days = "SELECT " + sel + sums("u.", false) + " FROM (" + inner + ") AS u JOIN usage_sessions AS s ON s.sk = u.sk" + tail
 		}
 	} else {
 		parts := make([]string, len(usageDayCols))

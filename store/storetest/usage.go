@@ -81,6 +81,15 @@ func (s *suite) testUsage(t *testing.T) {
 		}
 	}
 	check("after the appends")
+	// A session's model (and agent) are its snapshot's and record's as they are now.
+	if _, err := st.UpdateSession(ctx, sessions[0].id, func(sess *store.Session) error {
+		sess.Snapshot.ModelID = "model-z"
+		return nil
+	}); err != nil {
+		t.Fatalf("UpdateSession: %v", err)
+	}
+	sessions[0].model = "model-z"
+	check("after a session's model changed")
 	if _, err := st.Usage(ctx, store.UsageQuery{From: first, To: first - 1}); err == nil {
 		t.Error("Usage with to before from: no error")
 	}

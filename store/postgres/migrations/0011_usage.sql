@@ -39,3 +39,30 @@ CREATE TABLE usage_state (
     built boolean NOT NULL
 );
 INSERT INTO usage_state (id, built) VALUES (1, false);
+
+-- usage_sessions is each session's dimensions (id, project, agent, model: its snapshot's
+-- modelId) in a narrow row, kept by a trigger on sessions: a usage query joins its sums with
+-- these rather than with the wide session rows and their JSON. A snapshot whose text holds an
+-- escaped U+0000 (which text cannot hold) has model ''.
+CREATE TABLE usage_sessions (
+    sk       bigint PRIMARY KEY,
+    id       text COLLATE "C" NOT NULL,
+    project  text NOT NULL,
+    agent_id text NOT NULL,
+    model    text NOT NULL
+);
+CREATE FUNCTION usage_model(snapshot json) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN strpos(snapshot::text, '\u0000') > 0 THEN '' ELSE coalesce(snapshot->>'modelId', '') END
+$$;
+INSERT INTO usage_sessions (sk, id, project, agent_id, model)
+    SELECT sk, id, project, agent_id, usage_model(snapshot) FROM sessions;
+CREATE INDEX usage_sessions_project ON usage_sessions (project);
+CREATE FUNCTION usage_sessions_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO usage_sessions AS u (sk, id, project, agent_id, model)
+    VALUES (NEW.sk, NEW.id, NEW.project, NEW.agent_id, usage_model(NEW.snapshot))
+    ON CONFLICT (sk) DO UPDATE SET project = excluded.project, agent_id = excluded.agent_id, model = excluded.model;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER usage_sessions_follow AFTER INSERT OR UPDATE OF project, agent_id, snapshot ON sessions
+    FOR EACH ROW EXECUTE FUNCTION usage_sessions_follow();
