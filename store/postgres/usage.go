@@ -190,8 +190,18 @@ func (s *Store) RebuildUsage(ctx context.Context, progress func(done int)) (int,
 			progress(i + 1)
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE usage_state SET built = true`); err != nil {
-		return rebuilt, fmt.Errorf("rebuild usage: mark it built: %w", err)
+	// The sessions' dimensions, which a trigger keeps, are made again too.
+	if err := s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, q := range []string{`LOCK TABLE usage_sessions IN EXCLUSIVE MODE`, `DELETE FROM usage_sessions`,
+			`INSERT INTO usage_sessions (sk, id, project, agent_id, model) SELECT sk, id, project, agent_id, usage_model(snapshot) FROM sessions`,
+			`UPDATE usage_state SET built = true`} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return rebuilt, fmt.Errorf("rebuild usage: the sessions' dimensions: %w", err)
 	}
 	return rebuilt, nil
 }

@@ -191,8 +191,13 @@ func (s *Store) RebuildUsage(ctx context.Context, progress func(done int)) (int,
 		}
 	}
 	r := &request{ctx: ctx, op: func(w *writer) error {
-		if _, err := w.conn.ExecContext(w.ctx, `UPDATE usage_state SET built = 1`); err != nil {
-			return fatal("mark the usage rollup built", err)
+		// The sessions' dimensions, which triggers keep, are made again too.
+		for _, q := range []string{`DELETE FROM usage_sessions`,
+			`INSERT INTO usage_sessions (sk, id, project, agent_id, model) SELECT sk, id, project, agent_id, coalesce(json_extract(snapshot, '$.modelId'), '') FROM sessions`,
+			`UPDATE usage_state SET built = 1`} {
+			if _, err := w.conn.ExecContext(w.ctx, q); err != nil {
+				return fatal("finish the usage rollup", err)
+			}
 		}
 		return nil
 	}}
