@@ -179,7 +179,7 @@ var operations = []operation{
 			{name: "Last-Event-ID", in: "header", desc: "start after this sequence, as the event stream's; wins over after", schema: obj{"type": "string", "pattern": `^-?[0-9]+$`}},
 		},
 		answers: []answer{{status: 200, media: "application/x-ndjson", schema: obj{"type": "string"},
-			desc: "every event after the starting point up to the log's last sequence when the read began (Sessiond-Last-Sequence), in sequence order, each line the AgentSessionEvent exactly as stored (the bytes the paged read and the stream carry). A body cut short (the connection dropped, the store failed part way) ends without the chunked encoding's final chunk; resume with after = the last sequence received",
+			desc:    "every event after the starting point up to the log's last sequence when the read began (Sessiond-Last-Sequence), in sequence order, each line the AgentSessionEvent exactly as stored (the bytes the paged read and the stream carry). A body cut short (the connection dropped, the store failed part way) ends without the chunked encoding's final chunk; resume with after = the last sequence received",
 			line:    ref("AgentSessionEvent"),
 			headers: obj{api.LastSequenceHeader: obj{"description": "the log's last sequence when the read began (-1: empty): the sequence of the body's last line, unless the starting point is past it", "required": true, "schema": obj{"type": "string", "pattern": `^-?[0-9]+$`}}}}}},
 	{pattern: "GET /v1/events/stream", id: "streamChanges", summary: "Server-sent events: session-level changes across sessions (the change feed), from a cursor, then live",
