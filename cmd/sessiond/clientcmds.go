@@ -259,6 +259,16 @@ func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if *limit == 0 {
+		// The whole rest of the log: one streamed answer (client.Export), not a request per page.
+		for ev, err := range f.client().Export(context.Background(), pos[0], *after) {
+			if err != nil {
+				return fail(stderr, "read", err)
+			}
+			printEvent(stdout, ev.Data, *f.json)
+		}
+		return 0
+	}
 	err := readPages(context.Background(), f.client(), pos[0], *after, *limit, func(raw json.RawMessage) {
 		printEvent(stdout, raw, *f.json)
 	})
