@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -190,8 +190,20 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *format != "jsonl" {
 		return f.usageError(fmt.Sprintf("--format must be jsonl, not %q", *format))
 	}
-	err := readPages(context.Background(), f.client(), pos[0], -1, 0, true, func(raw json.RawMessage) {
-		fmt.Fprintf(stdout, "%s\n", raw)
-	})
-	return pagingFail(stderr, "export", err)
+	// One streamed answer (Client.Export), resumed by itself after a dropped connection.
+	w := bufio.NewWriterSize(stdout, 256<<10)
+	for ev, err := range f.client().Export(context.Background(), pos[0], -1) {
+		if err != nil {
+			w.Flush()
+			return fail(stderr, "export", err)
+		}
+		w.Write(ev.Data)
+		if err := w.WriteByte('\n'); err != nil {
+			return fail(stderr, "export", fmt.Errorf("write the events: %w", err))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fail(stderr, "export", fmt.Errorf("write the events: %w", err))
+	}
+	return 0
 }
