@@ -36,6 +36,8 @@ type driver struct {
 	// setLast is the SQL that moves a session's recorded last sequence (on PostgreSQL it
 	// lives in session_heads, migration 0009).
 	setLast func(id string, last int64) string
+	// bytes is the SQL literal of b.
+	bytes func(b []byte) string
 }
 
 func sqliteDriver(t *testing.T) *driver {
@@ -82,6 +84,7 @@ func sqliteDriver(t *testing.T) *driver {
 		setLast: func(id string, last int64) string {
 			return fmt.Sprintf("UPDATE sessions SET last_seq = %d WHERE id = '%s'", last, id)
 		},
+		bytes: func(b []byte) string { return fmt.Sprintf("X'%x'", b) },
 	}
 }
 
@@ -123,6 +126,7 @@ func postgresDriver(t *testing.T) *driver {
 		setLast: func(id string, last int64) string {
 			return fmt.Sprintf("UPDATE session_heads SET last_seq = %d WHERE sk = (SELECT sk FROM sessions WHERE id = '%s')", last, id)
 		},
+		bytes: func(b []byte) string { return fmt.Sprintf(`'\x%x'::bytea`, b) },
 	}
 }
 
@@ -247,6 +251,8 @@ func TestCheckFindsCorruption(t *testing.T) {
 			{fsck.CheckSequence, "S-gap", &two, "sequence 2 is missing"},
 			{fsck.CheckEvent, "S-edit", &two, "breaks the contract"},
 			{fsck.CheckEvent, "S-edit", &three, "breaks the contract"},
+			{fsck.CheckChain, "S-edit", &two, "does not chain to its predecessor"},
+			{fsck.CheckChain, "S-edit", &three, "does not chain to its predecessor"},
 			{fsck.CheckSequence, "S-last", &four, "last sequence is 6 but the log ends at 3"},
 			{fsck.CheckRuns, "S-run", nil, `run "r1"'s projection is`},
 		}
@@ -368,6 +374,80 @@ func TestCheckFindsCutTail(t *testing.T) {
 			t.Errorf("finding: %s", findings(rep))
 		}
 	})
+}
+
+// storedEvents reads session id's events as stored, with their chain hashes.
+func storedEvents(t *testing.T, d *driver, id string) []store.StoredEvent {
+	t.Helper()
+	in := d.inspect(t)
+	defer in.Close()
+	var out []store.StoredEvent
+	err := in.InspectSession(context.Background(), id, func(raw *store.RawSession) error {
+		return raw.Events(func(e *store.StoredEvent) error {
+			c := *e
+			c.Data, c.Hash = bytes.Clone(e.Data), bytes.Clone(e.Hash)
+			out = append(out, c)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// onlyFinding fails unless rep holds exactly one finding, of check, for session id at seq,
+// saying says.
+func onlyFinding(t *testing.T, rep *fsck.Report, check, id string, seq int64, says string) {
+	t.Helper()
+	if len(rep.Findings) != 1 {
+		t.Fatalf("%d findings; want 1:\n%s", len(rep.Findings), findings(rep))
+	}
+	f := rep.Findings[0]
+	if f.Check != check || f.SessionID != id || f.Sequence == nil || *f.Sequence != seq || !strings.Contains(f.Message, says) {
+		t.Errorf("finding: %s; want %s of %s at %d saying %q", findings(rep), check, id, seq, says)
+	}
+}
+
+// TestCheckFindsRewrittenEvent: an event rewritten into another valid, canonical event with the
+// same ids and columns (its text "hello" made "HELLO") is reported at its sequence, on both
+// drivers: its stored hash no longer chains. Before the chain, fsck said clean.
+func TestCheckFindsRewrittenEvent(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		archiveDir := fixtureStore(t, d)
+		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"parts":["hello"]`, `"parts":["HELLO"]`)+" WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-edit') AND seq = 2")
+		onlyFinding(t, check(t, d.inspect(t), archiveDir), fsck.CheckChain, "S-edit", 2, "does not chain to its predecessor")
+	})
+}
+
+// TestCheckFindsBrokenChain: an event rewritten and given the hash its new bytes chain to (as
+// someone who knows the rule would) breaks the chain at the next event; the last event
+// rewritten so is caught by the session's head, written in the commit of the append. Both
+// drivers.
+func TestCheckFindsBrokenChain(t *testing.T) {
+	for _, tc := range []struct {
+		name, session string
+		seq, at       int64
+		says          string
+	}{
+		{"middle", "S-edit", 2, 3, "does not chain to its predecessor"},
+		{"last", "S-gap", 3, 3, "head hash is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drivers(t, func(t *testing.T, d *driver) {
+				archiveDir := fixtureStore(t, d)
+				evs := storedEvents(t, d, tc.session)
+				prev, ev := evs[tc.seq-1], evs[tc.seq]
+				data := bytes.Replace(ev.Data, []byte(`"occurredAt":"2026-03-01T12:00:00Z"`), []byte(`"occurredAt":"2026-03-01T12:00:09Z"`), 1)
+				if bytes.Equal(data, ev.Data) {
+					t.Fatalf("nothing rewritten in %s", ev.Data)
+				}
+				h := store.ChainNext([32]byte(prev.Hash), data)
+				d.exec(t, fmt.Sprintf("UPDATE events SET data = %s, hash = %s WHERE sk = (SELECT sk FROM sessions WHERE id = '%s') AND seq = %d", d.bytes(data), d.bytes(h[:]), tc.session, tc.seq))
+				onlyFinding(t, check(t, d.inspect(t), archiveDir), fsck.CheckChain, tc.session, tc.at, tc.says)
+			})
+		})
+	}
 }
 
 // TestCheckSequenceStoredTwice: on a log never compacted, a sequence stored twice (a row of

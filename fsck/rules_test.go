@@ -44,9 +44,16 @@ func rawEvent(sid string, seq int64, id, key string) store.StoredEvent {
 	return store.StoredEvent{Sequence: seq, EventID: id, IdempotencyKey: key, EventType: "message", Data: []byte(data)}
 }
 
+// rawSession is a session's rows with events as given, each with its chain hash as an append
+// stores it (store.ChainEvents) and the head at the last one.
 func rawSession(id string, last int64, events []store.StoredEvent, results ...store.RawCommandResult) *store.RawSession {
+	var head []byte
+	for i, h := range store.ChainEvents(store.ChainGenesis, events) {
+		events[i].Hash = append([]byte(nil), h[:]...)
+		head = events[i].Hash
+	}
 	return &store.RawSession{
-		ID: id, Status: "running", LastSequence: last,
+		ID: id, Status: "running", LastSequence: last, HeadHash: head,
 		Record:         []byte(fmt.Sprintf(`{"schema_version":1,"session_id":%q,"agent_id":"a","role":"implementer","status":"running","started_at":"2026-03-01T12:00:00Z"}`, id)),
 		Snapshot:       []byte(`{"mode":"work","modelId":"m","capabilities":{}}`),
 		CommandResults: results,
@@ -92,6 +99,48 @@ func TestRules(t *testing.T) {
 			evs[0].Data = []byte(strings.Replace(string(evs[0].Data), `{"contract"`, `{ "contract"`, 1))
 			return rawSession("S-1", 0, evs)
 		}(), fsck.CheckEvent, 0, "canonical"},
+		{"event rewritten, its hash left", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1"), rawEvent("S-1", 2, "e2", "k2")}
+			s := rawSession("S-1", 2, evs)
+			evs[1].Data = []byte(strings.Replace(string(evs[1].Data), `"hi"`, `"HI"`, 1)) // still a valid, canonical event
+			return s
+		}(), fsck.CheckChain, 1, "does not chain to its predecessor"},
+		{"event rewritten with its hash", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1"), rawEvent("S-1", 2, "e2", "k2")}
+			s := rawSession("S-1", 2, evs)
+			evs[1].Data = []byte(strings.Replace(string(evs[1].Data), `"hi"`, `"HI"`, 1))
+			h := store.ChainNext([32]byte(evs[0].Hash), evs[1].Data)
+			evs[1].Hash = h[:]
+			return s
+		}(), fsck.CheckChain, 2, "does not chain to its predecessor"},
+		{"last event rewritten with its hash", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}
+			s := rawSession("S-1", 1, evs)
+			evs[1].Data = []byte(strings.Replace(string(evs[1].Data), `"hi"`, `"HI"`, 1))
+			h := store.ChainNext([32]byte(evs[0].Hash), evs[1].Data)
+			evs[1].Hash = h[:]
+			return s
+		}(), fsck.CheckChain, 1, "head hash is"},
+		{"hash missing", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}
+			s := rawSession("S-1", 1, evs)
+			evs[0].Hash = nil
+			return s
+		}(), fsck.CheckChain, 0, "no chain hash"},
+		{"head missing", func() *store.RawSession {
+			s := ok("S-1")
+			s.HeadHash = nil
+			return s
+		}(), fsck.CheckChain, 1, "head records no chain hash"},
+		{"compacted: the first kept event chains to the base", func() *store.RawSession {
+			evs := []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}
+			s := rawSession("S-1", 1, evs)
+			kept := evs[1:]
+			s.BaseHash = []byte(strings.Repeat("x", 32)) // not event 0's hash
+			s.Lifecycle = []byte(`{"compactedThrough":0,"lastArchiveName":"a.json"}`)
+			s.Events = func(fn func(*store.StoredEvent) error) error { return fn(&kept[0]) }
+			return s
+		}(), fsck.CheckChain, 1, "does not chain to its predecessor"},
 		{"log past last_seq", rawSession("S-1", 0, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}), fsck.CheckSequence, 1, "goes on to 1"},
 		{"record under another id", func() *store.RawSession {
 			s := rawSession("S-2", -1, nil)

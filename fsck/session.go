@@ -62,6 +62,7 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 		c.foldOK = c.foldArchive(lc)
 	}
 	var n int64
+	ch := c.newChain(raw)
 	err := raw.Events(func(e *store.StoredEvent) error {
 		n++
 		if n%4096 == 0 {
@@ -79,6 +80,7 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 		case e.Sequence < next:
 			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d, at or before its compaction point %d", e.Sequence, compacted)
 		}
+		ch.link(e, e.Sequence == next)
 		next = max(next, e.Sequence+1)
 		c.checkEvent(e)
 		return nil
@@ -94,9 +96,74 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 			c.find(CheckSequence, at(raw.LastSequence+1), "the session's last sequence is %d but the log goes on to %d", raw.LastSequence, last)
 		}
 	}
+	ch.end(raw, next-1)
 	c.checkRuns(raw)
 	c.checkCommandResults(raw, lc)
 	return nil
+}
+
+// chainCheck follows a log's hash chain (store/chain.go) as fsck reads its events.
+type chainCheck struct {
+	c    *sessionCheck
+	prev store.ChainHash // the stored hash of the event before the next one
+	ok   bool            // prev is known (false after a damaged hash, until the next one)
+	seen bool            // an event was read
+}
+
+// newChain starts the chain at the session's base (store.ChainGenesis when none is recorded).
+func (c *sessionCheck) newChain(raw *store.RawSession) *chainCheck {
+	base, ok := store.ChainHead(raw.BaseHash)
+	if !ok {
+		c.find(CheckChain, nil, "the session's chain base is %d bytes, not a SHA-256 hash", len(raw.BaseHash))
+	}
+	return &chainCheck{c: c, prev: base, ok: ok}
+}
+
+// link checks the stored hash of e against its predecessor's; inOrder is false when e does
+// not follow the event before it (a gap or a repeat, reported by the sequence check): its
+// predecessor is then unknown and only the hash's form is checked. Each event's hash is
+// checked against the stored hash of the one before, so one rewritten event is one finding:
+// at the event itself when its hash was left as it was, at the next one when its hash was
+// rewritten to match.
+func (ch *chainCheck) link(e *store.StoredEvent, inOrder bool) {
+	c, seq := ch.c, e.Sequence
+	ch.seen = true
+	stored, ok := store.ChainHead(e.Hash)
+	switch {
+	case e.Hash == nil:
+		c.find(CheckChain, at(seq), "the event has no chain hash")
+		ch.ok = false
+		return
+	case !ok:
+		c.find(CheckChain, at(seq), "the event's chain hash is %d bytes, not a SHA-256 hash", len(e.Hash))
+		ch.ok = false
+		return
+	}
+	if ch.ok && inOrder {
+		if want := store.ChainNext(ch.prev, e.Data); want != stored {
+			c.find(CheckChain, at(seq), "the event does not chain to its predecessor: its stored bytes after the previous hash give %x, its row says %x; this event (or its hash) or the one before it was rewritten after it was appended", want[:8], stored[:8])
+		}
+	}
+	ch.prev, ch.ok = stored, true
+}
+
+// end compares the session's head with the log's last event (last, -1 for none).
+func (ch *chainCheck) end(raw *store.RawSession, last int64) {
+	c := ch.c
+	if last != raw.LastSequence {
+		return // the sequence check reports the log's end; the hashes would only repeat it
+	}
+	head, ok := store.ChainHead(raw.HeadHash)
+	switch {
+	case !ok:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %d bytes, not a SHA-256 hash", len(raw.HeadHash))
+	case raw.HeadHash == nil && ch.seen:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head records no chain hash for its last event")
+	case ch.seen && ch.ok && head != ch.prev:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %x but its last event's is %x: the last event (and its hash) was rewritten after it was appended", head[:8], ch.prev[:8])
+	case !ch.seen && raw.HeadHash != nil && raw.BaseHash != nil && head != ch.prev:
+		c.find(CheckChain, nil, "the whole log was compacted away and the session's head hash %x is not its chain base %x", head[:8], ch.prev[:8])
+	}
 }
 
 // checkRecord checks the record, snapshot, lineage and active branch against the contract

@@ -217,6 +217,11 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > last {
 			return &txFinal{fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, last)}
 		}
+		// The chain's base: the hash of the last event deleted, the predecessor of the first
+		// kept one (store/chain.go); kept when that event is gone already.
+		if _, err := tx.Exec(ctx, `UPDATE session_heads SET base_hash = COALESCE((SELECT hash FROM events WHERE sk = $1 AND seq = $2), base_hash) WHERE sk = $1`, sk, through); err != nil {
+			return fmt.Errorf("record the chain's base: %w", err)
+		}
 		ct, err := tx.Exec(ctx, `DELETE FROM events WHERE sk = $1 AND seq <= $2`, sk, through)
 		if err != nil {
 			return fmt.Errorf("delete events: %w", err)
@@ -256,7 +261,16 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	var ev struct {
 		seqs                     []int64
 		ids, keys, types, runIDs []string
-		datas                    [][]byte
+		datas, hashes            [][]byte
+	}
+	// The log's chain is computed afresh from its bytes (store/chain.go): the imported log is
+	// whole, so it starts at store.ChainGenesis and no base is recorded.
+	head := store.ChainGenesis
+	for i, h := range store.ChainEvents(store.ChainGenesis, imp.Events) {
+		ev.hashes = append(ev.hashes, h[:])
+		if i == len(imp.Events)-1 {
+			head = h
+		}
 	}
 	for _, e := range imp.Events {
 		ev.seqs = append(ev.seqs, e.Sequence)
@@ -300,10 +314,6 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			if err != nil {
 				return fmt.Errorf("insert session: %w", err)
 			}
-			// The insert made the session's head (migration 0009's trigger), at -1.
-			if _, err := tx.Exec(ctx, `UPDATE session_heads SET last_seq = $2 WHERE sk = $1`, sk, last); err != nil {
-				return fmt.Errorf("set the last sequence: %w", err)
-			}
 		case err != nil:
 			return fmt.Errorf("lock session: %w", err)
 		default:
@@ -327,9 +337,13 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fmt.Errorf("delete runs: %w", err)
 			}
 		}
+		s.heads.drop(sk)
 		b := &pgx.Batch{}
+		// The session's head (made at -1 by migration 0009's trigger for a new session): the
+		// log's last sequence and chain hash.
+		b.Queue(`UPDATE session_heads SET last_seq = $2, head_hash = $3, base_hash = NULL WHERE sk = $1`, sk, last, head[:])
 		if len(ev.seqs) > 0 {
-			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas)
+			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas, ev.hashes)
 		}
 		if len(rIDs) > 0 {
 			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)

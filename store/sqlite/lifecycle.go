@@ -197,6 +197,11 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > ss.last {
 			return fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, ss.last)
 		}
+		// The chain's base: the hash of the last event deleted, the predecessor of the first
+		// kept one (store/chain.go); kept when that event is gone already.
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE session_heads SET base_hash = coalesce((`+inBothTables(`SELECT hash FROM %[1]s WHERE rid = (?1 << 32) + ?2`)+` LIMIT 1), base_hash) WHERE sk = ?1`, ss.sk, through); err != nil {
+			return fatal("record the chain's base", err)
+		}
 		// The tail's rows that a move pass has copied into events are counted there (tail.go).
 		if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM event_tail_live WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through).Scan(&n); err != nil {
 			return fatal("count events", err)
@@ -310,8 +315,19 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete "+table, err)
 			}
 		}
-		if err := w.insertEvents(id, sk, imp.Events); err != nil {
+		// The log's chain is computed afresh from its bytes (store/chain.go): the imported
+		// log is whole, so it starts at store.ChainGenesis and no base is recorded.
+		hashes := store.ChainEvents(store.ChainGenesis, imp.Events)
+		if err := w.insertEvents(id, sk, imp.Events, hashes); err != nil {
 			return err
+		}
+		var head []byte
+		if len(hashes) > 0 {
+			head = hashes[len(hashes)-1][:]
+		}
+		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO session_heads (sk, last_seq, head_hash, base_hash) VALUES (?1, ?2, ?3, NULL)
+			ON CONFLICT (sk) DO UPDATE SET last_seq = ?2, head_hash = ?3, base_hash = NULL`, sk, last, head); err != nil {
+			return fatal("record the session's head", err)
 		}
 		ss := &sessState{sk: sk, last: last}
 		for g := range w.gen(last + 1) {

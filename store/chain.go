@@ -1,0 +1,87 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// The hash chain of a session's log (tamper evidence), decided here once for every driver,
+// for fsck, archives and exports.
+//
+// Each stored event carries a hash: SHA-256 over its predecessor's hash (32 bytes) followed by
+// the event's stored bytes (StoredEvent.Data, the canonical JSON with its sequence, exactly what
+// readers receive):
+//
+//	hash(n) = SHA-256(hash(n-1) || data(n))
+//
+// The predecessor of a session's first event (sequence 0) is ChainGenesis, 32 zero bytes. A
+// fork is a session of its own: its first event chains to ChainGenesis too (its events are new
+// events built from the parent's, not copies of the parent's bytes, and its lineage in the
+// session record says where it came from). The session's head (on both drivers the
+// session_heads row) keeps the last sequence and the last event's hash, written in the commit
+// of every append; a compaction records the hash of the last event it deletes as the session's
+// chain base, the predecessor of the first event it keeps. So a log verifies when, starting
+// from its base (ChainGenesis when none is recorded), every stored event's hash is the chain
+// hash of its bytes and the last one is the head.
+//
+// Stores made before the chain existed are brought to it by their migration, which computes
+// every stored event's hash in order. A session compacted before that has no recorded base: its
+// first kept event chains to ChainGenesis, as if it began the log (its predecessor is gone).
+
+// ChainHash is one link of the chain: a SHA-256 digest.
+type ChainHash = [sha256.Size]byte
+
+// ChainGenesis is the predecessor of the first event of every session's log: 32 zero bytes.
+var ChainGenesis ChainHash
+
+// ChainNext returns the hash of the event whose stored bytes are data and whose predecessor's
+// hash is prev: SHA-256(prev || data).
+func ChainNext(prev ChainHash, data []byte) ChainHash {
+	h := sha256.New()
+	h.Write(prev[:])
+	h.Write(data)
+	var out ChainHash
+	h.Sum(out[:0])
+	return out
+}
+
+// ChainEvents returns the hashes of evs, events that follow the event whose hash is prev, in
+// order (hashes[i] is evs[i]'s). A driver calls it on AppendPlan.Added with its session's head
+// hash and stores hashes[i] with evs[i] and the last one as the new head, in the same commit.
+func ChainEvents(prev ChainHash, evs []StoredEvent) []ChainHash {
+	if len(evs) == 0 {
+		return nil
+	}
+	out := make([]ChainHash, len(evs))
+	for i := range evs {
+		prev = ChainNext(prev, evs[i].Data)
+		out[i] = prev
+	}
+	return out
+}
+
+// ChainHead returns the head a log's head row holds, as stored: hash when it is 32 bytes, or
+// ChainGenesis when it is nil (an empty log). ok is false for any other length (damage).
+func ChainHead(stored []byte) (h ChainHash, ok bool) {
+	if stored == nil {
+		return ChainGenesis, true
+	}
+	if len(stored) != len(h) {
+		return h, false
+	}
+	copy(h[:], stored)
+	return h, true
+}
+
+// ParseChainHash parses a hash written as 64 lower-case hexadecimal digits.
+func ParseChainHash(s string) (ChainHash, error) {
+	var h ChainHash
+	if len(s) != 2*len(h) {
+		return h, fmt.Errorf("a chain hash is %d hexadecimal digits, got %d", 2*len(h), len(s))
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, fmt.Errorf("a chain hash is hexadecimal: %w", err)
+	}
+	return h, nil
+}
