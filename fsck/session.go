@@ -2,8 +2,10 @@ package fsck
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/sessiond/sessiond/contract"
@@ -242,8 +244,33 @@ func (c *sessionCheck) checkLifecycle(raw *store.RawSession, rec *contract.Sessi
 		c.find(CheckArchive, nil, "archive %s has checksum %s but the session recorded %s when it was written", lc.LastArchiveName, f.checksum, lc.LastArchiveChecksum)
 	case ct != nil && f.lastSeq < *ct:
 		c.find(CheckArchive, nil, "the log is compacted through sequence %d but archive %s holds only up to %d", *ct, lc.LastArchiveName, f.lastSeq)
+	default:
+		c.checkArchiveHead(raw, f, ct)
 	}
 	return lc, true
+}
+
+// checkArchiveHead compares the chain head an archive recorded (the store's head when it was
+// written) with the store's chain at the same sequence: the chain's base when the log was
+// compacted through the archive's last event, the session's head when nothing was appended
+// since. A log rewritten in the store after it was archived, hashes and head included,
+// differs there.
+func (c *sessionCheck) checkArchiveHead(raw *store.RawSession, f *archiveFile, ct *int64) {
+	if f.chainHead == "" {
+		return // a version 1 archive records none
+	}
+	var stored []byte
+	switch {
+	case ct != nil && *ct == f.lastSeq && raw.BaseHash != nil:
+		stored = raw.BaseHash
+	case f.lastSeq == raw.LastSequence && raw.HeadHash != nil:
+		stored = raw.HeadHash
+	default:
+		return
+	}
+	if got := hex.EncodeToString(stored); got != f.chainHead {
+		c.find(CheckChain, at(f.lastSeq), "archive %s recorded the chain head %s at sequence %d but the store's chain has %s there: the log was rewritten after it was archived", filepath.Base(f.path), f.chainHead[:16], f.lastSeq, got[:min(16, len(got))])
+	}
 }
 
 // foldArchive reads the compacted start of the log from the session's last archive into the
