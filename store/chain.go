@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 )
 
 // The hash chain of a session's log (tamper evidence), decided here once for every driver,
@@ -46,6 +47,29 @@ func ChainNext(prev ChainHash, data []byte) ChainHash {
 	return out
 }
 
+// Chainer computes successive links of a chain with one hash state, allocating nothing per
+// link: for long runs of events (verifying an export, a backfill).
+type Chainer struct {
+	h    hash.Hash
+	head ChainHash
+}
+
+// NewChainer returns a Chainer whose next link follows prev.
+func NewChainer(prev ChainHash) *Chainer { return &Chainer{h: sha256.New(), head: prev} }
+
+// Add returns the hash of the event whose stored bytes are data, following the last one added
+// (or prev), and makes it the head.
+func (c *Chainer) Add(data []byte) ChainHash {
+	c.h.Reset()
+	c.h.Write(c.head[:])
+	c.h.Write(data)
+	c.h.Sum(c.head[:0])
+	return c.head
+}
+
+// Head returns the hash of the last event added (prev when none was).
+func (c *Chainer) Head() ChainHash { return c.head }
+
 // ChainEvents returns the hashes of evs, events that follow the event whose hash is prev, in
 // order (hashes[i] is evs[i]'s). A driver calls it on AppendPlan.Added with its session's head
 // hash and stores hashes[i] with evs[i] and the last one as the new head, in the same commit.
@@ -54,9 +78,13 @@ func ChainEvents(prev ChainHash, evs []StoredEvent) []ChainHash {
 		return nil
 	}
 	out := make([]ChainHash, len(evs))
+	if len(evs) == 1 {
+		out[0] = ChainNext(prev, evs[0].Data)
+		return out
+	}
+	c := NewChainer(prev)
 	for i := range evs {
-		prev = ChainNext(prev, evs[i].Data)
-		out[i] = prev
+		out[i] = c.Add(evs[i].Data)
 	}
 	return out
 }
