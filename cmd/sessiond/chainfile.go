@@ -205,7 +205,7 @@ func verifyExport(name string, r io.Reader) (*exportChain, verifyResult, error) 
 		marks    []store.ChainHash // the hashes after every chainMarkEvery-th event
 		lineNo   int64
 		next     int64 = -1
-		afterEnd bool // a line after the trailer
+		afterEnd bool  // a line after the trailer
 	)
 	for {
 		line, err := lr.next()
