@@ -144,3 +144,88 @@ func databaseAtVersion(t *testing.T, dir string, version int) (*sql.DB, func(q s
 	exec(fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, version))
 	return db, exec
 }
+
+// TestChainMigration: a database of schema version 13 (no hash chain) with a session of 5
+// events, one compacted through sequence 1 (events 2 to 4 kept, one of them still in the tail)
+// and one without events is migrated on Open: every stored event gets its chain hash in
+// sequence order (the compacted one's chain starting from the genesis at its first kept
+// event, with no base recorded), each head the hash of its last event; appends after the
+// migration go on from those heads.
+func TestChainMigration(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, exec := databaseAtVersion(t, dir, 13)
+	for sk, id := range map[int]string{1: "S-whole", 2: "S-compacted", 3: "S-empty"} {
+		row, err := store.EncodeSession(storetest.NewSession(id, storetest.SessionSpec{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(`INSERT INTO sessions (sk, id, status, agent_id, project, record, snapshot, last_seq) VALUES (?, ?, 'running', 'agent-1', '', ?, ?, -1)`, sk, id, row.Record, row.Snapshot)
+		if id == "S-empty" {
+			continue
+		}
+		exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 4)`, sk)
+		for i := range 5 {
+			if id == "S-compacted" && i < 2 {
+				continue
+			}
+			ev := storetest.EventWithID(t, id, fmt.Sprintf("ev-%d", i), fmt.Sprintf("key-%d", i), "old")
+			table, pos := "events", ""
+			if i == 4 {
+				table, pos = "event_tail", fmt.Sprintf("%d, ", sk)
+			}
+			cols := "rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data"
+			if pos != "" {
+				cols = "pos, " + cols
+			}
+			exec(`INSERT INTO `+table+` (`+cols+`) VALUES (`+pos+`?, ?, ?, 0, ?, ?, ?, '', ?)`, int64(sk)<<32+int64(i), sk, i, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.JSON(int64(i)))
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st := openAt(t, dir)
+	chainOf := func(id string) (hashes, want [][]byte, head, base []byte) {
+		t.Helper()
+		rows, err := st.rdb.QueryContext(ctx, inBothTables(`SELECT rid, data, hash FROM %[1]s WHERE sk = (SELECT sk FROM sessions WHERE id = ?1)`)+` ORDER BY rid`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var evs []store.StoredEvent
+		for rows.Next() {
+			var rid int64
+			var e store.StoredEvent
+			if err := rows.Scan(&rid, &e.Data, &e.Hash); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, e)
+			hashes = append(hashes, e.Hash)
+		}
+		for _, h := range store.ChainEvents(store.ChainGenesis, evs) {
+			want = append(want, append([]byte(nil), h[:]...))
+		}
+		if err := st.rdb.QueryRowContext(ctx, `SELECT head_hash, base_hash FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = ?)`, id).Scan(&head, &base); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return hashes, want, head, base
+	}
+	for _, id := range []string{"S-whole", "S-compacted"} {
+		hashes, want, head, base := chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || len(want) == 0 || fmt.Sprint(head) != fmt.Sprint(want[len(want)-1]) || base != nil {
+			t.Errorf("%s after migration: hashes %x, want %x; head %x; base %x (want none)", id, hashes, want, head, base)
+		}
+		next := storetest.EventWithID(t, id, "ev-new", "key-new", "new")
+		if res, err := st.Append(ctx, id, []*contract.EncodedEvent{next}, store.AppendOptions{}); err != nil || res[0].Sequence != 5 {
+			t.Fatalf("%s: append after migration: %+v, %v", id, res, err)
+		}
+		hashes, want, head, _ = chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || fmt.Sprint(head) != fmt.Sprint(want[len(want)-1]) {
+			t.Errorf("%s after an append: hashes %x, want %x; head %x", id, hashes, want, head)
+		}
+	}
+	if _, _, head, _ := chainOf("S-empty"); head != nil {
+		t.Errorf("S-empty: head hash %x, want none", head)
+	}
+}
