@@ -20,6 +20,8 @@ func init() {
 		about: `Each path is a transcript file or a directory searched recursively (Claude Code: *.jsonl,
 e.g. ~/.claude/projects; Codex: rollout-*.jsonl, e.g. ~/.codex/sessions). Each transcript
 becomes a session whose ids derive from the file, so importing again writes nothing new.
+--format sessiond imports files sessiond export wrote: each is verified first (sessiond
+verify), and its events are appended as they are, keeping their bytes and sequences.
 Sessions are written through the server's HTTP API (--server), in batches: the server may be
 running and serving the sessions meanwhile. Every line of every file is reported as mapped,
 merged into another line's event, or skipped with a reason.`, run: runImport}

@@ -48,9 +48,9 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *asJSON {
 		printJSON(stdout, res)
 	} else if res.Valid {
-		fmt.Fprintf(stdout, "%s: the chain holds: %d events of session %s (sequences %d to %d), head %s\n", name, res.Events, res.SessionID, res.First, res.Last, res.Head)
+		fmt.Fprintf(stdout, "%s: the chain holds: %s of session %s (sequences %d to %d), head %s\n", name, pluralEvents(res.Events), res.SessionID, res.First, res.Last, res.Head)
 	} else {
-		fmt.Fprintf(stdout, "%s: the chain does not hold (%d events read)\n", name, res.Events)
+		fmt.Fprintf(stdout, "%s: the chain does not hold (%s read)\n", name, pluralEvents(res.Events))
 		for _, p := range res.Problems {
 			fmt.Fprintf(stdout, "  %s\n", p)
 		}
@@ -59,6 +59,14 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// pluralEvents is "1 event" or "n events".
+func pluralEvents(n int64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
 }
 
 // runExportChain writes session id's log as sessiond export does: each event's stored bytes on a
