@@ -104,12 +104,21 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 	return nil
 }
 
-// chainCheck follows a log's hash chain (store/chain.go) as fsck reads its events.
+// chainCheck follows a log's hash chain (store/chain.go) as fsck reads its events: it hashes
+// each event's stored bytes onto the running hash and compares it wherever a hash is stored
+// (every store.ChainEvery-th event, and the session's head), so a rewritten event is placed
+// between two stored hashes, at most store.ChainEvery events apart.
 type chainCheck struct {
 	c    *sessionCheck
-	prev store.ChainHash // the stored hash of the event before the next one
-	ok   bool            // prev is known (false after a damaged hash, until the next one)
+	run  store.ChainHash // the hash of the last event read, as its bytes chain
+	ok   bool            // run is known (false after a gap, until the next stored hash)
+	from int64           // the first sequence hashed since the last stored hash checked
 	seen bool            // an event was read
+	// After a stored hash that did not match, alt goes on from what the events hashed to
+	// there: when the next stored hash matches alt, it was that stored hash that was damaged,
+	// not an event, and the damage is reported once.
+	alt   store.ChainHash
+	altOK bool
 }
 
 // newChain starts the chain at the session's base (store.ChainGenesis when none is recorded).
@@ -118,38 +127,55 @@ func (c *sessionCheck) newChain(raw *store.RawSession) *chainCheck {
 	if !ok {
 		c.find(CheckChain, nil, "the session's chain base is %d bytes, not a SHA-256 hash", len(raw.BaseHash))
 	}
-	return &chainCheck{c: c, prev: base, ok: ok}
+	return &chainCheck{c: c, run: base, ok: ok, from: -1}
 }
 
-// link checks the stored hash of e against its predecessor's; inOrder is false when e does
-// not follow the event before it (a gap or a repeat, reported by the sequence check): its
-// predecessor is then unknown and only the hash's form is checked. Each event's hash is
-// checked against the stored hash of the one before, so one rewritten event is one finding:
-// at the event itself when its hash was left as it was, at the next one when its hash was
-// rewritten to match.
+// link hashes e onto the chain and checks its stored hash, if it has one; inOrder is false
+// when e does not follow the event before it (a gap or a repeat, reported by the sequence
+// check): the chain is then unknown until the next stored hash.
 func (ch *chainCheck) link(e *store.StoredEvent, inOrder bool) {
 	c, seq := ch.c, e.Sequence
+	if !ch.seen || !inOrder {
+		ch.from = seq
+	}
 	ch.seen = true
+	if !inOrder {
+		ch.ok = false
+	}
+	if ch.ok {
+		ch.run = store.ChainNext(ch.run, e.Data)
+	}
+	if ch.altOK = ch.altOK && inOrder; ch.altOK {
+		ch.alt = store.ChainNext(ch.alt, e.Data)
+	}
+	if e.Hash == nil {
+		if store.ChainMarked(seq) {
+			c.find(CheckChain, at(seq), "the event has no chain hash (every %dth event stores one)", store.ChainEvery)
+		}
+		return
+	}
 	stored, ok := store.ChainHead(e.Hash)
 	switch {
-	case e.Hash == nil:
-		c.find(CheckChain, at(seq), "the event has no chain hash")
-		ch.ok = false
-		return
 	case !ok:
 		c.find(CheckChain, at(seq), "the event's chain hash is %d bytes, not a SHA-256 hash", len(e.Hash))
 		ch.ok = false
 		return
+	case !store.ChainMarked(seq):
+		c.find(CheckChain, at(seq), "the event stores a chain hash, which only every %dth event does", store.ChainEvery)
+	case ch.ok && stored != ch.run && ch.altOK && stored == ch.alt:
+		// The events since the last finding chain to this hash from what they hashed to
+		// there: that stored hash was the damage, already reported.
+	case ch.ok && stored != ch.run:
+		c.find(CheckChain, at(seq), "the chain does not hold between sequences %d and %d: the stored events hash to %x there but the hash stored with sequence %d is %x; an event of that range (or this hash) was rewritten after it was appended", ch.from, seq, ch.run[:8], seq, stored[:8])
+		ch.alt, ch.altOK = ch.run, true
+		ch.run, ch.ok, ch.from = stored, true, seq+1
+		return
 	}
-	if ch.ok && inOrder {
-		if want := store.ChainNext(ch.prev, e.Data); want != stored {
-			c.find(CheckChain, at(seq), "the event does not chain to its predecessor: its stored bytes after the previous hash give %x, its row says %x; this event (or its hash) or the one before it was rewritten after it was appended", want[:8], stored[:8])
-		}
-	}
-	ch.prev, ch.ok = stored, true
+	ch.altOK = false
+	ch.run, ch.ok, ch.from = stored, true, seq+1
 }
 
-// end compares the session's head with the log's last event (last, -1 for none).
+// end compares the session's head with the chain of the log's last event (last, -1 for none).
 func (ch *chainCheck) end(raw *store.RawSession, last int64) {
 	c := ch.c
 	if last != raw.LastSequence {
@@ -161,10 +187,12 @@ func (ch *chainCheck) end(raw *store.RawSession, last int64) {
 		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %d bytes, not a SHA-256 hash", len(raw.HeadHash))
 	case raw.HeadHash == nil && ch.seen:
 		c.find(CheckChain, at(raw.LastSequence), "the session's head records no chain hash for its last event")
-	case ch.seen && ch.ok && head != ch.prev:
-		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %x but its last event's is %x: the last event (and its hash) was rewritten after it was appended", head[:8], ch.prev[:8])
-	case !ch.seen && raw.HeadHash != nil && raw.BaseHash != nil && head != ch.prev:
-		c.find(CheckChain, nil, "the whole log was compacted away and the session's head hash %x is not its chain base %x", head[:8], ch.prev[:8])
+	case ch.seen && ch.ok && head != ch.run && ch.from <= last:
+		c.find(CheckChain, at(raw.LastSequence), "the chain does not hold between sequences %d and %d: the stored events hash to %x but the session's head says %x; an event of that range was rewritten after it was appended (or the head was)", ch.from, last, ch.run[:8], head[:8])
+	case ch.seen && ch.ok && head != ch.run:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %x but the hash stored with its last event is %x: the head was rewritten", head[:8], ch.run[:8])
+	case !ch.seen && raw.HeadHash != nil && raw.BaseHash != nil && head != ch.run:
+		c.find(CheckChain, nil, "the whole log was compacted away and the session's head hash %x is not its chain base %x", head[:8], ch.run[:8])
 	}
 }
 

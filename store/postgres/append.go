@@ -34,9 +34,12 @@ const (
 	qLastSeq = `SELECT last_seq, head_hash FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	qRuns    = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
-	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
+	qMaxOrd = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
+	// qInsertEvents writes events with their stored chain hashes ($8: empty or NULL for an
+	// event whose hash is not stored, store.ChainStored).
 	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data, hash)
-		SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bytea[]) AS u`
+		SELECT $1, u.s, u.i, u.k, u.t, u.r, u.d, nullif(u.h, ''::bytea)
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bytea[]) AS u (s, i, k, t, r, d, h)`
 	// qUpsertRuns writes the plan's runs (store.RunWrite). A created run takes its session's
 	// project and agent; queued_ms keeps the time the run first became queued, by the
 	// database's clock, while it stays queued; a run that is no longer active (EndsLease: a
@@ -478,8 +481,8 @@ func (lk *appendLookup) readRuns(br pgx.BatchResults) (final, err error) {
 	return nil, nil
 }
 
-// writeBatch builds round trip 2: the plan's events with their chain hashes (hashes[i] is
-// plan.Added[i]'s), its runs, the last sequence and head hash, the heartbeat and the command
+// writeBatch builds round trip 2: the plan's events with their stored chain hashes (hashes[i]
+// is plan.Added[i]'s; store.ChainStored), its runs, the last sequence and head hash, the heartbeat and the command
 // result, and COMMIT. final is a run that does not encode.
 func writeBatch(lk *appendLookup, plan store.AppendPlan, hashes []store.ChainHash, opts store.AppendOptions) (b *pgx.Batch, final error) {
 	n := len(plan.Added)
@@ -487,7 +490,7 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, hashes []store.ChainHas
 	ids, keys, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	datas, hs := make([][]byte, n), make([][]byte, n)
 	for i, e := range plan.Added {
-		seqs[i], ids[i], keys[i], types[i], runIDs[i], datas[i], hs[i] = e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data, hashes[i][:]
+		seqs[i], ids[i], keys[i], types[i], runIDs[i], datas[i], hs[i] = e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data, store.ChainStored(e.Sequence, &hashes[i])
 	}
 	b = &pgx.Batch{}
 	b.Queue(qInsertEvents, lk.sk, seqs, ids, keys, types, runIDs, datas, hs)

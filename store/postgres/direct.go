@@ -38,9 +38,10 @@ import (
 //     compares with the head's latest committed version (an UPDATE re-reads a row that
 //     changed after the statement's snapshot), not the snapshot's: the appender that held the
 //     lock before may have committed after the snapshot was taken;
-//   - ins writes the events at $4+1.., with the bytes ($7) and chain hashes ($8) the driver
-//     computed for those sequences from that head (store.ChainEvents): the chain is computed
-//     once, in Go, for both paths; and cmd (%[3]s) the command result.
+//   - ins writes the events at $4+1.., with the bytes ($7) and stored chain hashes ($8, empty
+//     where none is stored: store.ChainStored) the driver computed for those sequences from
+//     that head (store.ChainEvents): the chain is computed once, in Go, for both paths; and
+//     cmd (%[3]s) the command result.
 //
 // The parameters the plan's costs would depend on (the session's key, the arrays, the
 // expected sequence) are given as (SELECT $n), values the planner does not look at, so that a
@@ -67,7 +68,7 @@ var qDirect = `WITH %[7]s%[4]s, lk AS (
 	RETURNING session_heads.last_seq - cardinality($2::text[]) AS prev
 ), ins AS (
 	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data, hash)
-	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.data, u.hash
+	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.data, nullif(u.hash, ''::bytea)
 	FROM upd, unnest((SELECT $3::text[]), (SELECT $2::text[]), (SELECT $5::text[]), (SELECT $6::text[]), (SELECT $7::bytea[]), (SELECT $8::bytea[]))
 		WITH ORDINALITY AS u (id, key, typ, run, data, hash, n)
 )%[3]s
@@ -202,7 +203,7 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		datas[i] = ev.JSON(last + 1 + int64(i))
 		head = store.ChainNext(head, datas[i])
 		chain[i] = head
-		hashes[i] = chain[i][:]
+		hashes[i] = store.ChainStored(last+1+int64(i), &chain[i])
 	}
 	args := []any{sk, keys, ids, last, types, runIDs, datas, hashes}
 	hb, cmd := 0, 0
@@ -227,7 +228,7 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		fenced = 1
 		args = append(args, runs)
 	}
-	args = append(args, hashes[n-1], prev[:])
+	args = append(args, chain[n-1][:], prev[:])
 	first := 0 // a small batch looks up every key and eventId: its statement's fixed costs outweigh them
 	if n > maxGroupedEvents {
 		first = 1

@@ -217,10 +217,8 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > last {
 			return &txFinal{fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, last)}
 		}
-		// The chain's base: the hash of the last event deleted, the predecessor of the first
-		// kept one (store/chain.go); kept when that event is gone already.
-		if _, err := tx.Exec(ctx, `UPDATE session_heads SET base_hash = COALESCE((SELECT hash FROM events WHERE sk = $1 AND seq = $2), base_hash) WHERE sk = $1`, sk, through); err != nil {
-			return fmt.Errorf("record the chain's base: %w", err)
+		if err := recordChainBase(ctx, tx, sk, through); err != nil {
+			return err
 		}
 		ct, err := tx.Exec(ctx, `DELETE FROM events WHERE sk = $1 AND seq <= $2`, sk, through)
 		if err != nil {
@@ -267,7 +265,7 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	// whole, so it starts at store.ChainGenesis and no base is recorded.
 	head := store.ChainGenesis
 	for i, h := range store.ChainEvents(store.ChainGenesis, imp.Events) {
-		ev.hashes = append(ev.hashes, h[:])
+		ev.hashes = append(ev.hashes, store.ChainStored(imp.Events[i].Sequence, &h))
 		if i == len(imp.Events)-1 {
 			head = h
 		}
@@ -357,6 +355,51 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	})
 	if err != nil {
 		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	return nil
+}
+
+// recordChainBase records the chain's base of session sk compacted through sequence through:
+// the hash of the event at through (the predecessor of the first kept event, store/chain.go),
+// computed from the last marked event at or before it (store.ChainThrough), or from the
+// session's base when the log starts after that one. When the event at through is gone
+// already (compacted before), the base stays.
+func recordChainBase(ctx context.Context, tx pgx.Tx, sk, through int64) error {
+	var base []byte
+	if err := tx.QueryRow(ctx, `SELECT base_hash FROM session_heads WHERE sk = $1`, sk).Scan(&base); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	from := through - (through+1)%store.ChainEvery // the last marked sequence at or before through
+	rows, err := tx.Query(ctx, `SELECT seq, data, hash FROM events WHERE sk = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, sk, max(from, 0), through)
+	if err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	var evs []store.StoredEvent
+	for rows.Next() {
+		var e store.StoredEvent
+		if err := rows.Scan(&e.Sequence, &e.Data, &e.Hash); err != nil {
+			rows.Close()
+			return fmt.Errorf("record the chain's base: %w", err)
+		}
+		evs = append(evs, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Sequence != through {
+		return nil // the event at through is gone already: the base recorded then stays
+	}
+	start, ok := store.ChainHead(base)
+	if !ok {
+		return fmt.Errorf("record the chain's base: the session's chain base is %d bytes: the store is damaged (run sessiond fsck)", len(base))
+	}
+	h, err := store.ChainThrough(start, evs)
+	if err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE session_heads SET base_hash = $2 WHERE sk = $1`, sk, h[:]); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
 	}
 	return nil
 }

@@ -72,7 +72,8 @@ var goSteps = map[int]func(context.Context, *sql.Tx) error{
 const backfillChainPage = 4096
 
 // backfillChains computes the hash chain (store/chain.go) of every event stored before
-// migration 0014, session by session in sequence order, and records each session's head hash.
+// migration 0014, session by session in sequence order, stores it with the marked events
+// (store.ChainMarked) and records each session's head hash.
 // A session whose first kept event is not sequence 0 (compacted before the chain existed) has
 // no record of its deleted events' hashes: its chain starts from store.ChainGenesis at the
 // first kept event, and its base stays NULL.
@@ -126,6 +127,9 @@ func backfillChains(ctx context.Context, tx *sql.Tx) error {
 				return fmt.Errorf("chain the events of session key %d: %w", sk, err)
 			}
 			for _, r := range page {
+				if !store.ChainMarked(r.rid & (1<<32 - 1)) {
+					continue // only every store.ChainEvery-th event stores its hash
+				}
 				for _, table := range []string{"events", "event_tail"} {
 					if _, err := tx.ExecContext(ctx, `UPDATE `+table+` SET hash = ? WHERE rid = ?`, r.hash[:], r.rid); err != nil {
 						return fmt.Errorf("chain the events of session key %d: %w", sk, err)

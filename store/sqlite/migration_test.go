@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -145,11 +146,11 @@ func databaseAtVersion(t *testing.T, dir string, version int) (*sql.DB, func(q s
 	return db, exec
 }
 
-// TestChainMigration: a database of schema version 13 (no hash chain) with a session of 5
-// events, one compacted through sequence 1 (events 2 to 4 kept, one of them still in the tail)
+// TestChainMigration: a database of schema version 13 (no hash chain) with a session of 20
+// events, one compacted through sequence 1 (events 2 to 19 kept, one of them still in the tail)
 // and one without events is migrated on Open: every stored event gets its chain hash in
 // sequence order (the compacted one's chain starting from the genesis at its first kept
-// event, with no base recorded), each head the hash of its last event; appends after the
+// event, with no base recorded; stored with every 16th event), each head the hash of its last event; appends after the
 // migration go on from those heads.
 func TestChainMigration(t *testing.T) {
 	ctx := context.Background()
@@ -164,14 +165,14 @@ func TestChainMigration(t *testing.T) {
 		if id == "S-empty" {
 			continue
 		}
-		exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 4)`, sk)
-		for i := range 5 {
+		exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 19)`, sk)
+		for i := range 20 {
 			if id == "S-compacted" && i < 2 {
 				continue
 			}
 			ev := storetest.EventWithID(t, id, fmt.Sprintf("ev-%d", i), fmt.Sprintf("key-%d", i), "old")
 			table, pos := "events", ""
-			if i == 4 {
+			if i == 19 {
 				table, pos = "event_tail", fmt.Sprintf("%d, ", sk)
 			}
 			cols := "rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data"
@@ -186,7 +187,7 @@ func TestChainMigration(t *testing.T) {
 	}
 
 	st := openAt(t, dir)
-	chainOf := func(id string) (hashes, want [][]byte, head, base []byte) {
+	chainOf := func(id string) (hashes, want [][]byte, last, head, base []byte) {
 		t.Helper()
 		rows, err := st.rdb.QueryContext(ctx, inBothTables(`SELECT rid, data, hash FROM %[1]s WHERE sk = (SELECT sk FROM sessions WHERE id = ?1)`)+` ORDER BY rid`, id)
 		if err != nil {
@@ -200,32 +201,34 @@ func TestChainMigration(t *testing.T) {
 			if err := rows.Scan(&rid, &e.Data, &e.Hash); err != nil {
 				t.Fatal(err)
 			}
+			e.Sequence = rid & (1<<32 - 1)
 			evs = append(evs, e)
 			hashes = append(hashes, e.Hash)
 		}
-		for _, h := range store.ChainEvents(store.ChainGenesis, evs) {
-			want = append(want, append([]byte(nil), h[:]...))
+		for i, h := range store.ChainEvents(store.ChainGenesis, evs) {
+			want = append(want, bytes.Clone(store.ChainStored(evs[i].Sequence, &h)))
+			last = bytes.Clone(h[:])
 		}
 		if err := st.rdb.QueryRowContext(ctx, `SELECT head_hash, base_hash FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = ?)`, id).Scan(&head, &base); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			t.Fatal(err)
 		}
-		return hashes, want, head, base
+		return hashes, want, last, head, base
 	}
 	for _, id := range []string{"S-whole", "S-compacted"} {
-		hashes, want, head, base := chainOf(id)
-		if fmt.Sprint(hashes) != fmt.Sprint(want) || len(want) == 0 || fmt.Sprint(head) != fmt.Sprint(want[len(want)-1]) || base != nil {
-			t.Errorf("%s after migration: hashes %x, want %x; head %x; base %x (want none)", id, hashes, want, head, base)
+		hashes, want, last, head, base := chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || len(bytes.Join(want, nil)) != 32 || !bytes.Equal(head, last) || base != nil {
+			t.Errorf("%s after migration: hashes %x, want %x; head %x, want %x; base %x (want none)", id, hashes, want, head, last, base)
 		}
 		next := storetest.EventWithID(t, id, "ev-new", "key-new", "new")
-		if res, err := st.Append(ctx, id, []*contract.EncodedEvent{next}, store.AppendOptions{}); err != nil || res[0].Sequence != 5 {
+		if res, err := st.Append(ctx, id, []*contract.EncodedEvent{next}, store.AppendOptions{}); err != nil || res[0].Sequence != 20 {
 			t.Fatalf("%s: append after migration: %+v, %v", id, res, err)
 		}
-		hashes, want, head, _ = chainOf(id)
-		if fmt.Sprint(hashes) != fmt.Sprint(want) || fmt.Sprint(head) != fmt.Sprint(want[len(want)-1]) {
-			t.Errorf("%s after an append: hashes %x, want %x; head %x", id, hashes, want, head)
+		hashes, want, last, head, _ = chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || !bytes.Equal(head, last) {
+			t.Errorf("%s after an append: hashes %x, want %x; head %x, want %x", id, hashes, want, head, last)
 		}
 	}
-	if _, _, head, _ := chainOf("S-empty"); head != nil {
+	if _, _, _, head, _ := chainOf("S-empty"); head != nil {
 		t.Errorf("S-empty: head hash %x, want none", head)
 	}
 }

@@ -538,7 +538,8 @@ func asFatal(what string, err error) error {
 }
 
 // insertEvents inserts the events an append's plan adds (store.AppendPlan.Added), in sequence
-// order, with their chain hashes (hashes[i] is evs[i]'s), up to maxEventsPerInsert in one
+// order, with their chain hashes where they are stored (hashes[i] is evs[i]'s;
+// store.ChainStored), up to maxEventsPerInsert in one
 // statement (qInsertEvents): a statement per event cost more in binding, stepping and
 // resetting it than its row did.
 func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent, hashes []store.ChainHash) error {
@@ -565,7 +566,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 				args = append(args, w.tail.nextPos)
 				w.tail.nextPos++
 			}
-			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i], hashes[i][:])
+			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i], store.ChainStored(evs[i].Sequence, &hashes[i]))
 		}
 		_, err = st.ExecContext(w.ctx, args...)
 		clear(args)
@@ -926,7 +927,7 @@ func qInsertRows(head string, cols, n int) string {
 }
 
 // eventRow appends to args the arguments of qInsertEvents for event e of session sk in
-// generation gen, with its chain hash. Its key rid is sk * 2^32 + seq (migration 0010: the
+// generation gen, with its stored chain hash (nil for none, store.ChainStored). Its key rid is sk * 2^32 + seq (migration 0010: the
 // events table is a rowid table so that its interior pages hold integer keys, not whole rows).
 func eventRow(args []any, sk, gen int64, e *store.StoredEvent, hash []byte) []any {
 	return append(args, sk<<32+e.Sequence, sk, e.Sequence, gen, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data, hash)

@@ -1,6 +1,7 @@
 -- 0011: the hash chain of every session's log (store/chain.go).
 --
--- Each event row carries hash, SHA-256 over its predecessor's hash and its stored bytes (data);
+-- Each event has a hash, SHA-256 over its predecessor's hash and its stored bytes (data), kept in
+-- the row of every 16th event (sequences 15, 31, ...: store.ChainMarked), NULL in the others;
 -- the session's head carries head_hash, the hash of the event at last_seq (32 zero bytes, the
 -- chain's genesis, for an empty log), written in the commit of every append with last_seq;
 -- base_hash is the hash of the last event a compaction deleted (the predecessor of the first
@@ -23,7 +24,9 @@ BEGIN
         h := '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea;
         FOR e IN SELECT seq, data FROM events WHERE sk = s.sk ORDER BY seq LOOP
             h := sha256(h || e.data);
-            UPDATE events SET hash = h WHERE sk = s.sk AND seq = e.seq;
+            IF e.seq % 16 = 15 THEN
+                UPDATE events SET hash = h WHERE sk = s.sk AND seq = e.seq;
+            END IF;
         END LOOP;
         UPDATE session_heads SET head_hash = h WHERE sk = s.sk;
     END LOOP;
