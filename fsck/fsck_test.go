@@ -395,19 +395,6 @@ func storedEvents(t *testing.T, d *driver, id string) []store.StoredEvent {
 	return out
 }
 
-// onlyFinding fails unless rep holds exactly one finding, of check, for session id at seq,
-// saying says.
-func onlyFinding(t *testing.T, rep *fsck.Report, check, id string, seq int64, says string) {
-	t.Helper()
-	if len(rep.Findings) != 1 {
-		t.Fatalf("%d findings; want 1:\n%s", len(rep.Findings), findings(rep))
-	}
-	f := rep.Findings[0]
-	if f.Check != check || f.SessionID != id || f.Sequence == nil || *f.Sequence != seq || !strings.Contains(f.Message, says) {
-		t.Errorf("finding: %s; want %s of %s at %d saying %q", findings(rep), check, id, seq, says)
-	}
-}
-
 // longSession appends a session S-long of 40 message events to the fixture's store (its hashes
 // stored with sequences 15 and 31, store.ChainMarked, and its head at 39) and closes it.
 func longSession(t *testing.T, d *driver) {

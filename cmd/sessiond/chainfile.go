@@ -62,10 +62,9 @@ func isChainTrailer(line []byte) bool { return bytes.HasPrefix(line, []byte(chai
 
 // chainWriter writes an export: each event line, then the trailer.
 type chainWriter struct {
-	w      *bufio.Writer
-	ch     *store.Chainer
-	tr     exportChain
-	failed error
+	w  *bufio.Writer
+	ch *store.Chainer
+	tr exportChain
 }
 
 func newChainWriter(w io.Writer, sessionID string, session *api.CreateSessionRequest) *chainWriter {
