@@ -142,7 +142,10 @@ func backfillChains(ctx context.Context, tx *sql.Tx) error {
 			found, after = true, page[len(page)-1].rid
 		}
 		if found {
-			if _, err := tx.ExecContext(ctx, `UPDATE session_heads SET head_hash = ? WHERE sk = ?`, prev[:], sk); err != nil {
+			// A session imported after migration 0013 and never appended to since has no head
+			// row: it gets one, at its last sequence.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_heads (sk, last_seq, head_hash) SELECT sk, `+lastSeqExpr+`, ?1 FROM sessions WHERE sk = ?2
+				ON CONFLICT (sk) DO UPDATE SET head_hash = ?1`, prev[:], sk); err != nil {
 				return fmt.Errorf("chain the events of session key %d: record the head: %w", sk, err)
 			}
 		}

@@ -147,7 +147,8 @@ func databaseAtVersion(t *testing.T, dir string, version int) (*sql.DB, func(q s
 }
 
 // TestChainMigration: a database of schema version 13 (no hash chain) with a session of 20
-// events, one compacted through sequence 1 (events 2 to 19 kept, one of them still in the tail)
+// events, one compacted through sequence 1 (events 2 to 19 kept, one of them still in the tail;
+// restored by an import, which wrote no head row before 0014)
 // and one without events is migrated on Open: every stored event gets its chain hash in
 // sequence order (the compacted one's chain starting from the genesis at its first kept
 // event, with no base recorded; stored with every 16th event), each head the hash of its last event; appends after the
@@ -165,7 +166,11 @@ func TestChainMigration(t *testing.T) {
 		if id == "S-empty" {
 			continue
 		}
-		exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 19)`, sk)
+		if id == "S-whole" {
+			exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 19)`, sk)
+		} else {
+			exec(`UPDATE sessions SET last_seq = 19 WHERE sk = ?`, sk) // imported: no head row (ImportSession wrote none before 0014)
+		}
 		for i := range 20 {
 			if id == "S-compacted" && i < 2 {
 				continue
