@@ -451,8 +451,10 @@ func (w *writer) session(id string) (*sessState, error) {
 		return nil, fatal("look up session", err)
 	}
 	var ok bool
-	if ss.head, ok = store.ChainHead(head); !ok {
-		return nil, fatal("look up session", fmt.Errorf("session %q: its head's chain hash is %d bytes, not %d: the store is damaged (run sessiond fsck)", id, len(head), len(ss.head)))
+	if ss.head, ok = store.ChainHead(head); !ok || (head == nil && ss.last >= 0) {
+		// A log with events and no head hash would chain its next event to the genesis. The
+		// request fails alone (nothing is written), not the group.
+		return nil, fmt.Errorf("session %q: its head's chain hash is %d bytes at sequence %d, not %d: the store is damaged (run sessiond fsck)", id, len(head), ss.last, len(ss.head))
 	}
 	w.cache[id] = ss
 	return ss, nil
