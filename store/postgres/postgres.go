@@ -62,6 +62,8 @@ type Store struct {
 	delivered deliveredSet
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+	// heads is where this store's appends last left each session's log (heads.go).
+	heads headCache
 }
 
 var _ store.Store = (*Store)(nil)
