@@ -106,7 +106,7 @@
 // one before, so it is reported by a notification within milliseconds or by a poll within a
 // second of the commit, or of the listener's reconnection, whichever is later. A listener whose
 // connection fails (a statement fails, or a poll takes more than 10 seconds) reconnects with
-// backoff (50 ms doubling to 5 s, with jitter) and keeps the previous poll's snapshot, so the
+// backoff (50 ms doubling to 2 s, with jitter) and keeps the previous poll's snapshot, so the
 // first poll after LISTEN covers the whole outage. Subscribers never wait for events that are
 // already committed; remote commits are reported late during an outage, never lost.
 //
