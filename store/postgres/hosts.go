@@ -71,11 +71,11 @@ const (
 type hostState int
 
 const (
-	hostUnknown  hostState = iota // not probed yet, or the probe could not tell
-	hostPrimary                   // answers, and takes writes
-	hostStandby                   // answers, read-only (in recovery)
-	hostDown                      // refuses connections or closed them
-	hostUnresponsive              // does not answer within the probe's deadline
+	hostUnknown      hostState = iota // not probed yet, or the probe could not tell
+	hostPrimary                       // answers, and takes writes
+	hostStandby                       // answers, read-only (in recovery)
+	hostDown                          // refuses connections or closed them
+	hostUnresponsive                  // does not answer within the probe's deadline
 )
 
 func (s hostState) String() string {
@@ -121,7 +121,7 @@ type hosts struct {
 	mu     sync.Mutex
 	state  map[string]hostState
 	since  map[string]time.Time
-	ipName map[string]string                     // resolved address -> the host name that resolved to it
+	ipName map[string]string                    // resolved address -> the host name that resolved to it
 	conns  map[string]map[*trackedConn]struct{} // server -> sockets open to it
 }
 
