@@ -297,8 +297,10 @@ func (s *Store) Close() error {
 	s.stopNumberer()
 	s.notifier.stop()
 	s.lis.stop()
-	s.probe.stop()
+	// The pool before the prober: closing a connection to a hung server sends a cancel request
+	// there, which waits until the prober closes its socket too.
 	s.pool.Close()
+	s.probe.stop()
 	return nil
 }
 
