@@ -25,9 +25,9 @@ var pgPrograms = []string{"initdb", "postgres", "pg_ctl", "pg_basebackup", "psql
 
 // pgEnv is where PostgreSQL's programs are and who runs them.
 type pgEnv struct {
-	bin  string               // the directory of initdb, postgres, pg_ctl, pg_basebackup
-	cred *syscall.Credential  // the postgres user's, when the test runs as root; nil otherwise
-	uid  int                  // the owner to give the clusters' directories
+	bin  string              // the directory of initdb, postgres, pg_ctl, pg_basebackup
+	cred *syscall.Credential // the postgres user's, when the test runs as root; nil otherwise
+	uid  int                 // the owner to give the clusters' directories
 	gid  int
 }
 

@@ -237,12 +237,12 @@ type workload struct {
 	mu       sync.Mutex
 	acks     map[string]map[string]int64 // session -> idempotency key -> acknowledged sequence
 	ackTimes []time.Time
-	created  []string                  // every session created
-	streams  map[string][]streamed     // session -> events its stream delivered
-	feed     []change                  // the change feed's changes, in order
-	internal []string                  // every INTERNAL answer, anywhere
-	failures []string                  // anything else unexpected
-	codes    map[string]int            // answers refused and retried, by code
+	created  []string              // every session created
+	streams  map[string][]streamed // session -> events its stream delivered
+	feed     []change              // the change feed's changes, in order
+	internal []string              // every INTERNAL answer, anywhere
+	failures []string              // anything else unexpected
+	codes    map[string]int        // answers refused and retried, by code
 
 	tailStop   atomic.Bool // the test interrupted it
 	tail       *exec.Cmd
