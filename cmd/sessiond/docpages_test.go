@@ -157,24 +157,30 @@ func TestDeployDoc(t *testing.T) {
 }
 
 // withoutSection returns doc without the section that starts at the heading line heading (up
-// to the next heading of its level or above), and whether it was there.
+// to the next heading of its level or above, outside code fences), and whether it was there.
 func withoutSection(doc, heading string) (string, bool) {
-	i := strings.Index(doc, "\n"+heading+"\n")
-	if i < 0 {
-		return doc, false
-	}
-	level := strings.SplitN(heading, " ", 2)[0]
-	rest := doc[i+1+len(heading):]
-	end := len(rest)
-	for _, prefix := range []string{"\n# ", "\n## ", "\n### "}[:len(level)] {
-		if j := strings.Index(rest, prefix); j >= 0 && j < end {
-			end = j
+	level := len(strings.SplitN(heading, " ", 2)[0])
+	lines := strings.Split(doc, "\n")
+	out := make([]string, 0, len(lines))
+	found, in, fence := false, false, false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if !fence && strings.HasPrefix(l, "#") {
+			if l == heading {
+				found, in = true, true
+				continue
+			}
+			if h := strings.SplitN(l, " ", 2)[0]; in && strings.Trim(h, "#") == "" && len(h) <= level {
+				in = false
+			}
+		}
+		if !in {
+			out = append(out, l)
 		}
 	}
-	if end == len(rest) {
-		return doc[:i+1], true
-	}
-	return doc[:i+1] + rest[end+1:], true
+	return strings.Join(out, "\n"), found
 }
 
 // testStoreURL returns the document's --store URL pointed at the test database: its host,
