@@ -84,7 +84,13 @@ type Options struct {
 // URL parameters understood besides libpq's: pool_max_conns (default DefaultMaxConns) and the
 // other pgxpool settings; any run-time parameter such as search_path or synchronous_commit. When
 // the URL does not set synchronous_commit and the server's default is "off", the store sets it
-// to "on" for its connections: an append is durable before it is acknowledged.
+// to "on" for its connections: an append is durable before it is acknowledged. When the URL
+// does not set them, connect_timeout is DefaultConnectTimeout, statement_timeout
+// DefaultStatementTimeout, lock_timeout DefaultLockTimeout and pool_ping_timeout 2 s: a server
+// that hangs must not hold the store's connections (see hosts.go for the probe that leaves it
+// behind, and the order in which a URL's several servers are tried). Open logs a warning when
+// the URL names several servers and the primary's synchronous_commit and
+// synchronous_standby_names cannot promise that an acknowledged event survives its loss.
 //
 // opt, at most one, configures the store (the zero Options when none is given).
 func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
