@@ -87,12 +87,12 @@ func containsAny(s string, subs ...string) bool {
 // store.Unreachable; a write sent when its connection was lost (inDoubt) is store.CommitUnknown.
 // The errors of the operating system are classified by store.ClassifyOS, as for every driver.
 func classify(err error) error {
+	var de *doubtError
+	if errors.As(err, &de) { // before the context errors: a write past its own deadline is in doubt
+		return store.Unavailable(store.CommitUnknown, err)
+	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
-	}
-	var de *doubtError
-	if errors.As(err, &de) {
-		return store.Unavailable(store.CommitUnknown, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
