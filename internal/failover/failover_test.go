@@ -31,7 +31,7 @@ import (
 )
 
 var (
-	flagSwitches    = flag.Int("failover.switches", 3, "database switches to run (kill and freeze alternate, a kill first); make failover sets it")
+	flagSwitches    = flag.Int("failover.switches", 2, "database switches to run (kill and freeze alternate, a kill first); make failover sets it")
 	flagMaxRecovery = flag.Duration("failover.max-recovery", 5*time.Second, "the longest allowed time from a promotion to the first accepted write")
 )
 
