@@ -77,6 +77,13 @@ func TestFailover(t *testing.T) {
 		}
 	}()
 
+	// With a synchronous standby, an acknowledgement survives the primary's loss: no warning.
+	for i, l := range logs {
+		if strings.Contains(l.String(), "acknowledged event") && strings.Contains(l.String(), "level=WARN") {
+			t.Errorf("instance %d warns about its acknowledgements with a synchronous standby:\n%s", i, l.String())
+		}
+	}
+
 	w := newWorkload(t, bin, urls)
 	w.start()
 	primary, standby := a, b

@@ -309,3 +309,45 @@ func TestFrozenServerLeftBehind(t *testing.T) {
 		t.Errorf("no append was accepted for %v after the freeze; want at most the probe's period and deadline and a connect timeout (%v)", stall.Round(time.Millisecond), limit)
 	}
 }
+
+// TestOpenWarnsWithoutSynchronousStandby: a URL naming two servers (the test database twice,
+// as 127.0.0.1 and localhost)
+// on a server without synchronous_standby_names gets the warning that an acknowledged event may
+// not survive the primary's loss; the same URL naming one server does not.
+func TestOpenWarnsWithoutSynchronousStandby(t *testing.T) {
+	base := pgtest.Schema(t)
+	cfg, err := pgconn.ParseConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	if cfg.Host != "127.0.0.1" {
+		t.Skipf("the test database is not on 127.0.0.1 (%s): the test names it twice as 127.0.0.1 and localhost", hp)
+	}
+	two := strings.Replace(base, "@"+hp, "@"+hp+",localhost:"+fmt.Sprint(cfg.Port), 1)
+	if two == base {
+		t.Skipf("the test database's URL %s does not name host:port after @", base)
+	}
+	var names string
+	if err := pgtest.Admin(t).QueryRow(context.Background(), "SELECT current_setting('synchronous_standby_names')").Scan(&names); err != nil {
+		t.Fatal(err)
+	}
+	if names != "" {
+		t.Skipf("the test server has a synchronous standby (%q)", names)
+	}
+	const warning = "may lack the last acknowledged events"
+	for _, c := range []struct {
+		url  string
+		warn bool
+	}{{base, false}, {two, true}} {
+		var logs logBuffer
+		st, err := Open(context.Background(), c.url, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		if got := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), warning); got != c.warn {
+			t.Errorf("Open(%s): warned %v, want %v; the log:\n%s", c.url, got, c.warn, logs.String())
+		}
+	}
+}
