@@ -7,7 +7,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: help build run test bench lint fuzz sim failover
 
 help: ## show this help
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 build: ## build the sessiond binary into ./sessiond
 	$(GO) build -o sessiond ./cmd/sessiond
