@@ -43,6 +43,11 @@ const (
 	// does not set lock_timeout: a statement waiting longer for a lock (a session's row held by
 	// an instance that froze inside its transaction) is cancelled.
 	DefaultLockTimeout = "10s"
+	// DefaultIdleInTransactionTimeout is the server's idle_in_transaction_session_timeout for
+	// the store's connections when the URL does not set it: the server ends a session that sits
+	// inside a transaction for longer (an instance that froze between the round trips of an
+	// append), releasing the session's row it locked.
+	DefaultIdleInTransactionTimeout = "60s"
 
 	// probeEvery is how often each server of the URL is probed.
 	probeEvery = time.Second

@@ -86,7 +86,8 @@ type Options struct {
 // the URL does not set synchronous_commit and the server's default is "off", the store sets it
 // to "on" for its connections: an append is durable before it is acknowledged. When the URL
 // does not set them, connect_timeout is DefaultConnectTimeout, statement_timeout
-// DefaultStatementTimeout, lock_timeout DefaultLockTimeout and pool_ping_timeout 2 s: a server
+// DefaultStatementTimeout, lock_timeout DefaultLockTimeout, idle_in_transaction_session_timeout
+// DefaultIdleInTransactionTimeout and pool_ping_timeout 2 s: a server
 // that hangs must not hold the store's connections (see hosts.go for the probe that leaves it
 // behind, and the order in which a URL's several servers are tried). Open logs a warning when
 // the URL names several servers and the primary's synchronous_commit and
@@ -166,6 +167,9 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 	if rp["lock_timeout"] == "" {
 		rp["lock_timeout"] = DefaultLockTimeout
 	}
+	if rp["idle_in_transaction_session_timeout"] == "" {
+		rp["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
+	}
 	// What an acknowledgement means under replication: a warning when it may not survive the
 	// primary's loss, said at debug level otherwise (a healthy store logs nothing).
 	ack := acknowledgement(syncCommit, standbyNames, len(hs.keys))
@@ -173,6 +177,7 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		"synchronous_standby_names", standbyNames, "hosts", len(hs.keys))
 	o.Logger.Debug("postgres store: deadlines", "connect_timeout", cfg.ConnConfig.ConnectTimeout,
 		"statement_timeout", rp["statement_timeout"], "lock_timeout", rp["lock_timeout"],
+		"idle_in_transaction_session_timeout", rp["idle_in_transaction_session_timeout"],
 		"probeEvery", probeEvery, "probeTimeout", probeTimeout, "groupTimeout", groupTimeout)
 
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
