@@ -367,14 +367,14 @@ export class Client {
     return this.command(sessionId, { commandType: "steer", runId, payload: { targetRunId: runId, text } });
   }
 
-  /** Approves a pending approval. */
-  approve(sessionId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
-    return this.command(sessionId, { commandType: "approval", payload: { approvalId, decision: "approved", ...(reason ? { reason } : {}) } });
+  /** Approves a pending approval of run runId. */
+  approve(sessionId: string, runId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
+    return this.command(sessionId, { commandType: "approval", runId, payload: { approvalId, decision: "approved", ...(reason ? { reason } : {}) } });
   }
 
-  /** Rejects a pending approval. */
-  reject(sessionId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
-    return this.command(sessionId, { commandType: "approval", payload: { approvalId, decision: "rejected", ...(reason ? { reason } : {}) } });
+  /** Rejects a pending approval of run runId. */
+  reject(sessionId: string, runId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
+    return this.command(sessionId, { commandType: "approval", runId, payload: { approvalId, decision: "rejected", ...(reason ? { reason } : {}) } });
   }
 
   /** Claims the oldest queued run matching req, waiting up to req.wait; undefined when none came. */
