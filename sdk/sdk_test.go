@@ -9,14 +9,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/testenv"
 )
 
-// sessiondBin is the sessiond binary the tests build once (TestMain).
-var sessiondBin string
+// sessiondBin is the sessiond binary the tests build once (TestMain), in buildDir.
+var sessiondBin, buildDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		buildDir = dir
 		build := exec.Command("go", "build", "-o", dir, "./cmd/sessiond")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
@@ -114,21 +116,74 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// TestTypeScriptSDK compiles the TypeScript SDK and its tests with the pinned tsc, with the ts
-// blocks of docs/sdk.md as more test files (they import the package by its name), and runs
-// them with node --test against the real server: retried appends, follow across cut
-// connections, the worker's lease and stop, fencing.
+var (
+	tsOnce sync.Once
+	tsDir  string
+	tsErr  error
+)
+
+// typescript compiles the TypeScript SDK, its tests and its test programs with the pinned tsc
+// once per test binary, with the ts blocks of docs/sdk.md as more test files (they import the
+// package by its name), and returns the package's directory (dist/ holds the output).
+func typescript(t *testing.T) string {
+	t.Helper()
+	node := testenv.Need(t, "node", "it runs the TypeScript SDK's tests", "apt-get install nodejs npm")
+	tsOnce.Do(func() {
+		pkg := filepath.Join(buildDir, "typescript")
+		if tsErr = os.MkdirAll(pkg, 0o755); tsErr != nil {
+			return
+		}
+		for _, f := range []string{"package.json", "package-lock.json"} {
+			b, err := os.ReadFile(filepath.Join("typescript", f))
+			if err != nil {
+				tsErr = err
+				return
+			}
+			if tsErr = os.WriteFile(filepath.Join(pkg, f), b, 0o644); tsErr != nil {
+				return
+			}
+		}
+		mods, err := filepath.Abs(filepath.Join("typescript", "node_modules"))
+		if err != nil {
+			tsErr = err
+			return
+		}
+		if _, err := os.Stat(mods); err != nil {
+			tsErr = fmt.Errorf("the TypeScript SDK's packages are not installed: run npm ci --prefix sdk/typescript (%v)", err)
+			return
+		}
+		if tsErr = os.Symlink(mods, filepath.Join(pkg, "node_modules")); tsErr != nil {
+			return
+		}
+		copyTree(t, "typescript", pkg)
+		for i, s := range snippets(t, "ts") {
+			if tsErr = os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); tsErr != nil {
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
+		cmd.Dir = pkg
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tsErr = fmt.Errorf("tsc -p tsconfig.test.json: %v\n%s", err, out)
+		}
+		tsDir = pkg
+	})
+	if tsErr != nil {
+		t.Fatal(tsErr)
+	}
+	return tsDir
+}
+
+// TestTypeScriptSDK runs the TypeScript SDK's tests (test/*.test.ts, compiled by typescript)
+// with node --test against the real server: retried appends, follow across cut connections,
+// the worker's lease and stop, fencing; the adapters with the real AI SDK, OpenAI Agents SDK and
+// LangGraph.js, offline; and the ts blocks of docs/sdk.md.
 func TestTypeScriptSDK(t *testing.T) {
 	url, log := serve(t)
 	node := testenv.Need(t, "node", "it runs the TypeScript SDK's tests", "apt-get install nodejs npm")
-	pkg := testenv.NpmPackages(t, "typescript")
-	copyTree(t, "typescript", pkg)
-	for i, s := range snippets(t, "ts") {
-		if err := os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, url, log, pkg, nil, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
+	pkg := typescript(t)
 	out := run(t, url, log, pkg, nil, node, "--test", "--test-concurrency=1", "dist/test/")
 	t.Logf("node --test:\n%s", out)
 }
