@@ -156,6 +156,18 @@ func typescript(t *testing.T) string {
 			return
 		}
 		copyTree(t, "typescript", pkg)
+		// The example worker, compiled beside the tests (it imports the package by its name).
+		ex, err := os.ReadFile(filepath.Join("..", "examples", "aisdk-worker", "worker.ts"))
+		if err != nil {
+			tsErr = err
+			return
+		}
+		if tsErr = os.MkdirAll(filepath.Join(pkg, "examples"), 0o755); tsErr != nil {
+			return
+		}
+		if tsErr = os.WriteFile(filepath.Join(pkg, "examples", "aisdk-worker.ts"), ex, 0o644); tsErr != nil {
+			return
+		}
 		for i, s := range snippets(t, "ts") {
 			if tsErr = os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); tsErr != nil {
 				return

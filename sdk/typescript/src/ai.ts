@@ -68,16 +68,51 @@ export class AIRun<TOOLS extends ToolSet = ToolSet> {
       this.injected.push({ at: base.length, message: { role: "user", content: s.text }, steer: s });
       this.recorder.record({ eventType: "steer", payload: { commandId: s.commandId, targetRunId: this.job.runId, text: s.text, status: "applied" } } as EventInput);
     }
-    if (this.injected.length === 0) return mine;
+    const placed = this.injected.filter((i) => i.at !== Number.MAX_SAFE_INTEGER);
+    if (placed.length === 0) return mine;
     // Each steer stays where it was put: the SDK rebuilds a step's messages from the prompt
     // and the earlier steps' responses, so the steers are put back in every later step.
     const messages: ModelMessage[] = [];
     let k = 0;
     for (let i = 0; i <= base.length; i++) {
-      while (k < this.injected.length && this.injected[k].at === i) messages.push(this.injected[k++].message);
+      while (k < placed.length && placed[k].at === i) messages.push(placed[k++].message);
       if (i < base.length) messages.push(base[i]);
     }
     return { ...(mine ?? {}), messages };
+  }
+
+  /**
+   * The conversation of a finished call (its messages and its response's), with the steers
+   * its steps took put back in place; from then on they are part of the messages, not put in
+   * again by prepareStep.
+   */
+  private absorb(conversation: ModelMessage[]): ModelMessage[] {
+    const placed = this.injected.filter((i) => i.at !== Number.MAX_SAFE_INTEGER);
+    const out: ModelMessage[] = [];
+    let k = 0;
+    for (let i = 0; i <= conversation.length; i++) {
+      while (k < placed.length && placed[k].at === i) out.push(placed[k++].message);
+      if (i < conversation.length) out.push(conversation[i]);
+    }
+    for (const p of placed) p.at = Number.MAX_SAFE_INTEGER;
+    return out;
+  }
+
+  /**
+   * The messages that continue a finished call whose conversation was conversation: it, the
+   * steers its steps took, and the steers that came during its last step, which no step took,
+   * as user messages (each recorded "applied"); undefined when no steer came late.
+   */
+  continuation(conversation: ModelMessage[]): ModelMessage[] | undefined {
+    const late = this.job.takeSteers();
+    if (late.length === 0) return undefined;
+    const out = this.absorb(conversation);
+    for (const s of late) {
+      this.injected.push({ at: Number.MAX_SAFE_INTEGER, message: { role: "user", content: s.text }, steer: s });
+      this.recorder.record({ eventType: "steer", payload: { commandId: s.commandId, targetRunId: this.job.runId, text: s.text, status: "applied" } } as EventInput);
+      out.push({ role: "user", content: s.text });
+    }
+    return out;
   }
 
   /** The steers this run took, in order. */
@@ -137,11 +172,11 @@ export class AIRun<TOOLS extends ToolSet = ToolSet> {
   }
 
   /**
-   * Consumes a streamText result's fullStream, recording every part, and appends the run's
-   * terminal status: completed, stopped (the stop aborted the call), or failed (an error
-   * event first). It does not throw for the model's errors or an abort: see the outcome.
+   * Consumes a streamText result's fullStream, recording every part, and says how it ended
+   * (without appending the run's terminal status: finish does). It does not throw for the
+   * model's errors or an abort.
    */
-  async recordStream(result: { fullStream: AsyncIterable<TextStreamPart<TOOLS>> }): Promise<AIRunOutcome> {
+  async consume(result: { fullStream: AsyncIterable<TextStreamPart<TOOLS>> }): Promise<AIRunOutcome> {
     let end: RunEnd = { status: "completed" };
     let finishReason: string | undefined;
     let totalUsage: LanguageModelUsage | undefined;
@@ -160,8 +195,23 @@ export class AIRun<TOOLS extends ToolSet = ToolSet> {
     } catch (e) {
       end = this.job.signal.aborted ? endOfAbort(this.job) : { status: "failed", error: e };
     }
-    await finishRun(this.job, this.recorder, this.startedAt, end, "MODEL_ERROR");
     return { end, finishReason, totalUsage, steers: this.steers };
+  }
+
+  /** Appends the run's terminal status for end (completed, stopped, or failed after an error event). */
+  finish(end: RunEnd): Promise<void> {
+    return finishRun(this.job, this.recorder, this.startedAt, end, "MODEL_ERROR");
+  }
+
+  /**
+   * Consumes a streamText result's fullStream, recording every part, and appends the run's
+   * terminal status: completed, stopped (the stop aborted the call), or failed (an error
+   * event first). It does not throw for the model's errors or an abort: see the outcome.
+   */
+  async recordStream(result: { fullStream: AsyncIterable<TextStreamPart<TOOLS>> }): Promise<AIRunOutcome> {
+    const out = await this.consume(result);
+    await this.finish(out.end);
+    return out;
   }
 
   /**
@@ -207,13 +257,28 @@ export type GenerateTextParams<TOOLS extends ToolSet> = Omit<Parameters<typeof g
 /**
  * Runs streamText as the job's run: appends "running", streams the model's work into the
  * session, and ends the run completed, stopped or failed. A stop command aborts the call; a
- * steer command is the next step's user message.
+ * steer command is the next step's user message, and a steer that comes during the last step
+ * continues the conversation: streamText again, with the messages so far and the steer.
  */
-export async function streamTextRun<TOOLS extends ToolSet>(job: Job, params: StreamTextParams<TOOLS>, opts: Omit<AIRunOptions<TOOLS>, "prepareStep"> = {}): Promise<AIRunOutcome> {
+export async function streamTextRun<TOOLS extends ToolSet>(job: Job, params: StreamTextParams<TOOLS>, opts: Omit<AIRunOptions<TOOLS>, "prepareStep"> & { maxContinuations?: number } = {}): Promise<AIRunOutcome> {
   const run = new AIRun<TOOLS>(job, { ...opts, prepareStep: params.prepareStep });
   await job.status("running", { startedAt: nowISO() });
-  const result = streamText<TOOLS>({ ...params, ...run.settings } as Parameters<typeof streamText<TOOLS>>[0]);
-  return run.recordStream(result);
+  const p = params as StreamTextParams<TOOLS> & { prompt?: unknown; messages?: ModelMessage[] };
+  let messages: ModelMessage[] | undefined = p.messages ?? (typeof p.prompt === "string" ? [{ role: "user", content: p.prompt }] : undefined);
+  let call = { ...params, ...run.settings } as Parameters<typeof streamText<TOOLS>>[0];
+  let out: AIRunOutcome;
+  for (let n = 0; ; n++) {
+    const result = streamText<TOOLS>(call);
+    out = await run.consume(result);
+    if (out.end.status !== "completed" || messages === undefined || n >= (opts.maxContinuations ?? 16)) break;
+    const next = run.continuation([...messages, ...(await result.response).messages]);
+    if (!next) break;
+    messages = next;
+    const { prompt: _prompt, ...rest } = call as typeof call & { prompt?: unknown };
+    call = { ...rest, messages } as Parameters<typeof streamText<TOOLS>>[0];
+  }
+  await run.finish(out.end);
+  return out;
 }
 
 /** Runs generateText as the job's run, as streamTextRun does (recorded when the call returns). */
