@@ -212,12 +212,12 @@ func workerChaos(t *testing.T, worker func(url, agent string) *exec.Cmd) {
 	}()
 
 	// Chaos for 5 s: a random busy worker (not the paused one) SIGKILLed every 400 ms and
-	// replaced; a busy worker paused from 1 s to 3.5 s; the server SIGKILLed at 2 s and
-	// restarted.
+	// replaced; from 1 s on, the first busy worker paused for 2.5 s; the server SIGKILLed at 2 s
+	// and restarted. The chaos ends when the paused worker has been resumed.
 	kills := 0
 	paused := -1
 	pause := time.After(1 * time.Second)
-	resume := time.After(3500 * time.Millisecond)
+	var resume <-chan time.Time // set when a worker is paused: 2.5 s later
 	restart := time.After(2 * time.Second)
 	end := time.After(5 * time.Second)
 	tick := time.NewTicker(400 * time.Millisecond)
@@ -225,6 +225,13 @@ chaos:
 	for {
 		select {
 		case <-end:
+			if paused >= 0 || resume == nil {
+				if ctx.Err() != nil {
+					t.Fatalf("no worker was busy to be paused")
+				}
+				end = time.After(100 * time.Millisecond) // not before the paused worker is resumed
+				continue
+			}
 			break chaos
 		case <-pause:
 			mu.Lock()
@@ -234,12 +241,11 @@ chaos:
 				continue
 			}
 			procs[paused].Process.Signal(syscall.SIGSTOP)
+			resume = time.After(2500 * time.Millisecond)
 			mu.Unlock()
 		case <-resume:
 			mu.Lock()
-			if paused >= 0 {
-				procs[paused].Process.Signal(syscall.SIGCONT)
-			}
+			procs[paused].Process.Signal(syscall.SIGCONT)
 			paused = -1
 			mu.Unlock()
 		case <-restart:

@@ -170,6 +170,11 @@ class Client:
             q["limit"] = str(limit)
         return self._request("GET", _session_path(sid) + "/events?" + urllib.parse.urlencode(q))
 
+    def transcript(self, sid: str) -> dict:
+        """Returns a session's transcript (GET /v1/sessions/{id}/transcript): the folded state a
+        UI draws (messages, reasoning, tools, approvals, steers, usage totals by run, ...)."""
+        return self._request("GET", _session_path(sid) + "/transcript")
+
     def runs(self, sid: str) -> list[dict]:
         """Returns a session's runs with their leases."""
         return self._request("GET", _session_path(sid) + "/runs")["runs"]

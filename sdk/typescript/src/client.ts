@@ -274,6 +274,14 @@ export class Client {
     return (await this.request<EventPage>("GET", sessionPath(sessionId) + "/events?" + q.toString()))!;
   }
 
+  /**
+   * Returns a session's transcript (GET /v1/sessions/{id}/transcript): the folded state a UI
+   * draws (messages, reasoning, tools, approvals, steers, usage totals by run, ...), as JSON.
+   */
+  async transcript(sessionId: string): Promise<Record<string, any>> {
+    return (await this.request<Record<string, any>>("GET", sessionPath(sessionId) + "/transcript"))!;
+  }
+
   /** Returns a session's runs with their leases. */
   async runs(sessionId: string): Promise<(Run & { attempt: number; fencingToken: number; lease: Lease | null })[]> {
     const out = await this.request<{ runs: (Run & { attempt: number; fencingToken: number; lease: Lease | null })[] }>("GET", sessionPath(sessionId) + "/runs");

@@ -62,7 +62,7 @@ export const folded = (ks: string[]) => ks.filter((k, i) => i === 0 || ks[i - 1]
 
 /** The session's transcript (GET /v1/sessions/{id}/transcript). */
 export async function transcript(client: Client, id: string): Promise<any> {
-  return client.request("GET", "/v1/sessions/" + encodeURIComponent(id) + "/transcript");
+  return client.transcript(id);
 }
 
 /** When a command was sent (the last try) and when its accepted answer came (performance.now()). */
