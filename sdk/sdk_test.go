@@ -200,8 +200,25 @@ func TestTypeScriptSDK(t *testing.T) {
 	t.Logf("node --test:\n%s", out)
 }
 
-// TestPythonSDK runs the Python SDK's tests with python3 -m unittest against the real server,
-// then each python block of docs/sdk.md.
+// pytest returns a python3 that has pytest (the one on PATH, else Debian's /usr/bin/python3
+// with python3-pytest), or "" when none has: then the tests run under unittest, except under
+// CI=true, where .ci/run installs python3-pytest and its absence fails the test.
+func pytest(t *testing.T, py string) string {
+	t.Helper()
+	for _, c := range []string{py, "/usr/bin/python3"} {
+		if exec.Command(c, "-m", "pytest", "--version").Run() == nil {
+			return c
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no python3 with pytest (%s, /usr/bin/python3): apt-get install python3-pytest", py)
+	}
+	t.Logf("no python3 with pytest (%s, /usr/bin/python3): running the tests with unittest (apt-get install python3-pytest)", py)
+	return ""
+}
+
+// TestPythonSDK runs the Python SDK's tests with pytest (or python3 -m unittest without it)
+// against the real server, then each python block of docs/sdk.md.
 func TestPythonSDK(t *testing.T) {
 	url, log := serve(t)
 	py := testenv.Need(t, "python3", "it runs the Python SDK's tests", "apt-get install python3")
@@ -210,8 +227,13 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}
-	out := run(t, url, log, dir, env, py, "-m", "unittest", "discover", "-s", "tests", "-v")
-	t.Logf("python3 -m unittest:\n%s", out)
+	if withPytest := pytest(t, py); withPytest != "" {
+		out := run(t, url, log, dir, env, withPytest, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-s", "tests")
+		t.Logf("%s -m pytest:\n%s", withPytest, out)
+	} else {
+		out := run(t, url, log, dir, env, py, "-m", "unittest", "discover", "-s", "tests", "-v")
+		t.Logf("python3 -m unittest:\n%s", out)
+	}
 	for i, s := range snippets(t, "python") {
 		t.Run(fmt.Sprintf("docs/sdk.md python block %d", i), func(t *testing.T) {
 			run(t, url, log, t.TempDir(), env, py, "-c", s)
