@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/sessiond/sessiond/internal/testenv"
 )
 
 // TestExampleAISDKWorker runs examples/aisdk-worker (a worker running an AI SDK agent with two
 // tools against the mock model) under node against the real server, and steers it and stops
-// it with sessiond cmd, as a person would from the web UI.
+// it from the web UI, in Chromium.
 func TestExampleAISDKWorker(t *testing.T) {
 	url, log := serve(t)
 	node := testenv.Need(t, "node", "it runs the TypeScript example", "apt-get install nodejs npm")
@@ -28,8 +29,8 @@ func TestExampleAISDKWorker(t *testing.T) {
 }
 
 // TestExamplePythonWorker runs examples/python-worker (a worker running a scripted agent with
-// two tools) under python3 against the real server, and steers it and stops it with sessiond
-// cmd, as a person would from the web UI.
+// two tools) under python3 against the real server, and steers it and stops it from the web UI,
+// in Chromium.
 func TestExamplePythonWorker(t *testing.T) {
 	url, log := serve(t)
 	py := testenv.Need(t, "python3", "it runs the Python example", "apt-get install python3")
@@ -82,8 +83,9 @@ func (tr *transcriptOf) text() string {
 }
 
 // example starts a session of a fresh agent with a queued run, starts the example worker
-// (start), waits for its answer to stream, steers it (the steer must be applied and its mark,
-// steered, must show in the answer), stops it and checks the run stopped with both tools done.
+// (start), waits for its answer to stream, then, in the web UI, steers it (the steer must be
+// applied and its mark, steered, must show in the answer) and stops it, and checks the run
+// stopped with both tools done.
 func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered string, start func(agent string) *exec.Cmd) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -129,24 +131,39 @@ func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered 
 		}
 	}
 	until("the answer to stream", func() bool { return strings.Contains(tr.text(), "sunny") })
-	// Steer as a person would (a busy worker may make it conflict: read the head and resend).
+	// A person opens the session in the web UI, steers the run, and stops it.
+	page := browser(t)
+	ui(t, page, "open the session", chromedp.Navigate(url+"/#/s/"+id), chromedp.WaitVisible(chromedp.CSS(`.conn[data-state="live"]`)))
+	ui(t, page, "type the steer", chromedp.SendKeys(chromedp.CSS(`#steer-text`), "in Celsius please"))
 	for i := 0; ; i++ {
-		c := exec.CommandContext(ctx, sessiondBin, "cmd", "steer", id, "run-1", "in Celsius please", "--server", url)
-		b, err := c.CombinedOutput()
-		if err == nil {
-			break
+		// The page sends what it has seen as expectedSequence: while the worker writes, the
+		// server may refuse it SEQUENCE_CONFLICT; the text stays and the person sends again.
+		ui(t, page, "send the steer", chromedp.Click(chromedp.CSS(`.controls .steer button`)))
+		var accepted bool
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if err := getJSON(ctx, url+"/v1/sessions/"+id+"/transcript", &tr); err != nil {
+				t.Fatal(err)
+			}
+			if accepted = len(tr.Steers) > 0; accepted {
+				break
+			}
+			notice, _ := chromedp.Run(page, chromedp.Evaluate[string](`document.querySelector('.notice.error')?.textContent ?? ""`))
+			if notice != "" {
+				if !strings.Contains(notice, "SEQUENCE_CONFLICT") || i == 30 {
+					t.Fatalf("the page's steer was refused: %s", notice)
+				}
+				break
+			}
 		}
-		if !strings.Contains(string(b), "SEQUENCE_CONFLICT") || i == 20 {
-			t.Fatalf("sessiond cmd steer: %v\n%s", err, b)
+		if accepted {
+			break
 		}
 	}
 	until("the steer to be applied", func() bool {
 		return len(tr.Steers) == 1 && tr.Steers[0].Status == "applied" && strings.Contains(tr.text(), steered)
 	})
-	b, err := exec.CommandContext(ctx, sessiondBin, "cmd", "--wait", "10s", "stop", id, "run-1", "--server", url).CombinedOutput()
-	if err != nil || !strings.Contains(string(b), "termination confirmed") {
-		t.Fatalf("sessiond cmd stop: %v\n%s", err, b)
-	}
+	ui(t, page, "stop the run", chromedp.Click(chromedp.CSS(`.controls button.danger`)))
+	ui(t, page, "see it stopped", uiWait(`document.querySelector('main').dataset.runStatus === 'stopped'`))
 	var runs struct {
 		Runs []struct {
 			RunID  string `json:"runId"`
@@ -173,4 +190,44 @@ func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered 
 		t.Errorf("no usage recorded")
 	}
 	t.Logf("the assistant said:\n%s", tr.text())
+}
+
+// browser starts a headless Chromium (Debian's chromium) for the test and answers its context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := testenv.Need(t, "chromium", "the examples are steered and stopped from the web UI in it", "apt-get install -y chromium")
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// ui runs browser actions and fails the test on an error, showing the page.
+func ui(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		dom, _ := chromedp.Run(c, chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("%s: %v\npage: %s", what, err, tail(dom, 4000))
+	}
+}
+
+// uiWait polls a JavaScript condition in the page until it is true (15 s at most).
+func uiWait(expr string) chromedp.Action[chromedp.Void] {
+	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := poll(ctx, tg)
+		return chromedp.Void{}, err
+	}
 }
