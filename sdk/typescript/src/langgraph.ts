@@ -84,11 +84,9 @@ export class SessiondCallbackHandler extends BaseCallbackHandler {
     } else if (text !== "") {
       this.rec({ eventType: "message", payload: { messageId: runId, role: "assistant", operation: "append", parts: [{ type: "text", text }], status: "completed" } } as EventInput);
     }
-    const u = gen?.message?.usage_metadata ?? (output.llmOutput?.tokenUsage as { promptTokens?: number; completionTokens?: number; totalTokens?: number } | undefined && {
-      input_tokens: output.llmOutput!.tokenUsage.promptTokens,
-      output_tokens: output.llmOutput!.tokenUsage.completionTokens,
-      total_tokens: output.llmOutput!.tokenUsage.totalTokens,
-    });
+    // A chat model's usage is on its message (usage_metadata); older ones put it in llmOutput.
+    const legacy = output.llmOutput?.tokenUsage as { promptTokens?: number; completionTokens?: number; totalTokens?: number } | undefined;
+    const u = gen?.message?.usage_metadata ?? (legacy ? { input_tokens: legacy.promptTokens, output_tokens: legacy.completionTokens, total_tokens: legacy.totalTokens } : undefined);
     if (u && (u.input_tokens !== undefined || u.output_tokens !== undefined)) {
       const usage: Record<string, number> = {};
       if (u.input_tokens !== undefined) usage.inputTokens = u.input_tokens;

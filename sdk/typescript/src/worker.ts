@@ -65,11 +65,6 @@ export class Job {
     return this.claim.run.runId;
   }
 
-  /** The client the job writes through. */
-  get sessiond(): Client {
-    return this.client;
-  }
-
   /**
    * Calls listener with each steer aimed at the run as soon as it is appended, and at once
    * with those that came before and are not taken yet; it returns the function that
