@@ -23,7 +23,7 @@ func TestExampleAISDKWorker(t *testing.T) {
 	pkg := typescript(t)
 	example(t, url, log, "aisdk-example", "Understood (in Celsius please)", func(agent string) *exec.Cmd {
 		cmd := exec.Command(node, filepath.Join(pkg, "dist", "examples", "aisdk-worker.js"))
-		cmd.Env = append(os.Environ(), "SESSIOND_URL="+url, "AGENT="+agent, "WORD_MS=100")
+		cmd.Env = append(os.Environ(), "SESSIOND_URL="+url, "AGENT="+agent, "WORD_MS=300")
 		return cmd
 	})
 }
@@ -40,7 +40,7 @@ func TestExamplePythonWorker(t *testing.T) {
 	}
 	example(t, url, log, "python-example", "(steered: in Celsius please)", func(agent string) *exec.Cmd {
 		cmd := exec.Command(py, filepath.Join("..", "examples", "python-worker", "worker.py"))
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "SESSIOND_URL="+url, "AGENT="+agent, "WORD_MS=100")
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "SESSIOND_URL="+url, "AGENT="+agent, "WORD_MS=300")
 		return cmd
 	})
 }
@@ -82,8 +82,8 @@ func (tr *transcriptOf) text() string {
 	return b.String()
 }
 
-// example starts a session of a fresh agent with a queued run, starts the example worker
-// (start), waits for its answer to stream, then, in the web UI, steers it (the steer must be
+// example starts a session of a fresh agent with a queued run, opens it in the web UI, starts
+// the example worker (start), waits for its answer to stream, then, in the web UI, steers it (the steer must be
 // applied and its mark, steered, must show in the answer) and stops it, and checks the run
 // stopped with both tools done.
 func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered string, start func(agent string) *exec.Cmd) {
@@ -102,6 +102,9 @@ func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered 
 	if err := postJSON(ctx, url+"/v1/sessions/"+id+"/events", "application/x-ndjson", events); err != nil {
 		t.Fatal(err)
 	}
+	// A person has the session open in the web UI before the worker starts.
+	page := browser(t)
+	ui(t, page, "open the session", chromedp.Navigate(url+"/#/s/"+id), chromedp.WaitVisible(chromedp.CSS(`.conn[data-state="live"]`)))
 	out := &testenv.SyncBuffer{}
 	cmd := start(agent)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -131,9 +134,7 @@ func example(t *testing.T, url string, log *testenv.SyncBuffer, prefix, steered 
 		}
 	}
 	until("the answer to stream", func() bool { return strings.Contains(tr.text(), "sunny") })
-	// A person opens the session in the web UI, steers the run, and stops it.
-	page := browser(t)
-	ui(t, page, "open the session", chromedp.Navigate(url+"/#/s/"+id), chromedp.WaitVisible(chromedp.CSS(`.conn[data-state="live"]`)))
+	// The person steers the run, then stops it.
 	ui(t, page, "type the steer", chromedp.SendKeys(chromedp.CSS(`#steer-text`), "in Celsius please"))
 	for i := 0; ; i++ {
 		// The page sends what it has seen as expectedSequence: while the worker writes, the
