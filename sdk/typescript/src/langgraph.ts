@@ -138,7 +138,7 @@ export interface ApprovalInterrupt {
   input?: unknown;
 }
 
-/** The graph the adapter runs: a compiled graph with a checkpointer (interrupts need one). */
+/** The graph the adapter runs: a compiled graph; interrupts need it compiled with a checkpointer. */
 export interface RunnableGraph {
   invoke(input: unknown, config?: RunnableConfig): Promise<unknown>;
   getState(config: RunnableConfig): Promise<{ tasks: readonly { interrupts?: readonly { id?: string; value?: unknown }[] }[] }>;
@@ -203,6 +203,8 @@ export class GraphRun {
       let next: unknown = input;
       for (let round = 0; ; round++) {
         output = await graph.invoke(next, cfg);
+        // A graph compiled without a checkpointer cannot be interrupted (nor asked its state).
+        if (!(graph as { checkpointer?: unknown }).checkpointer) break;
         const state = await graph.getState({ configurable: { thread_id: threadId } });
         const waiting = state.tasks.flatMap((t) => t.interrupts ?? []);
         if (waiting.length === 0) break;

@@ -163,3 +163,20 @@ test("langgraph: a steer is a user message of the next model call, a stop aborts
   assert.ok(ks.indexOf("status:stopping") < ks.indexOf("status:stopped"), ks.join(" "));
   assert.equal(ks.at(-1), "status:stopped");
 });
+
+test("langgraph: a graph without a checkpointer runs to completion (nothing to interrupt)", async () => {
+  const client = new Client({ baseUrl: url });
+  const agent = newAgent("lg-plain");
+  const id = await sessionWithRun(client, agent);
+  const model = new FakeToolChatModel(["Hello."], {});
+  const g = new StateGraph(MessagesAnnotation)
+    .addNode("agent", async (state, config) => ({ messages: [await model.invoke(state.messages, config)] }))
+    .addEdge(START, "agent")
+    .addEdge("agent", END)
+    .compile();
+  await workOne(client, agent, async (job) => {
+    const out = await new GraphRun(job).run(g, { messages: [{ role: "user", content: "Hi" }] }, "thread-" + agent);
+    assert.equal(out.end.status, "completed");
+  });
+  assert.deepEqual(folded(await kinds(client, id)), ["message", "status:queued", "status:running", "task", "message", "usage", "task", "status:completed"]);
+});
