@@ -13,7 +13,7 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// The usage rollup (store/usage.go, migration 0011): an append whose batch holds an event that
+// The usage rollup (store/usage.go, migration 0012): an append whose batch holds an event that
 // counts (store.UsageCounts) takes the locking path (appendOnce), whose write batch adds the
 // rollup's rows (queueUsage) in the append's transaction; the one-statement path (direct.go)
 // carries only batches that count nothing. Usage sums the rows of the days asked.
@@ -207,7 +207,7 @@ func (s *Store) RebuildUsage(ctx context.Context, progress func(done int)) (int,
 }
 
 // buildUsageOnce builds the rollup when the store holds logs from before it existed
-// (usage_state.built false: migration 0011 on an existing store). Instances opening at once
+// (usage_state.built false: migration 0012 on an existing store). Instances opening at once
 // may both build: each session's rebuild replaces its rows under the session's lock.
 func (s *Store) buildUsageOnce(ctx context.Context) error {
 	var built bool
@@ -222,7 +222,7 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 }
 
 // usageDimCols maps each dimension to its column in the query's rows (usage_sessions as s: a
-// session's id, project, agent and model, kept narrow by a trigger, migration 0011); text
+// session's id, project, agent and model, kept narrow by a trigger, migration 0012); text
 // compares in byte order, as on SQLite.
 var usageDimCols = map[string]string{
 	store.UsageByProject: `s.project COLLATE "C"`,

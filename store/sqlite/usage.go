@@ -10,7 +10,7 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// The usage rollup (store/usage.go, migration 0014): the writer adds each append's counts to
+// The usage rollup (store/usage.go, migration 0015): the writer adds each append's counts to
 // usage_days and usage_tools in the append's own transaction (writeUsage, called by
 // insertEvents, so that an import counts its log too); Usage sums the rows of the days asked.
 
@@ -211,7 +211,7 @@ func (s *Store) RebuildUsage(ctx context.Context, progress func(done int)) (int,
 }
 
 // buildUsageOnce builds the rollup when the store holds logs from before it existed
-// (usage_state.built = 0: migration 0014 on an existing store).
+// (usage_state.built = 0: migration 0015 on an existing store).
 func (s *Store) buildUsageOnce(ctx context.Context) error {
 	var built int64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT built FROM usage_state`).Scan(&built); err != nil {
@@ -227,7 +227,7 @@ func (s *Store) buildUsageOnce(ctx context.Context) error {
 }
 
 // usageDimCols maps each dimension to its column in the query's rows (usage_sessions as s:
-// a session's id, project, agent and model, kept narrow by triggers, migration 0014).
+// a session's id, project, agent and model, kept narrow by triggers, migration 0015).
 var usageDimCols = map[string]string{
 	store.UsageByProject: "s.project",
 	store.UsageByAgent:   "s.agent_id",

@@ -1,4 +1,4 @@
--- 0011: the usage rollup (store/usage.go): each session's usage, runs and tool calls per UTC
+-- 0012: the usage rollup (store/usage.go): each session's usage, runs and tool calls per UTC
 -- day, written in the transaction that appends the events (usage.go), so that GET /v1/usage
 -- sums rows of days instead of reading events. usage_days has one row per session and day with
 -- anything counted; usage_tools one per session, day and tool called. Both are keyed by day
