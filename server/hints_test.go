@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -163,6 +165,26 @@ type hintCase struct {
 }
 
 var hintCases = []hintCase{
+	{
+		name: "usage by nothing", hint: "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", code: api.CodeMalformed,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return e.call(t, "GET", "/v1/usage?by=", "", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "GET", "/v1/usage?by=project,day", "", "")
+			e.ok(t, "GET", "/v1/usage", "", "")
+		},
+	},
+	{
+		name: "usage for an empty model", hint: "query parameter %s is empty; give a value or leave it out", code: api.CodeMalformed,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return e.call(t, "GET", "/v1/usage?model=", "", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "GET", "/v1/usage?model=m", "", "")
+			e.ok(t, "GET", "/v1/usage", "", "")
+		},
+	},
 	{
 		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: api.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
@@ -654,6 +676,25 @@ var hintCases = []hintCase{
 			ar := e.archived(t, "S-h", true)
 			data, _ := os.ReadFile(ar.Archive.Path)
 			bad := strings.Replace(string(data), "hello", "HELLO", 1)
+			return e.call(t, "POST", "/v1/archives", "application/json", bad)
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },
+	},
+	{
+		name: "archive whose events do not chain to its head", hint: "an event was altered after the archive was written; restore another archive", code: api.CodeArchiveInvalid,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			ar := e.archived(t, "S-h", true)
+			data, _ := os.ReadFile(ar.Archive.Path)
+			// An event altered and the content's checksum made to match again: only the chain
+			// head the content records gives it away.
+			head, content, ok := strings.Cut(string(data), `,"content":`)
+			if !ok {
+				t.Fatal("no content in the archive")
+			}
+			content = strings.TrimSuffix(strings.Replace(content, "hello", "HELLO", 1), "}\n")
+			sum := sha256.Sum256([]byte(content))
+			at := strings.Index(head, `"checksum":"sha256:`) + len(`"checksum":"sha256:`)
+			bad := head[:at] + hex.EncodeToString(sum[:]) + head[at+64:] + `,"content":` + content + "}\n"
 			return e.call(t, "POST", "/v1/archives", "application/json", bad)
 		},
 		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },

@@ -256,6 +256,7 @@ func (s *Server) routes() []route {
 		{pattern: "PATCH /v1/sessions/{id}", access: adminRoute, handle: s.handlePatchSession, body: jsonBody},
 		{pattern: appendPattern, access: appendRoute, handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
 		{pattern: "GET /v1/sessions/{id}/events", access: readRoute, handle: s.handleReadEvents, query: []string{"after", "limit"}},
+		{pattern: exportPattern, access: readRoute, handle: s.handleExport, query: []string{"after"}},
 		{pattern: "GET /v1/sessions/{id}/events/stream", access: access{scope: auth.ScopeRead, token: true, stream: true}, handle: s.handleStream, query: []string{"after", "tail", "token"}},
 		{pattern: "GET /v1/sessions/{id}/runs", access: readRoute, handle: s.handleRuns},
 		{pattern: "GET /v1/sessions/{id}/runs/{runId}", access: readRoute, handle: s.handleRun},
@@ -276,7 +277,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/keys/{keyId}/revoke", access: adminRoute, handle: s.handleRevokeKey},
 		{pattern: "GET /{$}", access: publicRoute, handle: web.ServeIndex},
 		{pattern: "GET /ui/{file...}", access: publicRoute, handle: web.ServeAsset},
-	}, append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...)...)
+	}, append(append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...), s.usageRoutes()...)...)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so

@@ -157,6 +157,8 @@ type Store interface {
 	ChangeFeed
 	// Keys keeps the API keys (keys.go).
 	Keys
+	// UsageStore keeps the usage rollup and answers usage queries (usage.go).
+	UsageStore
 
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities
@@ -272,6 +274,9 @@ type StoredEvent struct {
 	EventType      string
 	RunID          string
 	Data           []byte
+	// Hash is the event's link of the session's hash chain (chain.go) as stored, set only by
+	// an Inspector (nil everywhere else: readers and commits do not carry it).
+	Hash []byte
 }
 
 // Commit describes one committed append to a session.
