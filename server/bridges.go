@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -307,27 +308,12 @@ func aguiProtocol(run bridge.AGUIRun) *protocol {
 // Without a run (runID ""), it sends the opening and ends (AG-UI: RUN_FINISHED).
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID string, after, cut int64, p *protocol) {
 	ctx := r.Context()
-	t := s.hub.join(sid)
-	defer s.hub.leave(sid, t)
-	s.opt.Metrics.subscriber(1)
-	defer s.opt.Metrics.subscriber(-1)
+	st := s.joinSession(sid)
+	defer st.leave()
 	sw := s.startSSE(w, r, p.header)
 	defer sw.end()
 
-	fold := bridge.NewFold(runID)
-	opened := false
-	var buf []byte
-	open := func() {
-		if !opened {
-			opened = true
-			fold.Cut()
-			buf = p.opening(buf)
-		}
-	}
-	finish := func() {
-		buf = append(buf, p.closing...)
-		sw.flush(buf)
-	}
+	rt := &runTail{sessionTail: st, r: r, runID: runID, cursor: after, cut: cut, p: p, fold: bridge.NewFold(runID)}
 	if runID == "" {
 		if p.observe != nil {
 			if err := s.bridges().Scan(ctx, sid, after, func(_ store.StoredEvent, e *bridge.Event) bool {
@@ -340,96 +326,105 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 				return
 			}
 		}
-		open()
-		buf = p.op(buf, &bridge.Op{Kind: bridge.OpRunCompleted})
-		finish()
+		rt.open()
+		rt.buf = p.op(rt.buf, &bridge.Op{Kind: bridge.OpRunCompleted})
+		sw.flush(rt.finish().out)
 		return
 	}
-	keepAlive := s.keepAliveTicker()
-	defer keepAlive.Stop()
-	cursor := after
-	var ring []store.StoredEvent
-	var scratch bridge.Event
-	for {
-		v := t.view.Load()
-		// Recent events come from the ring of the live stream (encoded once for every
-		// subscriber); older ones from the store.
-		evs, ok := v.events(cursor, streamBatch, ring)
-		ring = evs[:0]
-		if !ok {
-			var err error
-			if evs, err = s.svc.Events(ctx, sid, cursor, streamBatch); err != nil {
-				if ctx.Err() == nil {
-					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect", err))
-				}
-				return
-			}
-		}
-		for i, se := range evs {
-			cursor = se.Sequence
-			if !ok && se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
-				continue // another run's, or a user's message: not in this run's stream
-			}
-			var e *bridge.Event
-			var err error
-			if ok {
-				e, err = v.bridgeEvent(se)
-			} else {
-				// Read from the store for this stream alone: one Event for all of them.
-				e, err = &scratch, scratch.Decode(se.Data)
-			}
-			if err != nil {
-				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))
-				return
-			}
-			if se.Sequence <= cut {
-				if p.observe != nil {
-					p.observe(e)
-				}
-				fold.Apply(e)
-				continue
-			}
-			open()
-			ops := fold.Apply(e)
-			for j := range ops {
-				op := &ops[j]
-				if op.Kind == bridge.OpRunWaiting && (i < len(evs)-1 || !s.stillWaiting(r, sid, runID)) {
-					continue // the approval was answered already: the run goes on, and so does the stream
-				}
-				buf = p.op(buf, op)
-				if op.Ends() {
-					finish()
-					return
-				}
-			}
-		}
-		if cursor >= cut && !opened {
-			open()
-			// A stream that starts while the run waits for a person (a reloaded tab) offers
-			// what it waits for, as the stream that saw the run start waiting did.
-			if pending := fold.Waiting(); pending != nil && s.stillWaiting(r, sid, runID) {
-				buf = p.op(buf, &bridge.Op{Kind: bridge.OpRunWaiting, Approvals: pending})
-				finish()
-				return
-			}
-		}
-		if len(buf) > 0 {
-			if s.interrupted(sw, cursor) || !sw.flush(buf) {
-				return
-			}
-			buf = buf[:0]
-		}
-		if len(evs) == streamBatch {
-			continue
-		}
-		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
-			return
-		}
+	s.follow(ctx, sw, rt)
+}
+
+// runTail is the source of a bridge's run stream: the events of one run after a cursor,
+// folded (bridge.Fold) into a protocol's stream. The events up to cut are folded without
+// being sent (the client has them).
+type runTail struct {
+	*sessionTail
+	r       *http.Request
+	runID   string
+	cursor  int64
+	cut     int64
+	p       *protocol
+	fold    *bridge.Fold
+	opened  bool
+	buf     []byte
+	scratch bridge.Event // the decoding of an event read from the store for this stream alone
+}
+
+func (t *runTail) position() int64 { return t.cursor }
+
+// open sends the protocol's opening, once the events up to the cut are folded.
+func (t *runTail) open() {
+	if !t.opened {
+		t.opened = true
+		t.fold.Cut()
+		t.buf = t.p.opening(t.buf)
 	}
 }
 
+// finish ends the stream with what is pending and the protocol's closing.
+func (t *runTail) finish() tailStep {
+	return tailStep{out: append(t.buf, t.p.closing...), done: true}
+}
+
+func (t *runTail) next(ctx context.Context) (tailStep, error) {
+	t.buf = t.buf[:0]
+	v := t.view()
+	// Recent events come from the ring of the live stream (encoded once for every
+	// subscriber); older ones from the store.
+	evs, live, err := t.events(ctx, v, t.cursor)
+	if err != nil {
+		return tailStep{}, fmt.Errorf("reading the log failed: %v; reconnect", err)
+	}
+	p := t.p
+	for i, se := range evs {
+		t.cursor = se.Sequence
+		if !live && se.RunID != t.runID && (p.observe == nil || se.Sequence > t.cut) {
+			continue // another run's, or a user's message: not in this run's stream
+		}
+		var e *bridge.Event
+		if live {
+			e, err = v.bridgeEvent(se)
+		} else {
+			// Read from the store for this stream alone: one Event for all of them.
+			e, err = &t.scratch, t.scratch.Decode(se.Data)
+		}
+		if err != nil {
+			return tailStep{final: api.Errorf(contract.CodeStreamFailed, "event %d: %v", se.Sequence, err)}, nil
+		}
+		if se.Sequence <= t.cut {
+			if p.observe != nil {
+				p.observe(e)
+			}
+			t.fold.Apply(e)
+			continue
+		}
+		t.open()
+		ops := t.fold.Apply(e)
+		for j := range ops {
+			op := &ops[j]
+			if op.Kind == bridge.OpRunWaiting && (i < len(evs)-1 || !t.stillWaiting()) {
+				continue // the approval was answered already: the run goes on, and so does the stream
+			}
+			t.buf = p.op(t.buf, op)
+			if op.Ends() {
+				return t.finish(), nil
+			}
+		}
+	}
+	if t.cursor >= t.cut && !t.opened {
+		t.open()
+		// A stream that starts while the run waits for a person (a reloaded tab) offers
+		// what it waits for, as the stream that saw the run start waiting did.
+		if pending := t.fold.Waiting(); pending != nil && t.stillWaiting() {
+			t.buf = p.op(t.buf, &bridge.Op{Kind: bridge.OpRunWaiting, Approvals: pending})
+			return t.finish(), nil
+		}
+	}
+	return tailStep{out: t.buf, more: len(evs) == streamBatch, changed: v.changed}, nil
+}
+
 // stillWaiting reports whether the run is waiting for an approval now.
-func (s *Server) stillWaiting(r *http.Request, sid, runID string) bool {
-	run, err := s.svc.Run(r.Context(), sid, runID)
+func (t *runTail) stillWaiting() bool {
+	run, err := t.s.svc.Run(t.r.Context(), t.sid, t.runID)
 	return err == nil && run.Status == contract.RunStatusWaitingApproval
 }
