@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/bridge"
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/session"
 )
 
 // The protocol bridges (docs/bridges.md): the Vercel AI SDK's UI message stream and AG-UI.
@@ -56,18 +55,37 @@ func (s *Server) decodeChecked(w http.ResponseWriter, r *http.Request, sid, what
 	return true
 }
 
-func (s *Server) bridges() *bridge.Service { return &bridge.Service{Svc: s.svc, Now: s.opt.Now} }
-
-// bridgeError maps what the bridge service returns to the API error.
-func bridgeError(err error, sid string) *api.Error {
-	var re *bridge.RequestError
-	if errors.As(err, &re) {
-		if len(re.Problems) > 0 {
-			return validationError(re.Message, re.Problems)
-		}
-		return api.Errorf(re.Code, "%s", re.Message)
+// decisions are the approvals a chat client answered, for the session's chat.
+func decisions(ds []bridge.Decision) []session.ApprovalDecision {
+	out := make([]session.ApprovalDecision, len(ds))
+	for i, d := range ds {
+		out[i] = session.ApprovalDecision{ApprovalID: d.ApprovalID, Approved: d.Approved, Reason: d.Reason}
 	}
-	return storeError(err, sid)
+	return out
+}
+
+// scan reads the log of session sid after the sequence after, decoding each event for the
+// bridges, until fn returns false or the log ends.
+func (s *Server) scan(ctx context.Context, sid string, after int64, fn func(*bridge.Event) bool) error {
+	for {
+		evs, err := s.svc.Events(ctx, sid, after, streamBatch)
+		if err != nil {
+			return err
+		}
+		for _, se := range evs {
+			e, err := bridge.Decode(se.Data)
+			if err != nil {
+				return fmt.Errorf("event %d: %w", se.Sequence, err)
+			}
+			if !fn(e) {
+				return nil
+			}
+			after = se.Sequence
+		}
+		if len(evs) < streamBatch {
+			return nil
+		}
+	}
 }
 
 func problemsError(what string, probs []bridge.Problem) *api.Error {
@@ -96,7 +114,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	bs := s.bridges()
+	chat := s.svc.Chat()
 	last := req.Messages[len(req.Messages)-1]
 	var (
 		runID      string
@@ -108,14 +126,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		for i, p := range last.Parts {
 			parts[i] = contract.RawJSON(p)
 		}
-		runID, after, err = bs.Submit(r.Context(), sid, last.ID, parts)
+		runID, after, err = chat.Submit(r.Context(), sid, last.ID, parts)
 		cut = after
 	} else {
-		runID, cut, err = bs.Decide(r.Context(), sid, req.Approvals())
+		runID, cut, err = chat.Decide(r.Context(), sid, decisions(req.Approvals()))
 		after = -1
 	}
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, serviceError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, after, cut, uiProtocol(runID, major))
@@ -144,7 +162,7 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
 		return
 	}
-	run, err := s.bridges().ActiveRun(r.Context(), sid)
+	run, err := s.svc.Chat().ActiveRun(r.Context(), sid)
 	if err != nil {
 		writeError(w, storeError(err, sid))
 		return
@@ -176,7 +194,7 @@ func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func
 		writeError(w, storeError(err, sid))
 		return
 	}
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+	if err := s.scan(r.Context(), sid, -1, func(e *bridge.Event) bool {
 		apply(e)
 		return true
 	}); err != nil {
@@ -189,9 +207,9 @@ func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func
 // handleChatStop stops the session's active run (the stop command) and answers its result.
 func (s *Server) handleChatStop(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
-	res, err := s.bridges().Stop(r.Context(), sid)
+	res, err := s.svc.Chat().Stop(r.Context(), sid)
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, serviceError(err, sid))
 		return
 	}
 	status := http.StatusOK
@@ -211,7 +229,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	bs := s.bridges()
+	chat := s.svc.Chat()
 	var (
 		runID string
 		cut   int64
@@ -219,7 +237,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case len(in.Resume) > 0:
-		runID, cut, err = bs.Decide(ctx, sid, in.Decisions())
+		runID, cut, err = chat.Decide(ctx, sid, decisions(in.Decisions()))
 	default:
 		ids := make([]string, len(in.Messages))
 		for i, m := range in.Messages {
@@ -244,12 +262,12 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			var after int64
-			runID, after, err = bs.Submit(ctx, sid, last.ID, parts)
+			runID, after, err = chat.Submit(ctx, sid, last.ID, parts)
 			cut = after + 1 // the run's queued status: the snapshot has the message
 			break
 		}
 		// Nothing new: follow the active run from now, or finish at once.
-		run, rerr := bs.ActiveRun(ctx, sid)
+		run, rerr := chat.ActiveRun(ctx, sid)
 		if rerr != nil {
 			err = rerr
 			break
@@ -259,7 +277,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, serviceError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, -1, cut, aguiProtocol(bridge.AGUIRun{ThreadID: sid, RunID: in.RunID}))
@@ -316,7 +334,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 	rt := &runTail{sessionTail: st, r: r, runID: runID, cursor: after, cut: cut, p: p, fold: bridge.NewFold(runID)}
 	if runID == "" {
 		if p.observe != nil {
-			if err := s.bridges().Scan(ctx, sid, after, func(_ store.StoredEvent, e *bridge.Event) bool {
+			if err := s.scan(ctx, sid, after, func(e *bridge.Event) bool {
 				p.observe(e)
 				return true
 			}); err != nil {

@@ -10,6 +10,8 @@
 //   - service.go: the Service, the per-session lock and the live transcript it guards.
 //   - commands.go: command execution (policy, decision, idempotent append, stop waits).
 //   - fork.go: forks and continuations, and the lineage tree.
+//   - chat.go: [Chat], what the protocol bridges' chat clients ask (a user message that
+//     queues a run, approvals, a stop), with ids derived from the clients' ids.
 //   - transcript.go, decode.go: the fold of a log into a [Transcript] and the event decoding
 //     it uses.
 //   - lifecycle.go: lifecycle defaults, which statuses are live, and heartbeats.
