@@ -14,6 +14,8 @@
 //     queues a run, approvals, a stop), with ids derived from the clients' ids.
 //   - transcript.go, decode.go: the fold of a log into a [Transcript] and the event decoding
 //     it uses.
+//   - runtime.go: the service's settings ([Options]), its [Clock], and its background work
+//     (Start, Stop: the sweeper, the lease expirer, retention, each on the clock).
 //   - lifecycle.go: lifecycle defaults, which statuses are live, and heartbeats.
 //   - sweep.go: the sweeper (stale sessions, runs failed with HEARTBEAT_LOST).
 //   - window.go: the work window (warm).
