@@ -282,3 +282,6 @@ type RunResource struct {
 	contract.Run
 	wire.RunLease
 }
+
+// ErrorCode is the error's code (contract.CodedError).
+func (e *Error) ErrorCode() contract.ErrorCode { return e.Code }

@@ -338,11 +338,11 @@ func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	project, err := s.sessionProject(r.Context(), id)
 	if err != nil && !errors.Is(err, store.ErrSessionNotFound) {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return false
 	}
 	if err != nil || !session.Permits(r.Context(), id, project) {
-		writeError(w, storeError(store.ErrSessionNotFound, id))
+		writeError(w, apiError(store.ErrSessionNotFound, id))
 		return false
 	}
 	return true

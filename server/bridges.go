@@ -133,7 +133,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		after = -1
 	}
 	if err != nil {
-		writeError(w, serviceError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, after, cut, uiProtocol(runID, major))
@@ -164,7 +164,7 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 	}
 	run, err := s.svc.Chat().ActiveRun(r.Context(), sid)
 	if err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	if run == nil {
@@ -191,14 +191,14 @@ func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func(*bridge.Event), messages func() any) {
 	sid := r.PathValue("id")
 	if _, err := s.svc.LastSequence(r.Context(), sid); err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	if err := s.scan(r.Context(), sid, -1, func(e *bridge.Event) bool {
 		apply(e)
 		return true
 	}); err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": messages()})
@@ -209,9 +209,10 @@ func (s *Server) handleChatStop(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
 	res, err := s.svc.Chat().Stop(r.Context(), sid)
 	if err != nil {
-		writeError(w, serviceError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
+	withRemedy(sid, "stop", res)
 	status := http.StatusOK
 	if res.Error != nil {
 		status = api.HTTPStatus(res.Error.Code)
@@ -245,7 +246,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		known, kerr := s.svc.HasMessages(ctx, sid, ids)
 		if kerr != nil {
-			writeError(w, storeError(kerr, sid))
+			writeError(w, apiError(kerr, sid))
 			return
 		}
 		var last *bridge.AGUIInMessage
@@ -277,7 +278,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeError(w, serviceError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, -1, cut, aguiProtocol(bridge.AGUIRun{ThreadID: sid, RunID: in.RunID}))

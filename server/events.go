@@ -80,7 +80,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.AppendWith(context.WithoutCancel(r.Context()), id, events, session.AppendParams{Expected: expected, Lease: lease, Multitask: multitask})
 	m.appendTook(time.Since(start))
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	m.duplicates(res.Results)
@@ -224,7 +224,7 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, id string, 
 	buf := append((*bp)[:0], `{"events":[`...)
 	buf, last, err := s.svc.AppendEventsJSON(r.Context(), id, after, limit, buf)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	buf = append(buf, `],"lastSequence":`...)

@@ -257,7 +257,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	defer s.feed.follow()() // before the stream first waits for the view to change (feed.follow)
 	last, err := s.feed.st.LastChange(ctx)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	cursor := last // by default, the changes from now on

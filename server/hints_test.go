@@ -814,6 +814,7 @@ var notTestedHere = map[string]string{
 	"restore it again":                        "needs the session to change between restore's check and its update: session's TestConcurrentChangesSayToTryAgain does it and follows the hint",
 	"split the batch or shrink the event":     "the server's own limits (body, batch, parse) refuse first; store/storetest checks the store's",
 	"send it again with an https:// URL":      "needs the TLS listener: TestPlainHTTPToTLSPort sends plain HTTP to it and checks the answer",
+	"give a new message an id of its own":     "the chat's POST that follows it answers a live stream: session's TestChatMessageIDReused provokes the conflict and sends the message under a new id",
 	"the session kept changing while the":     "COMMAND_EXECUTION_FAILED needs the log to move on every attempt of a command",
 	"an operator must free space, then retry": "STORE_FULL needs a full disk: TestStoreFullAnswers fills a tmpfs, frees space and follows the hint",
 	"the database cannot be reached now":      "STORE_UNAVAILABLE needs the database away: TestStoreUnavailableAnswers answers it and follows the hint once it is back",

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -33,23 +32,6 @@ func (s *Server) lifecycleRoutes() []route {
 // the budget of request bodies in memory (transport.go).
 const archiveUpload = "POST /v1/archives"
 
-// serviceError maps an error of the session service to the API error: a document that
-// breaks the contract to a 400 or 422 with its problems, a refusal to its code, anything
-// else as a store error.
-func serviceError(err error, id string) *api.Error {
-	var (
-		inv *session.InvalidError
-		rej *session.RejectError
-	)
-	switch {
-	case errors.As(err, &inv):
-		return validationError(inv.What, inv.Problems)
-	case errors.As(err, &rej):
-		return &api.Error{Code: rej.Code, Message: rej.Message}
-	}
-	return storeError(err, id)
-}
-
 // decodeOptional decodes a JSON body that may be empty.
 func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) *api.Error {
 	body, aerr := s.readBody(w, r)
@@ -66,7 +48,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.svc.Heartbeat(r.Context(), id)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.resource(r.Context(), sess))
@@ -81,7 +63,7 @@ func (s *Server) handleAssess(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := s.svc.Assess(r.Context(), id, req)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
@@ -104,7 +86,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 	}
 	win, err := s.svc.Warm(r.Context(), id, opt)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, win)
@@ -114,7 +96,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	rep, err := s.svc.Status(r.Context(), id)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
@@ -147,7 +129,7 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 	ps := s.newProgressStream(w, r)
 	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact, Progress: ps.callback()})
 	if err != nil {
-		ps.fail(serviceError(err, id))
+		ps.fail(apiError(err, id))
 		return
 	}
 	ps.answer(http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
@@ -214,7 +196,7 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 	defer os.Remove(upload)
 	info, err := s.svc.SaveArchive(dir, upload)
 	if err != nil {
-		writeError(w, serviceError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	info.Path = "" // the server's file system is not the client's business
@@ -258,7 +240,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	req.Progress = ps.callback()
 	res, err := s.svc.Restore(r.Context(), dir, req)
 	if err != nil {
-		ps.fail(serviceError(err, ""))
+		ps.fail(apiError(err, ""))
 		return
 	}
 	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
@@ -267,7 +249,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.Sweep(r.Context(), session.SweepOptions{}) // counted in the metrics (OnPass)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

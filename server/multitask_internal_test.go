@@ -11,7 +11,7 @@ import (
 // TestStoreErrorInvalidMultitask: an unknown multitask strategy the service refuses (a session
 // default the store holds) is the client-facing 400 the handler's own check answers, not a 500.
 func TestStoreErrorInvalidMultitask(t *testing.T) {
-	e := storeError(fmt.Errorf("%w: %q", session.ErrInvalidMultitask, "later"), "s1")
+	e := apiError(fmt.Errorf("%w: %q", session.ErrInvalidMultitask, "later"), "s1")
 	if e.Code != api.CodeMalformed {
 		t.Fatalf("code %q, want %q (%s)", e.Code, api.CodeMalformed, e.Message)
 	}

@@ -92,7 +92,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	c, err := s.svc.Claim(ctx, store.ClaimFilter{Project: req.Project, AgentID: req.AgentID, Role: req.Role, Capabilities: req.Capabilities}, wait, ttl)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	if c == nil {
@@ -138,7 +138,7 @@ func (s *Server) handleRenewLease(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := s.svc.RenewLease(r.Context(), id, runID, store.LeaseRef{LeaseID: req.LeaseID, Token: req.Token}, ttl)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, leaseOf(l))
@@ -157,7 +157,7 @@ func (s *Server) handleReleaseLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.svc.ReleaseLease(r.Context(), id, runID, store.LeaseRef{LeaseID: req.LeaseID, Token: req.Token}); err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -184,14 +184,6 @@ func leaseHeader(r *http.Request) (*store.LeaseRef, *api.Error) {
 		return nil, bad("the token is not a positive integer")
 	}
 	return &store.LeaseRef{LeaseID: id, Token: n}, nil
-}
-
-// leaseError is the API error of a refusal for a run's lease.
-func leaseError(le *store.LeaseError) *api.Error {
-	if le.Reason == store.LeaseRequired {
-		return api.Errorf(api.CodeLeaseRequired, "%v; send the %s header with the lease the claim answered (lease.header), or claim the run first", le, wire.LeaseHeader)
-	}
-	return api.Errorf(api.CodeLeaseLost, "%v; stop working on the run and claim again (POST /v1/runs/claim)", le)
 }
 
 // runResource is a run as the API shows it, with its lease state (nil: none known).

@@ -63,7 +63,8 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		return nil, err
 	}
 	if sess.Record.Status == contract.SessionStatusArchived || lc.CompactedThrough != nil {
-		return nil, reject(contract.CodeInvalidState, "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
+		return nil, &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is already archived (%s)", id, lc.LastArchiveName),
+			Remedy: Remedy{Kind: RestoreArchive, Archive: lc.LastArchiveName, Then: "then archive it again"}}
 	}
 	last := sess.LastSequence
 	total := last + 1

@@ -159,7 +159,7 @@ func (c *Chat) decide(ctx context.Context, sid string, d ApprovalDecision) (stri
 		return "", 0, err
 	}
 	if res.Error != nil {
-		return "", 0, &RejectError{Code: res.Error.Code, Message: res.Error.Message}
+		return "", 0, &RejectError{Code: res.Error.Code, Message: res.Error.Message, Remedy: CommandRemedy(cmd.CommandType, res.Error)}
 	}
 	if res.AcceptedSequence != nil { // the last of the command's events (the decision first)
 		return ref.RunID, *res.AcceptedSequence - int64(len(res.ResultEventIDs)), nil

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/contract"
@@ -56,5 +57,34 @@ func TestChatDecideAtTheHead(t *testing.T) {
 	var rej *session.RejectError
 	if !errors.As(err, &rej) || rej.Code != contract.CodeApprovalNotFound {
 		t.Errorf("an approval never requested: %v; want APPROVAL_NOT_FOUND", err)
+	}
+}
+
+// TestChatMessageIDReused: a chat message sent again is the same run, another message under
+// the same id is an IDEMPOTENCY_CONFLICT that says to give it an id of its own, and doing so
+// queues its run.
+func TestChatMessageIDReused(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t)
+	chat := b.svc.Chat()
+	text := func(s string) []contract.RawJSON {
+		return []contract.RawJSON{contract.RawJSON(`{"type":"text","text":"` + s + `"}`)}
+	}
+	run, from, err := chat.Submit(ctx, b.sid, "m1", text("first"))
+	if err != nil || run != session.ChatRunID("m1") || from != 0 {
+		t.Fatalf("Submit = %q, %d, %v; want %q, 0", run, from, err, session.ChatRunID("m1"))
+	}
+	if again, from2, err := chat.Submit(ctx, b.sid, "m1", text("first")); err != nil || again != run || from2 != 0 {
+		t.Errorf("the same message again = %q, %d, %v; want its run from the log", again, from2, err)
+	}
+	b.append(t, b.event(t, "status", `"runId":"run-m1","sourceMessageId":"m1"`, `{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`),
+		b.event(t, "status", `"runId":"run-m1","sourceMessageId":"m1"`, `{"status":"completed","completedAt":"2026-03-01T12:00:09Z","durationMs":8000}`))
+	_, _, err = chat.Submit(ctx, b.sid, "m1", text("other"))
+	var rej *session.RejectError
+	if !errors.As(err, &rej) || rej.Code != contract.CodeIdempotencyConflict || !strings.Contains(rej.Message, "give a new message an id of its own") {
+		t.Fatalf("another message under the same id: %v; want IDEMPOTENCY_CONFLICT saying to give it an id of its own", err)
+	}
+	if run, _, err := chat.Submit(ctx, b.sid, "m2", text("other")); err != nil || run != session.ChatRunID("m2") {
+		t.Errorf("the message under an id of its own = %q, %v", run, err)
 	}
 }

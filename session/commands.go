@@ -237,7 +237,8 @@ func (s *Service) rejected(c *contract.Command, status string, e *RejectError) *
 func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *RejectError) {
 	p, _ := contract.PolicyOf(c.CommandType)
 	if p.Capability != "" && !st.sess.Snapshot.Capabilities.Has(p.Capability) {
-		return nil, "", "", reject(contract.CodeCapabilityUnavailable, "the session's snapshot lacks the %q capability that %s needs; if the runtime supports it, turn it on with PATCH /v1/sessions/%s {\"snapshot\":…} (sessiond patch --enable %s %s), then send the command again", p.Capability, c.CommandType, c.SessionID, p.Capability, c.SessionID)
+		return nil, "", "", &RejectError{Code: contract.CodeCapabilityUnavailable, Message: fmt.Sprintf("the session's snapshot lacks the %q capability that %s needs", p.Capability, c.CommandType),
+			Remedy: Remedy{Kind: EnableCapability, Capability: p.Capability}}
 	}
 	target := st.run(c.RunID)
 	if p.NeedsRunID && target == nil {

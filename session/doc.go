@@ -25,7 +25,8 @@
 //     are package archive's.
 //   - progress.go: progress reports of archive and restore.
 //   - refusal.go: [RejectError], the one type of the domain's refusals, whose codes are the
-//     constants of package contract.
+//     constants of package contract, and its [Remedy]: what a client can do, in the domain's
+//     terms (the edges name the routes and commands).
 //   - wire.go: the names of the answer shapes, which are defined in package wire.
 //
 // Concurrency: commands, forks, archive and restore of one session take that session's lock in

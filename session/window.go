@@ -35,7 +35,7 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 	started := false
 	_, lc, err := s.st.UpdateLifecycle(ctx, id, func(sess *store.Session, lc *store.Lifecycle) error {
 		if !live(sess.Record.Status) {
-			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window: %s", id, sess.Record.Status, NotLiveHint(sess.Record.Status))}
+			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window", id, sess.Record.Status), Remedy: notLive(sess.Record.Status)}
 			return rej
 		}
 		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
