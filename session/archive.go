@@ -283,7 +283,7 @@ func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
 	if probs := contract.SessionIDProblems(c.SessionID); len(probs) > 0 {
 		return nil, reject(contract.CodeArchiveInvalid, "the archive's session id %q is not one a session can have (%s): %s", c.SessionID, probs[0].Rule, contract.SessionIDRule)
 	}
-	at, err := store.ParseTime(c.ArchivedAt)
+	at, err := contract.ParseTime(c.ArchivedAt)
 	if err != nil {
 		return nil, reject(contract.CodeArchiveInvalid, "archivedAt %q: %v", c.ArchivedAt, err)
 	}

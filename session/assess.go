@@ -136,8 +136,8 @@ func (s *Service) workHours(ctx context.Context, sess *store.Session) (float64, 
 		return ms / 3.6e6, true, nil
 	}
 	if closed := sess.Record.ClosedAt.Get(); closed != "" {
-		c, err1 := store.ParseTime(closed)
-		st, err2 := store.ParseTime(sess.Record.StartedAt)
+		c, err1 := contract.ParseTime(closed)
+		st, err2 := contract.ParseTime(sess.Record.StartedAt)
 		if err1 == nil && err2 == nil && c.After(st) {
 			return c.Sub(st).Hours(), true, nil
 		}

@@ -83,7 +83,7 @@ func closedAt(r *contract.SessionRecord) (time.Time, string, bool) {
 		if s == "" {
 			continue
 		}
-		t, err := store.ParseTime(s)
+		t, err := contract.ParseTime(s)
 		return t, s, err == nil
 	}
 	return time.Time{}, "", false
@@ -113,7 +113,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 				if err != nil {
 					return nil, fmt.Errorf("retention: session %s: %w", s.Record.SessionID, err)
 				}
-				if rt, err := store.ParseTime(lc.RestoredAt); err == nil && !rt.Before(cutoff) {
+				if rt, err := contract.ParseTime(lc.RestoredAt); err == nil && !rt.Before(cutoff) {
 					continue
 				}
 				plan.Archive = append(plan.Archive, RetentionSession{SessionID: s.Record.SessionID, ClosedAt: at})
@@ -144,7 +144,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 	ageCutoff := now.Add(-p.DeleteArchivesAfter)
 	for _, a := range list {
 		reason := ""
-		if at, err := store.ParseTime(a.ArchivedAt); err == nil && p.DeleteArchivesAfter > 0 && at.Before(ageCutoff) {
+		if at, err := contract.ParseTime(a.ArchivedAt); err == nil && p.DeleteArchivesAfter > 0 && at.Before(ageCutoff) {
 			reason = ReasonAge
 		} else if p.MaxArchiveBytes > 0 && plan.ArchiveBytesAfter > p.MaxArchiveBytes {
 			reason = ReasonSize

@@ -48,10 +48,10 @@ func statusOf(rec *contract.SessionRecord, lc store.Lifecycle, now time.Time, st
 	r := &StatusReport{SessionID: rec.SessionID, Status: rec.Status, LastHeartbeatAt: rec.LastHeartbeatAt.Get(),
 		StaleAfterSeconds: staleAfter.Seconds(), LastArchivedAt: lc.LastArchivedAt,
 		Window: windowOf(rec.SessionID, lc, now), Recommendation: RecommendOK, Reasons: []string{}}
-	started, _ := store.ParseTime(rec.StartedAt)
+	started, _ := contract.ParseTime(rec.StartedAt)
 	r.HoursSinceStart = hoursBetween(started, now)
 	r.Stale = rec.Status == contract.SessionStatusStale || expired(rec, now.Add(-staleAfter))
-	if t, err := store.ParseTime(lc.LastArchivedAt); err == nil {
+	if t, err := contract.ParseTime(lc.LastArchivedAt); err == nil {
 		h := hoursBetween(t, now)
 		r.HoursSinceLastArchive = &h
 	}

@@ -214,7 +214,7 @@ func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.Sess
 	now := s.now()
 	ts := contract.FormatTime(now)
 	var dur int64
-	if started, err := store.ParseTime(run.StartedAt); err == nil && now.After(started) {
+	if started, err := contract.ParseTime(run.StartedAt); err == nil && now.After(started) {
 		dur = now.Sub(started).Milliseconds()
 	}
 	d := json.Number(fmt.Sprint(dur))

@@ -38,7 +38,7 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window", id, sess.Record.Status), Remedy: notLive(sess.Record.Status)}
 			return rej
 		}
-		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
+		if closes, err := contract.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
 			return nil
 		}
 		lc.WindowStartedAt = contract.FormatTime(now)
@@ -59,7 +59,7 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 
 func windowOf(id string, lc store.Lifecycle, now time.Time) *Window {
 	w := &Window{SessionID: id, StartedAt: lc.WindowStartedAt, ClosesAt: lc.WindowClosesAt}
-	if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil {
+	if closes, err := contract.ParseTime(lc.WindowClosesAt); err == nil {
 		h := hoursBetween(now, closes)
 		w.HoursLeft = &h
 	}
