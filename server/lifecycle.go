@@ -56,7 +56,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleAssess(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var req session.AssessRequest
+	var req wire.AssessRequest
 	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
 		writeError(w, aerr)
 		return

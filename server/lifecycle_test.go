@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"github.com/sessiond/sessiond/wire"
 	"net/http"
 	"net/url"
 	"os"
@@ -85,7 +86,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if l, _ := b.cl.ListSessions(ctx, url.Values{}); len(l.Sessions) != 1 || l.Sessions[0].Advice.Recommendation != "archive_now" {
 		t.Errorf("list advice = %+v", l)
 	}
-	a, err := b.cl.Assess(ctx, "S-life", session.AssessRequest{Task: "- a\n- b"})
+	a, err := b.cl.Assess(ctx, "S-life", wire.AssessRequest{Task: "- a\n- b"})
 	if err != nil || a.Sufficient || len(a.Phases) != 1 {
 		t.Errorf("Assess = %+v, %v", a, err)
 	}
@@ -94,7 +95,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if _, err := b.cl.PatchSession(ctx, "S-life", api.PatchSessionRequest{Status: &st, UpdatedByGate: "user"}); apiCode(err) != api.CodeInvalidState || !strings.Contains(err.Error(), "archive") {
 		t.Errorf("PATCH to archived: %v", err)
 	}
-	ar, err := b.cl.Archive(ctx, "S-life", api.ArchiveRequest{Note: session.Note{Done: "greeted"}, Compact: true})
+	ar, err := b.cl.Archive(ctx, "S-life", api.ArchiveRequest{Note: wire.Note{Done: "greeted"}, Compact: true})
 	if err != nil || ar.Session.Record.Status != "archived" || ar.Compacted != 1 || ar.Session.Lifecycle.LastArchiveName != ar.Archive.Name {
 		t.Fatalf("Archive = %+v, %v", ar, err)
 	}

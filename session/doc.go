@@ -27,7 +27,6 @@
 //   - refusal.go: [RejectError], the one type of the domain's refusals, whose codes are the
 //     constants of package contract, and its [Remedy]: what a client can do, in the domain's
 //     terms (the edges name the routes and commands).
-//   - wire.go: the names of the answer shapes, which are defined in package wire.
 //
 // Concurrency: commands, forks, archive and restore of one session take that session's lock in
 // this process; the store's conditional writes keep several processes (instances) correct, and

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +105,7 @@ func TestSweepMarksStaleAndFailsTheActiveRun(t *testing.T) {
 	// A second instance sweeping at the same time must not append twice.
 	other := session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now)})
 	var wg sync.WaitGroup
-	results := make([]session.SweepResult, 2)
+	results := make([]wire.SweepResult, 2)
 	for i, svc := range []*session.Service{b.svc, other} {
 		wg.Add(1)
 		go func() {
@@ -233,7 +234,7 @@ func TestAssess(t *testing.T) {
 	b, _ := lifecycleSetup(t)
 	ctx := context.Background()
 	task := "Port the parser:\n- read the spec\n- write the lexer\n- write the parser\n- test it"
-	a, err := b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	a, err := b.svc.Assess(ctx, b.sid, wire.AssessRequest{Task: task})
 	if err != nil || a.Sufficient || a.OptimisticHours != nil || a.Risk != "unknown" || !strings.Contains(a.Message, "insufficient history") {
 		t.Fatalf("Assess without history = %+v, %v", a, err)
 	}
@@ -261,7 +262,7 @@ func TestAssess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err = b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	a, err = b.svc.Assess(ctx, b.sid, wire.AssessRequest{Task: task})
 	if err != nil || !a.Sufficient || a.Samples != 10 {
 		t.Fatalf("Assess with history = %+v, %v", a, err)
 	}
@@ -302,7 +303,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	runs, _ := b.st.Runs(ctx, b.sid)
 	wantT, _ := b.svc.Rebuild(ctx, b.sid)
 	c.Add(time.Hour)
-	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Note: session.Note{Done: "read", InProgress: "fix", Next: "test"}})
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Note: wire.Note{Done: "read", InProgress: "fix", Next: "test"}})
 	if err != nil {
 		t.Fatalf("Archive: %v", err)
 	}

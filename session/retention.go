@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"os"
 	"sort"
 	"time"
@@ -48,7 +49,7 @@ type RetentionSession struct {
 
 // RetentionArchive is an archive file retention deletes or keeps, and why.
 type RetentionArchive struct {
-	ArchiveInfo
+	wire.ArchiveInfo
 	Reason string `json:"reason"`
 	// Detail says, for a kept archive, why it is the last copy.
 	Detail string `json:"detail,omitempty"`
@@ -173,7 +174,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 // compacted. An older archive of a compacted session goes only if the session's latest archive
 // is in dir (names) and verifies: it holds the whole log. An archive of a session whose whole
 // log is in the store (never compacted, or restored since) is a spare copy.
-func Deletable(ctx context.Context, r RetentionReader, dir string, a ArchiveInfo, names map[string]bool) (bool, string, error) {
+func Deletable(ctx context.Context, r RetentionReader, dir string, a wire.ArchiveInfo, names map[string]bool) (bool, string, error) {
 	sess, err := r.GetSession(ctx, a.SessionID)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return false, fmt.Sprintf("session %s is not in the store: this archive is its only copy", a.SessionID), nil
