@@ -3,7 +3,9 @@
 // executes the contract's commands against a session's log, forks sessions, keeps each
 // session's transcript as a projection of its log, and runs the lifecycle: heartbeats, the
 // sweeper that marks silent sessions stale, the work window, status and assess, archive and
-// restore.
+// restore. The shapes it answers beyond the contract (wire.Transcript, wire.Lineage,
+// wire.Progress, …) are package wire's, so that the Go client decodes them without importing
+// the domain.
 //
 // Files, by what they hold:
 //
