@@ -145,7 +145,7 @@ func aiMajor(w http.ResponseWriter, r *http.Request) (int, bool) {
 	v := r.Header.Get(bridge.AIMajorHeader)
 	major, ok := bridge.AIMajor(v)
 	if !ok {
-		writeError(w, api.Errorf(api.CodeMalformed, "header %s is %q: it names the major version of the AI SDK the client runs, 6 (the default) or 7", bridge.AIMajorHeader, v))
+		writeError(w, api.Errorf(contract.CodeMalformed, "header %s is %q: it names the major version of the AI SDK the client runs, 6 (the default) or 7", bridge.AIMajorHeader, v))
 	}
 	return major, ok
 }
@@ -159,7 +159,7 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if chat != sid {
-		writeError(w, api.Errorf(api.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
+		writeError(w, api.Errorf(contract.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
 		return
 	}
 	run, err := s.svc.Chat().ActiveRun(r.Context(), sid)

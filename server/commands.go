@@ -22,7 +22,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > maxStopWait {
-			writeError(w, api.Errorf(api.CodeMalformed, "wait=%s must be a duration from 0s to %s, e.g. 5s", quote(v), maxStopWait))
+			writeError(w, api.Errorf(contract.CodeMalformed, "wait=%s must be a duration from 0s to %s, e.g. 5s", quote(v), maxStopWait))
 			return
 		}
 		opt.Wait = d
@@ -45,7 +45,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	s.opt.Metrics.command(cmd.CommandType, outcome)
 	switch {
 	case errors.Is(err, session.ErrSessionMismatch):
-		writeError(w, api.Errorf(api.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))
+		writeError(w, api.Errorf(contract.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))
 		return
 	case err != nil:
 		writeError(w, apiError(err, id))

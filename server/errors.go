@@ -34,19 +34,19 @@ func apiError(err error, sessionID string) *api.Error {
 	case errors.As(err, &rej):
 		return &api.Error{Code: rej.Code, Message: rej.Message + remedyText(sessionID, rej.Remedy)}
 	case errors.Is(err, auth.ErrExpiredKey):
-		return api.Errorf(api.CodeUnauthenticated, "the credential expires now; ask for a new key")
+		return api.Errorf(contract.CodeUnauthenticated, "the credential expires now; ask for a new key")
 	case errors.Is(err, session.ErrInvalidMultitask):
 		// The handler checks ?multitask itself; this is a session default the store holds.
-		return api.Errorf(api.CodeMalformed, "%v", err)
+		return api.Errorf(contract.CodeMalformed, "%v", err)
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
+		return api.Errorf(contract.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
 	}
 	var ce contract.CodedError
 	if !errors.As(err, &ce) {
 		if e := unavailableError(store.ClassifyOS(err)); e != nil {
 			return e
 		}
-		return api.Errorf(api.CodeInternal, "store: %v", err)
+		return api.Errorf(contract.CodeInternal, "store: %v", err)
 	}
 	e := &api.Error{Code: ce.ErrorCode(), Message: ce.Error()}
 	switch c := ce.(type) {

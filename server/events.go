@@ -41,7 +41,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	multitask := q.Get("multitask")
 	if q.Has("multitask") && !contract.ValidMultitask(multitask) {
-		writeError(w, api.Errorf(api.CodeMalformed, "multitask is %s; it must be reject, enqueue or interrupt (or leave it out for the session's default)", quote(multitask)))
+		writeError(w, api.Errorf(contract.CodeMalformed, "multitask is %s; it must be reject, enqueue or interrupt (or leave it out for the session's default)", quote(multitask)))
 		return
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).
@@ -66,11 +66,11 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(events) == 0 {
-		writeError(w, api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
+		writeError(w, api.Errorf(contract.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
 		return
 	}
 	if len(events) > store.MaxBatchEvents {
-		writeError(w, api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
+		writeError(w, api.Errorf(contract.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
 		return
 	}
 	// The append is not tied to the request's context: once the body is read, a client that

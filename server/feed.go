@@ -238,7 +238,7 @@ func feedFilter(r *http.Request) (store.ChangeFilter, *api.Error) {
 	f := store.ChangeFilter{Project: q.Get("project"), AgentID: q.Get("agent")}
 	for _, p := range []struct{ name, val, what string }{{"project", f.Project, "a project"}, {"agent", f.AgentID, "an agent id"}} {
 		if q.Has(p.name) && p.val == "" {
-			return f, api.Errorf(api.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
+			return f, api.Errorf(contract.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
 		}
 	}
 	var aerr *api.Error
@@ -264,7 +264,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a change sequence (an integer >= 0; 0 replays the feed from its start)", quote(v)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "Last-Event-ID %s must be a change sequence (an integer >= 0; 0 replays the feed from its start)", quote(v)))
 			return
 		}
 		cursor = n
@@ -277,7 +277,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		cursor = n
 	}
 	if cursor > last {
-		writeError(w, api.Errorf(api.CodeMalformed, "change %d is after the last change of the feed (%d); resume with a sequence this feed sent, or 0 to replay it from its start", cursor, last))
+		writeError(w, api.Errorf(contract.CodeMalformed, "change %d is after the last change of the feed (%d); resume with a sequence this feed sent, or 0 to replay it from its start", cursor, last))
 		return
 	}
 

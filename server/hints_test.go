@@ -164,7 +164,7 @@ type hintCase struct {
 
 var hintCases = []hintCase{
 	{
-		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: api.CodeInvalidState,
+		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.queueRun(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "", userTurn("S-h", "m2", "r2"))
@@ -174,7 +174,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unknown multitask strategy", hint: "it must be reject, enqueue or interrupt (or leave it out for the session's default)", code: api.CodeMalformed,
+		name: "unknown multitask strategy", hint: "it must be reject, enqueue or interrupt (or leave it out for the session's default)", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events?multitask=later", "", userTurn("S-h", "m1", "r1"))
@@ -185,7 +185,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no credential", hint: "send Authorization: Bearer <key> (make one with sessiond keys create); see docs/security.md", code: api.CodeUnauthenticated,
+		name: "no credential", hint: "send Authorization: Bearer <key> (make one with sessiond keys create); see docs/security.md", code: contract.CodeUnauthenticated,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "GET", "/v1/sessions", "", "")
@@ -195,7 +195,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "not a Bearer credential", hint: "the Authorization header must be one \"Bearer <key>\"; see docs/security.md", code: api.CodeUnauthenticated,
+		name: "not a Bearer credential", hint: "the Authorization header must be one \"Bearer <key>\"; see docs/security.md", code: contract.CodeUnauthenticated,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "GET", "/v1/sessions", "Basic dXNlcjpwYXNz", "")
@@ -205,7 +205,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "key of another project", hint: "this credential makes keys of project %q only; give \"project\":%q or leave it out", code: api.CodeForbidden,
+		name: "key of another project", hint: "this credential makes keys of project %q only; give \"project\":%q or leave it out", code: contract.CodeForbidden,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "POST", "/v1/keys", "Bearer "+hintKey(t, e, "alpha", "admin"), `{"project":"beta","scopes":["read"]}`)
@@ -215,7 +215,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unknown session", hint: "create it with POST /v1/sessions", code: api.CodeSessionNotFound,
+		name: "unknown session", hint: "create it with POST /v1/sessions", code: contract.CodeSessionNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/sessions/S-h", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.ok(t, "POST", "/v1/sessions", "", fmt.Sprintf(createBody, "S-h"))
@@ -223,7 +223,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "taken session id", hint: "pick another session_id or omit it to have one generated", code: api.CodeSessionExists,
+		name: "taken session id", hint: "pick another session_id or omit it to have one generated", code: contract.CodeSessionExists,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions", "", fmt.Sprintf(createBody, "S-h"))
@@ -233,7 +233,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "snapshot missing at create", hint: "give mode, modelId and capabilities, e.g.", code: api.CodeContractViolation,
+		name: "snapshot missing at create", hint: "give mode, modelId and capabilities, e.g.", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			f := e.call(t, "POST", "/v1/sessions", "", `{"agent_id":"a","role":"user"}`)
 			f.message = detailMessages(t, e, "POST", "/v1/sessions", `{"agent_id":"a","role":"user"}`)
@@ -245,7 +245,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "server-set field at create", hint: "is set by the server; leave it out", code: api.CodeContractViolation,
+		name: "server-set field at create", hint: "is set by the server; leave it out", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			body := `{"agent_id":"a","role":"user","status":"paused","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`
 			f := e.call(t, "POST", "/v1/sessions", "", body)
@@ -257,7 +257,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "append sequence conflict", hint: "read the new events and retry with expectedSequence", code: api.CodeSequenceConflict,
+		name: "append sequence conflict", hint: "read the new events and retry with expectedSequence", code: contract.CodeSequenceConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -270,7 +270,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "idempotency key reused", hint: "use a new key for a new event", code: api.CodeIdempotencyConflict,
+		name: "idempotency key reused", hint: "use a new key for a new event", code: contract.CodeIdempotencyConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -284,7 +284,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "event id reused", hint: "give a new event an eventId of its own", code: api.CodeEventIDConflict,
+		name: "event id reused", hint: "give a new event an eventId of its own", code: contract.CodeEventIDConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -295,7 +295,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "event for another session", hint: "send it to /v1/sessions/", code: api.CodeSessionMismatch,
+		name: "event for another session", hint: "send it to /v1/sessions/", code: contract.CodeSessionMismatch,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.createSession(t, "S-other")
@@ -307,7 +307,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "command for another session", hint: "send it to /v1/sessions/%s/commands", code: api.CodeSessionMismatch,
+		name: "command for another session", hint: "send it to /v1/sessions/%s/commands", code: contract.CodeSessionMismatch,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.waitingApproval(t, "S-ap", allCaps)
@@ -320,7 +320,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unsupported content type", hint: "send Content-Type: ", code: api.CodeUnsupportedMedia,
+		name: "unsupported content type", hint: "send Content-Type: ", code: contract.CodeUnsupportedMedia,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "text/plain", event("S-h", 1))
@@ -330,7 +330,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unparsable content type", hint: "does not parse (%v); %s", code: api.CodeUnsupportedMedia,
+		name: "unparsable content type", hint: "does not parse (%v); %s", code: contract.CodeUnsupportedMedia,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/json; =", event("S-h", 1))
@@ -340,7 +340,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no events", hint: "send one event, a JSON array or NDJSON", code: api.CodeMalformed,
+		name: "no events", hint: "send one event, a JSON array or NDJSON", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "", "[]")
@@ -350,7 +350,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "batch over the event limit", hint: "are allowed per request, split it", code: api.CodeTooLarge,
+		name: "batch over the event limit", hint: "are allowed per request, split it", code: contract.CodeTooLarge,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/x-ndjson", ndjson("S-h", 0, 1001))
@@ -361,7 +361,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "body over the byte limit", hint: "split it into smaller requests", code: api.CodeTooLarge, opt: server.Options{MaxBodyBytes: 1500},
+		name: "body over the byte limit", hint: "split it into smaller requests", code: contract.CodeTooLarge, opt: server.Options{MaxBodyBytes: 1500},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/x-ndjson", ndjson("S-h", 0, 10))
@@ -372,7 +372,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "method not allowed", hint: "is not allowed on %s; use %s", code: api.CodeMethodNotAllowed,
+		name: "method not allowed", hint: "is not allowed on %s; use %s", code: contract.CodeMethodNotAllowed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "DELETE", "/v1/sessions/S-h", "", "")
@@ -383,7 +383,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no such endpoint", hint: "see docs/api.md for the API", code: api.CodeNotFound,
+		name: "no such endpoint", hint: "see docs/api.md for the API", code: contract.CodeNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/sesions", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			doc, err := os.ReadFile("../docs/api.md")
@@ -394,7 +394,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "server shutting down", hint: "retry against another instance or after restart", code: api.CodeUnavailable,
+		name: "server shutting down", hint: "retry against another instance or after restart", code: contract.CodeUnavailable,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.srv.Close()
@@ -406,7 +406,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "store closing", hint: "retry the request (appends are idempotent by key)", code: api.CodeUnavailable,
+		name: "store closing", hint: "retry the request (appends are idempotent by key)", code: contract.CodeUnavailable,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.st.Close()
@@ -418,7 +418,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: api.CodeNotConfigured, sopt: session.Options{ArchiveDir: "-"},
+		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: contract.CodeNotConfigured, sopt: session.Options{ArchiveDir: "-"},
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/archives", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.srv.Close()
@@ -428,7 +428,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch without a gate", hint: "say who makes the change", code: api.CodeContractViolation,
+		name: "patch without a gate", hint: "say who makes the change", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			body := `{"phase":"review"}`
@@ -441,7 +441,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch to archived", hint: "archive: POST /v1/sessions/{id}/archive", code: api.CodeInvalidState,
+		name: "patch to archived", hint: "archive: POST /v1/sessions/{id}/archive", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"archived","updated_by_gate":"user"}`)
@@ -452,7 +452,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch out of archived", hint: "restore: POST /v1/archives/restore with the session's latest archive", code: api.CodeInvalidState,
+		name: "patch out of archived", hint: "restore: POST /v1/archives/restore with the session's latest archive", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"paused","updated_by_gate":"user"}`)
@@ -463,7 +463,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch archived to running", hint: "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused", code: api.CodeInvalidState,
+		name: "patch archived to running", hint: "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", true)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"running","updated_by_gate":"user"}`)
@@ -475,7 +475,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch closed to running", hint: "a closed session stays closed; create a new session to go on", code: api.CodeInvalidState,
+		name: "patch closed to running", hint: "a closed session stays closed; create a new session to go on", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"closed","updated_by_gate":"user"}`)
@@ -487,7 +487,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch snapshot of an archived session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "patch snapshot of an archived session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`)
@@ -498,7 +498,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "heartbeat of an archived session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "heartbeat of an archived session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/sessions/S-h/heartbeat", "", "")
@@ -509,7 +509,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "warm of an archived, compacted session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "warm of an archived, compacted session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", true)
 			return e.call(t, "POST", "/v1/sessions/S-h/warm", "", "")
@@ -520,7 +520,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "heartbeat of a closed session", hint: "create a new session to go on", code: api.CodeInvalidState,
+		name: "heartbeat of a closed session", hint: "create a new session to go on", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"closed","updated_by_gate":"user"}`)
@@ -532,7 +532,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "archive an archived session", hint: "then archive it again", code: api.CodeInvalidState,
+		name: "archive an archived session", hint: "then archive it again", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/sessions/S-h/archive", "", `{"compact":true}`)
@@ -550,7 +550,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore a live session", hint: "restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", code: api.CodeRestoreConflict,
+		name: "restore a live session", hint: "restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			restoreLatest(t, e, "S-h")
@@ -569,7 +569,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore another copy's archive", hint: "Restore its latest archive %s to bring it back", code: api.CodeRestoreConflict,
+		name: "restore another copy's archive", hint: "Restore its latest archive %s to bring it back", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			// Another server has its own S-h with another log; its archive is uploaded here.
 			o := newHintEnv(t, server.Options{})
@@ -592,7 +592,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore an older archive over a compacted session", hint: "Restore its latest archive %s, or restore %s into another data directory", code: api.CodeRestoreConflict,
+		name: "restore an older archive over a compacted session", hint: "Restore its latest archive %s, or restore %s into another data directory", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			old := e.archived(t, "S-h", false)
 			restoreLatest(t, e, "S-h")
@@ -612,7 +612,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore over a compacted session that took appends", hint: "into another data directory to read the archived part", code: api.CodeRestoreConflict,
+		name: "restore over a compacted session that took appends", hint: "into another data directory to read the archived part", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			ar := e.archived(t, "S-h", true)
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 2)) // a late runtime append
@@ -635,7 +635,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "not an archive name", hint: "list them with sessiond session restore --list", code: api.CodeArchiveNotFound,
+		name: "not an archive name", hint: "list them with sessiond session restore --list", code: contract.CodeArchiveNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/archives/restore", "", `{"name":"S-h.json"}`)
@@ -649,7 +649,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "tampered archive", hint: "the file was altered, restore another archive", code: api.CodeArchiveInvalid,
+		name: "tampered archive", hint: "the file was altered, restore another archive", code: contract.CodeArchiveInvalid,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			ar := e.archived(t, "S-h", true)
 			data, _ := os.ReadFile(ar.Archive.Path)
@@ -659,7 +659,7 @@ var hintCases = []hintCase{
 		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },
 	},
 	{
-		name: "restore without a name", hint: "say which archive to restore: a name, or a project for its latest archive", code: api.CodeMalformed,
+		name: "restore without a name", hint: "say which archive to restore: a name, or a project for its latest archive", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/archives/restore", "", `{}`)
@@ -694,7 +694,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "bad stop wait", hint: "must be a duration from 0s to %s", code: api.CodeMalformed,
+		name: "bad stop wait", hint: "must be a duration from 0s to %s", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			r := e.runtime(t, "S-h", allCaps)
 			r.message("m1", "user", "go")

@@ -33,15 +33,15 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		spec.Project = p.Project
 	}
 	if spec.Project != p.Project && !p.AllProjects() {
-		writeError(w, api.Errorf(api.CodeForbidden, "this credential makes keys of project %q only; give \"project\":%q or leave it out", p.Project, p.Project))
+		writeError(w, api.Errorf(contract.CodeForbidden, "this credential makes keys of project %q only; give \"project\":%q or leave it out", p.Project, p.Project))
 		return
 	}
 	if why := auth.ValidProject(spec.Project); why != "" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "project: %s", why))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "project: %s", why))
 		return
 	}
 	if len(req.Name) > 200 {
-		writeError(w, api.Errorf(api.CodeContractViolation, "name: at most 200 bytes"))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "name: at most 200 bytes"))
 		return
 	}
 	var err error
@@ -50,12 +50,12 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg = err.Error()
 		}
-		writeError(w, api.Errorf(api.CodeContractViolation, "scopes: %s", msg))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "scopes: %s", msg))
 		return
 	}
 	if req.ExpiresIn != "" {
 		if spec.TTL, err = auth.ParseLifetime(req.ExpiresIn); err != nil {
-			writeError(w, api.Errorf(api.CodeContractViolation, "expiresIn: %v", err))
+			writeError(w, api.Errorf(contract.CodeContractViolation, "expiresIn: %v", err))
 			return
 		}
 	}
@@ -91,7 +91,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 // KEY_NOT_FOUND (also for another project's key: no existence leak).
 func (s *Server) visibleKey(w http.ResponseWriter, r *http.Request) (store.Key, bool) {
 	id := r.PathValue("keyId")
-	notFound := api.Errorf(api.CodeKeyNotFound, "no key %q; list the keys with GET /v1/keys", id)
+	notFound := api.Errorf(contract.CodeKeyNotFound, "no key %q; list the keys with GET /v1/keys", id)
 	if !auth.ValidKeyID(id) {
 		writeError(w, notFound)
 		return store.Key{}, false

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"net/http"
 	"os"
@@ -77,7 +78,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Hours < 0 || req.Hours > 24*7 {
-		writeError(w, api.Errorf(api.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.svc.Options().Window))
+		writeError(w, api.Errorf(contract.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.svc.Options().Window))
 		return
 	}
 	opt := session.WarmOptions{Restart: req.Restart}
@@ -105,7 +106,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) archiveDir() (string, *api.Error) {
 	dir := s.svc.Options().ArchiveDir
 	if dir == "" {
-		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
+		return "", api.Errorf(contract.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
 	}
 	return dir, nil
 }
@@ -123,7 +124,7 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.UpdatedByGate != "" && req.UpdatedByGate != "owner" && req.UpdatedByGate != "handoff" && req.UpdatedByGate != "user" && req.UpdatedByGate != "mission" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %s must be one of owner, handoff, user, mission", quote(req.UpdatedByGate)))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "updated_by_gate %s must be one of owner, handoff, user, mission", quote(req.UpdatedByGate)))
 		return
 	}
 	ps := s.newProgressStream(w, r)
@@ -154,7 +155,7 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		list, err = archive.ListProject(dir, &project) // the key's project, whatever its name
 	}
 	if err != nil {
-		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
+		writeError(w, api.Errorf(contract.CodeInternal, "%v", err))
 		return
 	}
 	// Each archive is of a session: listed only when its session is one the caller may see,
@@ -208,11 +209,11 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 // removes it.
 func (s *Server) receiveUpload(w http.ResponseWriter, r *http.Request, dir string) (string, *api.Error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+		return "", api.Errorf(contract.CodeInternal, "archive upload: %v", err)
 	}
 	f, err := os.CreateTemp(dir, ".upload-*.json")
 	if err != nil {
-		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+		return "", api.Errorf(contract.CodeInternal, "archive upload: %v", err)
 	}
 	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.opt.MaxArchiveBytes))
 	if cerr := f.Close(); err == nil {

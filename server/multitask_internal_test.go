@@ -2,9 +2,9 @@ package server
 
 import (
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"testing"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -12,7 +12,7 @@ import (
 // default the store holds) is the client-facing 400 the handler's own check answers, not a 500.
 func TestStoreErrorInvalidMultitask(t *testing.T) {
 	e := apiError(fmt.Errorf("%w: %q", session.ErrInvalidMultitask, "later"), "s1")
-	if e.Code != api.CodeMalformed {
-		t.Fatalf("code %q, want %q (%s)", e.Code, api.CodeMalformed, e.Message)
+	if e.Code != contract.CodeMalformed {
+		t.Fatalf("code %q, want %q (%s)", e.Code, contract.CodeMalformed, e.Message)
 	}
 }

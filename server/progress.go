@@ -107,7 +107,7 @@ func (p *progressStream) answer(status int, v any) {
 	}
 	b, err := contract.Marshal(v)
 	if err != nil {
-		p.fail(api.Errorf(api.CodeInternal, "encode response: %v", err))
+		p.fail(api.Errorf(contract.CodeInternal, "encode response: %v", err))
 		return
 	}
 	p.line(b)

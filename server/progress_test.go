@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/wire"
 	"io"
 	"net/http"
@@ -166,7 +167,7 @@ func TestClientFollowsProgress(t *testing.T) {
 	// An error found before the work starts is the ordinary error answer.
 	_, err = b.cl.ArchiveWithProgress(ctx, "S-none", api.ArchiveRequest{}, func(wire.Progress) { t.Error("progress for a missing session") })
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeSessionNotFound || ae.Status != http.StatusNotFound {
+	if !errors.As(err, &ae) || ae.Code != contract.CodeSessionNotFound || ae.Status != http.StatusNotFound {
 		t.Errorf("archiving a missing session: %v", err)
 	}
 	got = nil

@@ -302,18 +302,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 				panic(v)
 			}
 			s.requestLogger(w).Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
+			writeError(w, api.Errorf(contract.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
 	if !s.hostAllowed(r.Host) {
-		writeError(w, api.Errorf(api.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
+		writeError(w, api.Errorf(contract.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
 		return
 	}
 	if s.cors(w, r) {
 		return
 	}
 	if s.closing.Load() && r.URL.Path != "/healthz" {
-		writeError(w, api.Errorf(api.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
+		writeError(w, api.Errorf(contract.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
 		return
 	}
 	// The mux answers unknown paths and methods with plain text; keep errors in one shape.
@@ -327,11 +327,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			}
 		}
 		if len(allowed) == 0 {
-			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
+			writeError(w, api.Errorf(contract.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
+		writeError(w, api.Errorf(contract.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -406,7 +406,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		s.requestLogger(w).Warn("readiness: the store refuses writes", "err", err)
 		e := unavailableError(err)
 		if e == nil {
-			e = api.Errorf(api.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err)
+			e = api.Errorf(contract.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err)
 		} else {
 			e.Message = "not ready: " + e.Message
 		}
@@ -425,7 +425,7 @@ func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := contract.Marshal(v)
 	if err != nil {
-		writeError(w, api.Errorf(api.CodeInternal, "encode response: %v", err))
+		writeError(w, api.Errorf(contract.CodeInternal, "encode response: %v", err))
 		return
 	}
 	writeJSONBytes(w, status, append(b, '\n'))
@@ -468,7 +468,7 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, *api.Er
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
+		return 0, api.Errorf(contract.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
 	}
 	return n, nil
 }
@@ -484,7 +484,7 @@ func decodeStrict(data []byte, v any) *api.Error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return api.Errorf(api.CodeContractViolation, "request body: %s", jsonErrorText(err))
+		return api.Errorf(contract.CodeContractViolation, "request body: %s", jsonErrorText(err))
 	}
 	return nil
 }

@@ -62,11 +62,11 @@ func bodyError(err error, what, tooLargeHint string) *api.Error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
-		return api.Errorf(api.CodeTooLarge, "%s is over the %d-byte limit%s", what, mbe.Limit, tooLargeHint)
+		return api.Errorf(contract.CodeTooLarge, "%s is over the %d-byte limit%s", what, mbe.Limit, tooLargeHint)
 	case errors.As(err, &ne) && ne.Timeout():
-		return api.Errorf(api.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
+		return api.Errorf(contract.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
 	}
-	return api.Errorf(api.CodeMalformed, "read %s: %v", what, err)
+	return api.Errorf(contract.CodeMalformed, "read %s: %v", what, err)
 }
 
 // handleCreateSession creates a session from record fields and a snapshot.
@@ -125,7 +125,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.Status != "" && !slices.Contains(contract.SessionStatuses, f.Status) {
-		writeError(w, api.Errorf(api.CodeMalformed, "status=%s is not one of %v", quote(f.Status), contract.SessionStatuses))
+		writeError(w, api.Errorf(contract.CodeMalformed, "status=%s is not one of %v", quote(f.Status), contract.SessionStatuses))
 		return
 	}
 	list, next, err := s.svc.List(r.Context(), f)

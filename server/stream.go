@@ -223,7 +223,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < -1 {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer >= -1)", quote(v)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer >= -1)", quote(v)))
 			return
 		}
 		cursor = n
@@ -240,7 +240,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			cursor = last
 		case "false", "0":
 		default:
-			writeError(w, api.Errorf(api.CodeMalformed, "query parameter tail=%s must be true or false (true: only events appended from now on)", quote(t)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "query parameter tail=%s must be true or false (true: only events appended from now on)", quote(t)))
 			return
 		}
 	}

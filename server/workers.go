@@ -32,7 +32,7 @@ func durationField(name, v string, def, lo, hi time.Duration) (time.Duration, *a
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < lo || d > hi {
-		return 0, api.Errorf(api.CodeContractViolation, "request body: field %q is %s; it must be a duration from %s to %s, such as \"10s\"", name, quote(v), lo, hi)
+		return 0, api.Errorf(contract.CodeContractViolation, "request body: field %q is %s; it must be a duration from %s to %s, such as \"10s\"", name, quote(v), lo, hi)
 	}
 	return d, nil
 }
@@ -42,11 +42,11 @@ func durationField(name, v string, def, lo, hi time.Duration) (time.Duration, *a
 func checkClaim(req *wire.ClaimRequest) *api.Error {
 	for _, f := range []struct{ name, v string }{{"project", req.Project}, {"agent_id", req.AgentID}, {"role", req.Role}} {
 		if f.v != "" && (strings.TrimSpace(f.v) != f.v || len(f.v) > 256) {
-			return api.Errorf(api.CodeContractViolation, "request body: field %q is %s; it must be at most 256 bytes without leading or trailing spaces, or absent to match every run", f.name, quote(f.v))
+			return api.Errorf(contract.CodeContractViolation, "request body: field %q is %s; it must be at most 256 bytes without leading or trailing spaces, or absent to match every run", f.name, quote(f.v))
 		}
 	}
 	if c := store.UnknownCapability(req.Capabilities); c != "" {
-		return api.Errorf(api.CodeContractViolation, "request body: field \"capabilities\" holds %s, which is not a capability; use the names of a snapshot's capabilities (%s)", quote(c), strings.Join(contract.CapabilityNames, ", "))
+		return api.Errorf(contract.CodeContractViolation, "request body: field \"capabilities\" holds %s, which is not a capability; use the names of a snapshot's capabilities (%s)", quote(c), strings.Join(contract.CapabilityNames, ", "))
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (s *Server) decodeLease(w http.ResponseWriter, r *http.Request) (wire.Lease
 		return req, aerr
 	}
 	if req.LeaseID == "" {
-		return req, api.Errorf(api.CodeContractViolation, "request body: field \"leaseId\" is missing; send the leaseId and token the claim answered")
+		return req, api.Errorf(contract.CodeContractViolation, "request body: field \"leaseId\" is missing; send the leaseId and token the claim answered")
 	}
 	return req, nil
 }
@@ -153,7 +153,7 @@ func (s *Server) handleReleaseLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.LeaseTTL != "" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "request body: field \"leaseTtl\" is for a renewal; a release takes only leaseId and token"))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "request body: field \"leaseTtl\" is for a renewal; a release takes only leaseId and token"))
 		return
 	}
 	if err := s.svc.ReleaseLease(r.Context(), id, runID, store.LeaseRef{LeaseID: req.LeaseID, Token: req.Token}); err != nil {
@@ -170,7 +170,7 @@ func leaseHeader(r *http.Request) (*store.LeaseRef, *api.Error) {
 		return nil, nil
 	}
 	bad := func(why string) *api.Error {
-		return api.Errorf(api.CodeLeaseLost, "header %s %s is not a lease: %s; send \"<leaseId>:<token>\" as the claim answered it (lease.header)", wire.LeaseHeader, quote(strings.Join(vs, ", ")), why)
+		return api.Errorf(contract.CodeLeaseLost, "header %s %s is not a lease: %s; send \"<leaseId>:<token>\" as the claim answered it (lease.header)", wire.LeaseHeader, quote(strings.Join(vs, ", ")), why)
 	}
 	if len(vs) > 1 {
 		return nil, bad("it is given more than once")
