@@ -12,77 +12,40 @@ import (
 	"github.com/sessiond/sessiond/wire"
 )
 
-// Error codes of the HTTP API, under the names the server and the Go client use. Every code is
-// defined once, in package contract ([contract.ErrorCode]); these are the same constants.
-const (
-	CodeMalformed           = contract.CodeMalformed
-	CodeContractViolation   = contract.CodeContractViolation
-	CodeTooLarge            = contract.CodeTooLarge
-	CodeSessionNotFound     = contract.CodeSessionNotFound
-	CodeSessionExists       = contract.CodeSessionExists
-	CodeRunNotFound         = contract.CodeRunNotFound
-	CodeSequenceConflict    = contract.CodeSequenceConflict
-	CodeIdempotencyConflict = contract.CodeIdempotencyConflict
-	CodeEventIDConflict     = contract.CodeEventIDConflict
-	CodeSessionMismatch     = contract.CodeSessionMismatch
-	CodeInvalidTransition   = contract.CodeInvalidTransition
-	CodeInvalidState        = contract.CodeInvalidState
-	CodeUnsupportedMedia    = contract.CodeUnsupportedMedia
-	CodeMethodNotAllowed    = contract.CodeMethodNotAllowed
-	CodeNotFound            = contract.CodeNotFound
-	CodeUnavailable         = contract.CodeUnavailable
-	CodeInternal            = contract.CodeInternal
-	CodeArchiveInvalid      = contract.CodeArchiveInvalid
-	CodeArchiveNotFound     = contract.CodeArchiveNotFound
-	CodeRestoreConflict     = contract.CodeRestoreConflict
-	CodeSessionMoved        = contract.CodeSessionMoved
-	CodeNotConfigured       = contract.CodeNotConfigured
-	CodeLeaseLost           = contract.CodeLeaseLost
-	CodeLeaseRequired       = contract.CodeLeaseRequired
-	CodeStoreUnwritable     = contract.CodeStoreUnwritable
-	CodeOverloaded          = contract.CodeOverloaded
-	CodeRequestTimeout      = contract.CodeRequestTimeout
-	CodeHeadersTooLarge     = contract.CodeHeadersTooLarge
-	CodeUnauthenticated     = contract.CodeUnauthenticated
-	CodeForbidden           = contract.CodeForbidden
-	CodeRateLimited         = contract.CodeRateLimited
-	CodeKeyNotFound         = contract.CodeKeyNotFound
-)
-
 // statusByCode is the one table from error code to HTTP status.
 var statusByCode = map[contract.ErrorCode]int{
-	CodeMalformed:           http.StatusBadRequest,
-	CodeContractViolation:   http.StatusUnprocessableEntity,
-	CodeTooLarge:            http.StatusRequestEntityTooLarge,
-	CodeSessionNotFound:     http.StatusNotFound,
-	CodeSessionExists:       http.StatusConflict,
-	CodeRunNotFound:         http.StatusNotFound,
-	CodeSequenceConflict:    http.StatusConflict,
-	CodeIdempotencyConflict: http.StatusConflict,
-	CodeEventIDConflict:     http.StatusConflict,
-	CodeSessionMismatch:     http.StatusUnprocessableEntity,
-	CodeInvalidTransition:   http.StatusUnprocessableEntity,
-	CodeInvalidState:        http.StatusConflict,
-	CodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
-	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
-	CodeNotFound:            http.StatusNotFound,
-	CodeUnavailable:         http.StatusServiceUnavailable,
-	CodeInternal:            http.StatusInternalServerError,
-	CodeArchiveInvalid:      http.StatusUnprocessableEntity,
-	CodeArchiveNotFound:     http.StatusNotFound,
-	CodeRestoreConflict:     http.StatusConflict,
-	CodeSessionMoved:        http.StatusConflict,
-	CodeNotConfigured:       http.StatusNotImplemented,
-	CodeLeaseLost:           http.StatusConflict,
-	CodeLeaseRequired:       http.StatusConflict,
-	CodeStoreUnwritable:     http.StatusServiceUnavailable,
-	CodeOverloaded:          http.StatusServiceUnavailable,
-	CodeRequestTimeout:      http.StatusRequestTimeout,
-	CodeHeadersTooLarge:     http.StatusRequestHeaderFieldsTooLarge,
-	CodeUnauthenticated:     http.StatusUnauthorized,
-	CodeForbidden:           http.StatusForbidden,
-	CodeRateLimited:         http.StatusTooManyRequests,
-	CodeKeyNotFound:         http.StatusNotFound,
+	contract.CodeMalformed:           http.StatusBadRequest,
+	contract.CodeContractViolation:   http.StatusUnprocessableEntity,
+	contract.CodeTooLarge:            http.StatusRequestEntityTooLarge,
+	contract.CodeSessionNotFound:     http.StatusNotFound,
+	contract.CodeSessionExists:       http.StatusConflict,
+	contract.CodeRunNotFound:         http.StatusNotFound,
+	contract.CodeSequenceConflict:    http.StatusConflict,
+	contract.CodeIdempotencyConflict: http.StatusConflict,
+	contract.CodeEventIDConflict:     http.StatusConflict,
+	contract.CodeSessionMismatch:     http.StatusUnprocessableEntity,
+	contract.CodeInvalidTransition:   http.StatusUnprocessableEntity,
+	contract.CodeInvalidState:        http.StatusConflict,
+	contract.CodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
+	contract.CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
+	contract.CodeNotFound:            http.StatusNotFound,
+	contract.CodeUnavailable:         http.StatusServiceUnavailable,
+	contract.CodeInternal:            http.StatusInternalServerError,
+	contract.CodeArchiveInvalid:      http.StatusUnprocessableEntity,
+	contract.CodeArchiveNotFound:     http.StatusNotFound,
+	contract.CodeRestoreConflict:     http.StatusConflict,
+	contract.CodeSessionMoved:        http.StatusConflict,
+	contract.CodeNotConfigured:       http.StatusNotImplemented,
+	contract.CodeLeaseLost:           http.StatusConflict,
+	contract.CodeLeaseRequired:       http.StatusConflict,
+	contract.CodeStoreUnwritable:     http.StatusServiceUnavailable,
+	contract.CodeOverloaded:          http.StatusServiceUnavailable,
+	contract.CodeRequestTimeout:      http.StatusRequestTimeout,
+	contract.CodeHeadersTooLarge:     http.StatusRequestHeaderFieldsTooLarge,
+	contract.CodeUnauthenticated:     http.StatusUnauthorized,
+	contract.CodeForbidden:           http.StatusForbidden,
+	contract.CodeRateLimited:         http.StatusTooManyRequests,
+	contract.CodeKeyNotFound:         http.StatusNotFound,
 
 	// Availability codes (contract.RetryFor says each is retryable and after how long).
 	contract.CodeStoreFull:        http.StatusInsufficientStorage,
@@ -287,3 +250,6 @@ type RunResource struct {
 	contract.Run
 	wire.RunLease
 }
+
+// ErrorCode is the error's code (contract.CodedError).
+func (e *Error) ErrorCode() contract.ErrorCode { return e.Code }

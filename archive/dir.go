@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -184,7 +184,7 @@ func SaveFile(dir, path string, c *Content, sum string) (*wire.ArchiveInfo, erro
 // the name and project directory it would have been written with; the same file stored again is
 // a no-op, another file under the same name is refused.
 func saveVerified(dir string, c *Content, sum string, size int64, open func() io.Reader) (*wire.ArchiveInfo, error) {
-	at, err := store.ParseTime(c.ArchivedAt)
+	at, err := contract.ParseTime(c.ArchivedAt)
 	if err != nil {
 		return nil, invalid("archivedAt: %v", err)
 	}

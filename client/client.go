@@ -161,7 +161,7 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, header http.
 func decodeError(status int, data []byte) error {
 	var body api.ErrorBody
 	if err := json.Unmarshal(data, &body); err != nil || body.Error == nil {
-		return &api.Error{Code: api.CodeInternal, Status: status, Message: fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(string(data)))}
+		return &api.Error{Code: contract.CodeInternal, Status: status, Message: fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(string(data)))}
 	}
 	body.Error.Status = status
 	return body.Error

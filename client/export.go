@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"iter"
 	"net/http"
@@ -105,7 +106,7 @@ func (c *Client) exportOnce(ctx context.Context, id string, after *int64, buf *b
 			if *after < last {
 				// A whole answer (the chunked encoding's end arrived) that stops short: not
 				// what the server sends, so not retried.
-				return false, progressed, &api.Error{Code: api.CodeInternal, Status: resp.StatusCode,
+				return false, progressed, &api.Error{Code: contract.CodeInternal, Status: resp.StatusCode,
 					Message: fmt.Sprintf("GET %s: the answer ended after sequence %d, before the log's last sequence %d", path, *after, last)}
 			}
 			return true, progressed, nil
@@ -124,7 +125,7 @@ func (c *Client) exportOnce(ctx context.Context, id string, after *int64, buf *b
 				Sequence *int64 `json:"sequence"`
 			}
 			if err := json.Unmarshal(line, &head); err != nil || head.Sequence == nil || *head.Sequence <= *after {
-				return false, progressed, &api.Error{Code: api.CodeInternal, Status: resp.StatusCode,
+				return false, progressed, &api.Error{Code: contract.CodeInternal, Status: resp.StatusCode,
 					Message: fmt.Sprintf("GET %s: the answer's first line is not an event after sequence %d (%v)", path, *after, err)}
 			}
 			*after = *head.Sequence

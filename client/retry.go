@@ -68,7 +68,7 @@ func retryable(err error) (bool, time.Duration) {
 			return true, wait
 		}
 		// A proxy's answer, not the server's (decodeError names it INTERNAL).
-		proxy := ae.Code == api.CodeInternal && (ae.Status == http.StatusBadGateway || ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusGatewayTimeout)
+		proxy := ae.Code == contract.CodeInternal && (ae.Status == http.StatusBadGateway || ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusGatewayTimeout)
 		return proxy, wait
 	}
 	return true, wait // no answer from the server at all (a refused or dropped connection)

@@ -195,7 +195,7 @@ func (w *Worker) handle(ctx context.Context, c *wire.Claim) {
 			l, err := w.Client.RenewLease(jctx, c.Run.SessionID, c.Run.RunID, job.Lease(), ttl)
 			var aerr *api.Error
 			switch {
-			case errors.As(err, &aerr) && aerr.Code == api.CodeLeaseLost:
+			case errors.As(err, &aerr) && aerr.Code == contract.CodeLeaseLost:
 				w.report(fmt.Errorf("run %s of session %s: %w", c.Run.RunID, c.Run.SessionID, err))
 				cancel() // the run is someone else's now: stop the work
 				return
@@ -226,7 +226,7 @@ func (w *Worker) handle(ctx context.Context, c *wire.Claim) {
 	defer rcancel()
 	err := w.Client.ReleaseLease(rctx, c.Run.SessionID, c.Run.RunID, job.Lease())
 	var aerr *api.Error
-	if err != nil && !(errors.As(err, &aerr) && aerr.Code == api.CodeLeaseLost) {
+	if err != nil && !(errors.As(err, &aerr) && aerr.Code == contract.CodeLeaseLost) {
 		w.report(fmt.Errorf("release the lease of run %s: %w", c.Run.RunID, err))
 	}
 }

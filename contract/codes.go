@@ -159,3 +159,30 @@ func codeStrings(codes []ErrorCode) []string {
 	}
 	return out
 }
+
+// CodedError is an error that carries its stable error code. Every error of this module that
+// stands for a refusal a client can act on implements it — the domain's refusals
+// (session.RejectError, session.InvalidError), the store's refusals (its conflict, limit,
+// lease and run errors, and its not-found and exists sentinels) and the HTTP API's error
+// (api.Error) — so each edge turns any of them into its answer in one place (the server's
+// apiError). What an edge tells the client to do about it (a route, a command) is the edge's
+// to say, not the error's.
+type CodedError interface {
+	error
+	ErrorCode() ErrorCode
+}
+
+// ProblemsCode is the code of a document refused for these problems: MALFORMED_REQUEST when
+// one is of the JSON layer (the document is not acceptable JSON; TOO_LARGE when that one is
+// its size), else CONTRACT_VIOLATION.
+func ProblemsCode(probs []Problem) ErrorCode {
+	for _, p := range probs {
+		if p.Layer == LayerJSON {
+			if p.Rule == "maxBytes" {
+				return CodeTooLarge
+			}
+			return CodeMalformed
+		}
+	}
+	return CodeContractViolation
+}

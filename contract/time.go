@@ -1,6 +1,9 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // TimeFormat is the layout of every timestamp sessiond and its tools write: RFC 3339 in UTC
 // with milliseconds, e.g. 2026-03-01T12:00:00.000Z (it matches [TimestampPattern]).
@@ -8,6 +11,16 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime formats t with TimeFormat in UTC.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime parses an RFC 3339 timestamp (with or without a fraction): every timestamp
+// FormatTime writes, and those of other writers' offsets.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339: %w", s, err)
+	}
+	return t, nil
+}
 
 // TimestampPattern is the event schema's pattern for every timestamp field, verbatim. The
 // validator uses the hand-written [IsTimestamp], which tests prove equal to this pattern.

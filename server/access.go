@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sessiond/sessiond/contract"
 	"math"
 	"net/http"
 	"strconv"
@@ -119,7 +120,7 @@ func unauthenticated(w http.ResponseWriter, errCode, msg string) {
 		ch += `, error="` + errCode + `"`
 	}
 	w.Header().Set("WWW-Authenticate", ch)
-	writeError(w, api.Errorf(api.CodeUnauthenticated, "%s", msg))
+	writeError(w, api.Errorf(contract.CodeUnauthenticated, "%s", msg))
 }
 
 // authenticate finds the request's credential and returns its principal; on refusal it has
@@ -163,11 +164,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, rt route) 
 		case errors.Is(err, auth.ErrRevokedKey), errors.Is(err, auth.ErrExpiredKey):
 			unauthenticated(w, "invalid_token", err.Error()+"; ask for a new key")
 		case errors.Is(err, auth.ErrTokenClaims):
-			writeError(w, api.Errorf(api.CodeForbidden, "%v; see docs/security.md, \"OIDC\"", err))
+			writeError(w, api.Errorf(contract.CodeForbidden, "%v; see docs/security.md, \"OIDC\"", err))
 		case !errors.Is(err, auth.ErrInvalidKey) && auth.LooksLikeKey(raw):
 			// A store failure while looking the key up, not the caller's fault.
 			s.requestLogger(w).Error("key lookup failed", "err", err)
-			writeError(w, api.Errorf(api.CodeUnavailable, "the key could not be checked (the store failed); retry the request"))
+			writeError(w, api.Errorf(contract.CodeUnavailable, "the key could not be checked (the store failed); retry the request"))
 		default:
 			unauthenticated(w, "invalid_token", "the credential is not valid")
 		}
@@ -179,7 +180,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, rt route) 
 		return auth.Principal{}, false
 	}
 	if fromCookie && !safeMethod(r.Method) && !sameOrigin(r) {
-		writeError(w, api.Errorf(api.CodeForbidden, "a request authenticated by the login cookie must come from this server's own origin"))
+		writeError(w, api.Errorf(contract.CodeForbidden, "a request authenticated by the login cookie must come from this server's own origin"))
 		return auth.Principal{}, false
 	}
 	return p, true
@@ -215,24 +216,24 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rt route) (au
 		sw.actor = p.Subject
 	}
 	if p.Session != "" && !rt.access.token {
-		writeError(w, api.Errorf(api.CodeForbidden, "a stream token opens only its session's event stream (GET /v1/sessions/%s/events/stream); send a key for %s", p.Session, rt.pattern))
+		writeError(w, api.Errorf(contract.CodeForbidden, "a stream token opens only its session's event stream (GET /v1/sessions/%s/events/stream); send a key for %s", p.Session, rt.pattern))
 		return p, false
 	}
 	if !p.Scopes.Has(rt.access.scope) {
-		writeError(w, api.Errorf(api.CodeForbidden, "%s needs the %s scope; this credential has %s", rt.pattern, rt.access.scope, p.Scopes))
+		writeError(w, api.Errorf(contract.CodeForbidden, "%s needs the %s scope; this credential has %s", rt.pattern, rt.access.scope, p.Scopes))
 		return p, false
 	}
 	if rt.access.global && !p.AllProjects() {
-		writeError(w, api.Errorf(api.CodeForbidden, "%s acts on every project; it needs a key of project \"*\", and this one is of project %q", rt.pattern, p.Project))
+		writeError(w, api.Errorf(contract.CodeForbidden, "%s acts on every project; it needs a key of project \"*\", and this one is of project %q", rt.pattern, p.Project))
 		return p, false
 	}
 	if p.Session != "" && r.PathValue("id") != p.Session {
-		writeError(w, api.Errorf(api.CodeForbidden, "this token is for session %q only", p.Session))
+		writeError(w, api.Errorf(contract.CodeForbidden, "this token is for session %q only", p.Session))
 		return p, false
 	}
 	if wait, ok := s.authn.allow(p); !ok {
 		retryAfter(w, wait)
-		writeError(w, api.Errorf(api.CodeRateLimited, "%s is over its rate of %g requests a second; retry after %s", ownerName(p), float64(s.authn.limit), w.Header().Get("Retry-After")+"s"))
+		writeError(w, api.Errorf(contract.CodeRateLimited, "%s is over its rate of %g requests a second; retry after %s", ownerName(p), float64(s.authn.limit), w.Header().Get("Retry-After")+"s"))
 		return p, false
 	}
 	return p, true
@@ -338,11 +339,11 @@ func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	project, err := s.sessionProject(r.Context(), id)
 	if err != nil && !errors.Is(err, store.ErrSessionNotFound) {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return false
 	}
 	if err != nil || !session.Permits(r.Context(), id, project) {
-		writeError(w, storeError(store.ErrSessionNotFound, id))
+		writeError(w, apiError(store.ErrSessionNotFound, id))
 		return false
 	}
 	return true
@@ -381,7 +382,7 @@ func projectFilter(r *http.Request, asked string) (string, *api.Error) {
 	case asked == "" || asked == p.Project:
 		return p.Project, nil
 	}
-	return "", api.Errorf(api.CodeForbidden, "this credential may act only on project %q, not %q; ask for project %q or leave project out", p.Project, asked, p.Project)
+	return "", api.Errorf(contract.CodeForbidden, "this credential may act only on project %q, not %q; ask for project %q or leave project out", p.Project, asked, p.Project)
 }
 
 // checkCreateProject refuses to create, with a key of one project, a session of another.
@@ -397,7 +398,7 @@ func checkCreateProject(r *http.Request, body []byte) *api.Error {
 		return nil // not JSON: the service says what is wrong with it
 	}
 	if b.Project == nil || *b.Project != p.Project {
-		return api.Errorf(api.CodeForbidden, "this credential creates sessions of project %q only; give \"project\":%q in the body", p.Project, p.Project)
+		return api.Errorf(contract.CodeForbidden, "this credential creates sessions of project %q only; give \"project\":%q in the body", p.Project, p.Project)
 	}
 	return nil
 }
@@ -415,7 +416,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 	if !allowed {
 		if preflight {
-			writeError(w, api.Errorf(api.CodeForbidden, "origin %s is not allowed; start the server with --cors-origin %s to allow it", quote(origin), quote(origin)))
+			writeError(w, api.Errorf(contract.CodeForbidden, "origin %s is not allowed; start the server with --cors-origin %s to allow it", quote(origin), quote(origin)))
 			return true
 		}
 		return false
@@ -431,7 +432,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	probe := r.Clone(r.Context())
 	probe.Method = method
 	if _, p := s.mux.Handler(probe); p == "" {
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s", quote(method), quote(r.URL.Path)))
+		writeError(w, api.Errorf(contract.CodeMethodNotAllowed, "%s is not allowed on %s", quote(method), quote(r.URL.Path)))
 		return true
 	}
 	h.Set("Access-Control-Allow-Methods", method)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/sessiond/sessiond/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,11 +66,11 @@ func TestArchiveUploadVerified(t *testing.T) {
 	dst := setup(t, server.Options{MaxArchiveBytes: int64(len(good)) + 100}, session.Options{ArchiveDir: dir})
 	for name, data := range map[string][]byte{"path-traversal session id": traversal, "event that breaks the contract": badEvent} {
 		_, err := dst.cl.UploadArchive(ctx, data)
-		if apiCode(err) != api.CodeArchiveInvalid {
+		if apiCode(err) != contract.CodeArchiveInvalid {
 			t.Errorf("%s: upload answered %v, want ARCHIVE_INVALID", name, err)
 		}
 	}
-	if _, err := dst.cl.UploadArchive(ctx, append(good, make([]byte, 200)...)); apiCode(err) != api.CodeTooLarge {
+	if _, err := dst.cl.UploadArchive(ctx, append(good, make([]byte, 200)...)); apiCode(err) != contract.CodeTooLarge {
 		t.Errorf("upload over MaxArchiveBytes: %v, want TOO_LARGE", err)
 	}
 	var files []string

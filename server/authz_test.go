@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
@@ -320,28 +319,28 @@ func TestAuthorizationMatrix(t *testing.T) {
 					}
 					return
 				}
-				refused("no credential", "", 401, api.CodeUnauthenticated)
-				refused("not Bearer", "Basic dXNlcjpwYXNz", 401, api.CodeUnauthenticated)
-				refused("malformed key", "Bearer sk_nope", 401, api.CodeUnauthenticated)
-				refused("unknown key", bearer(unknown), 401, api.CodeUnauthenticated)
-				refused("wrong secret", bearer(e.keys["all-admin"][:len(e.keys["all-admin"])-4]+"AAAA"), 401, api.CodeUnauthenticated)
-				refused("revoked key", bearer(e.keys["revoked"]), 401, api.CodeUnauthenticated)
-				refused("expired key", bearer(e.keys["expired"]), 401, api.CodeUnauthenticated)
+				refused("no credential", "", 401, contract.CodeUnauthenticated)
+				refused("not Bearer", "Basic dXNlcjpwYXNz", 401, contract.CodeUnauthenticated)
+				refused("malformed key", "Bearer sk_nope", 401, contract.CodeUnauthenticated)
+				refused("unknown key", bearer(unknown), 401, contract.CodeUnauthenticated)
+				refused("wrong secret", bearer(e.keys["all-admin"][:len(e.keys["all-admin"])-4]+"AAAA"), 401, contract.CodeUnauthenticated)
+				refused("revoked key", bearer(e.keys["revoked"]), 401, contract.CodeUnauthenticated)
+				refused("expired key", bearer(e.keys["expired"]), 401, contract.CodeUnauthenticated)
 				for _, sc := range auth.Scopes {
 					if string(sc) == rt.Scope {
 						continue
 					}
-					r := refused("scope "+string(sc), bearer(e.keys["all-"+string(sc)]), 403, api.CodeForbidden)
+					r := refused("scope "+string(sc), bearer(e.keys["all-"+string(sc)]), 403, contract.CodeForbidden)
 					if msg := errorBody(t, r.body).Message; !strings.Contains(msg, "needs the "+rt.Scope+" scope") {
 						t.Errorf("scope %s: message %q does not name the missing scope %s", sc, msg, rt.Scope)
 					}
 				}
 				if rt.Global {
-					refused("key of one project", bearer(e.keys["alpha-"+rt.Scope]), 403, api.CodeForbidden)
+					refused("key of one project", bearer(e.keys["alpha-"+rt.Scope]), 403, contract.CodeForbidden)
 				}
 				if onSession {
 					// Another project's session answers exactly as a missing one.
-					other := refused("other project", bearer(e.keys["beta-all"]), 404, api.CodeSessionNotFound)
+					other := refused("other project", bearer(e.keys["beta-all"]), 404, contract.CodeSessionNotFound)
 					missing := e.call(t, method, strings.ReplaceAll(path, "{id}", "S-z"), bearer(e.keys["beta-all"]), body)
 					norm := func(s, id string) string { return strings.ReplaceAll(s, id, "ID") }
 					if missing.status != other.status || norm(missing.body, "S-z") != norm(other.body, "S-a") {
@@ -359,7 +358,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 					if r.status == 401 || r.status == 403 || r.status == 429 {
 						t.Errorf("%s: %d %s, want the request let through", h, r.status, r.body)
 					}
-					if r.status == 404 && strings.Contains(r.body, string(api.CodeSessionNotFound)) {
+					if r.status == 404 && strings.Contains(r.body, string(contract.CodeSessionNotFound)) {
 						t.Errorf("%s: the session of its own project answered %s", h, r.body)
 					}
 				}
@@ -603,7 +602,7 @@ func TestRateLimitPerKey(t *testing.T) {
 		}
 	}
 	r := b.call(t, "GET", "/v1/sessions", bearer(k1), "")
-	if r.status != 429 || r.header.Get("Retry-After") == "" || errorBody(t, r.body).Code != api.CodeRateLimited {
+	if r.status != 429 || r.header.Get("Retry-After") == "" || errorBody(t, r.body).Code != contract.CodeRateLimited {
 		t.Errorf("over the rate: %d Retry-After %q %s", r.status, r.header.Get("Retry-After"), r.body)
 	}
 	if r := b.call(t, "GET", "/v1/sessions", bearer(k2), ""); r.status != 200 {

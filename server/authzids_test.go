@@ -398,7 +398,7 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 			self := fmt.Sprintf("S-x%d", fixtures)
 			mk(self, "alpha")
 			if r, _ := send(sl, tmpl, "alpha-all", self, own(sl.kind, self)); r.status == 401 || r.status == 403 || r.status == 415 ||
-				r.status >= 400 && slices.Contains([]string{string(api.CodeMalformed), string(api.CodeContractViolation)}, string(errorBody(t, r.body).Code)) {
+				r.status >= 400 && slices.Contains([]string{string(contract.CodeMalformed), string(contract.CodeContractViolation)}, string(errorBody(t, r.body).Code)) {
 				t.Errorf("%s: the base request with the session's own ids is refused: %d %s", sl, r.status, r.body)
 			}
 			for _, key := range keys {

@@ -1,12 +1,11 @@
 package server
 
 import (
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/sessiond/sessiond/api"
 )
 
 // TestReadBody: a body is read whole up to the limit whether its length is declared or not
@@ -44,7 +43,7 @@ func TestReadBody(t *testing.T) {
 			}
 			got, aerr := s.readBody(httptest.NewRecorder(), r)
 			if tc.tooLarge {
-				if aerr == nil || aerr.Code != api.CodeTooLarge {
+				if aerr == nil || aerr.Code != contract.CodeTooLarge {
 					t.Fatalf("readBody of %d bytes: %v, want TOO_LARGE", tc.size, aerr)
 				}
 				return

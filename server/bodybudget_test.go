@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
@@ -97,7 +97,7 @@ func TestDeclaredBodyOverLimitRefusedAtOnce(t *testing.T) {
 			t.Fatalf("POST %s declaring 1001 bytes: no answer before the body arrived: %v", path, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || errorBody(t, string(body)).Code != api.CodeTooLarge || !strings.Contains(string(body), "1000-byte limit") {
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || errorBody(t, string(body)).Code != contract.CodeTooLarge || !strings.Contains(string(body), "1000-byte limit") {
 			t.Errorf("POST %s declaring 1001 bytes: %d %s; want 413 TOO_LARGE naming the limit", path, resp.StatusCode, body)
 		}
 	}

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
 
@@ -9,7 +9,7 @@ import (
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/bridge"
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/session"
 )
 
 // The protocol bridges (docs/bridges.md): the Vercel AI SDK's UI message stream and AG-UI.
@@ -55,18 +55,37 @@ func (s *Server) decodeChecked(w http.ResponseWriter, r *http.Request, sid, what
 	return true
 }
 
-func (s *Server) bridges() *bridge.Service { return &bridge.Service{Svc: s.svc, Now: s.svc.Now} }
-
-// bridgeError maps what the bridge service returns to the API error.
-func bridgeError(err error, sid string) *api.Error {
-	var re *bridge.RequestError
-	if errors.As(err, &re) {
-		if len(re.Problems) > 0 {
-			return validationError(re.Message, re.Problems)
-		}
-		return api.Errorf(re.Code, "%s", re.Message)
+// decisions are the approvals a chat client answered, for the session's chat.
+func decisions(ds []bridge.Decision) []session.ApprovalDecision {
+	out := make([]session.ApprovalDecision, len(ds))
+	for i, d := range ds {
+		out[i] = session.ApprovalDecision{ApprovalID: d.ApprovalID, Approved: d.Approved, Reason: d.Reason}
 	}
-	return storeError(err, sid)
+	return out
+}
+
+// scan reads the log of session sid after the sequence after, decoding each event for the
+// bridges, until fn returns false or the log ends.
+func (s *Server) scan(ctx context.Context, sid string, after int64, fn func(*bridge.Event) bool) error {
+	for {
+		evs, err := s.svc.Events(ctx, sid, after, streamBatch)
+		if err != nil {
+			return err
+		}
+		for _, se := range evs {
+			e, err := bridge.Decode(se.Data)
+			if err != nil {
+				return fmt.Errorf("event %d: %w", se.Sequence, err)
+			}
+			if !fn(e) {
+				return nil
+			}
+			after = se.Sequence
+		}
+		if len(evs) < streamBatch {
+			return nil
+		}
+	}
 }
 
 func problemsError(what string, probs []bridge.Problem) *api.Error {
@@ -95,7 +114,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	bs := s.bridges()
+	chat := s.svc.Chat()
 	last := req.Messages[len(req.Messages)-1]
 	var (
 		runID      string
@@ -107,14 +126,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		for i, p := range last.Parts {
 			parts[i] = contract.RawJSON(p)
 		}
-		runID, after, err = bs.Submit(r.Context(), sid, last.ID, parts)
+		runID, after, err = chat.Submit(r.Context(), sid, last.ID, parts)
 		cut = after
 	} else {
-		runID, cut, err = bs.Decide(r.Context(), sid, req.Approvals())
+		runID, cut, err = chat.Decide(r.Context(), sid, decisions(req.Approvals()))
 		after = -1
 	}
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, after, cut, uiProtocol(runID, major))
@@ -126,7 +145,7 @@ func aiMajor(w http.ResponseWriter, r *http.Request) (int, bool) {
 	v := r.Header.Get(bridge.AIMajorHeader)
 	major, ok := bridge.AIMajor(v)
 	if !ok {
-		writeError(w, api.Errorf(api.CodeMalformed, "header %s is %q: it names the major version of the AI SDK the client runs, 6 (the default) or 7", bridge.AIMajorHeader, v))
+		writeError(w, api.Errorf(contract.CodeMalformed, "header %s is %q: it names the major version of the AI SDK the client runs, 6 (the default) or 7", bridge.AIMajorHeader, v))
 	}
 	return major, ok
 }
@@ -140,12 +159,12 @@ func (s *Server) handleChatResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if chat != sid {
-		writeError(w, api.Errorf(api.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
+		writeError(w, api.Errorf(contract.CodeNotFound, "chat %q is not session %q: a session's chat id is the session's id; reconnect to /v1/sessions/%s/chat/%s/stream", chat, sid, sid, sid))
 		return
 	}
-	run, err := s.bridges().ActiveRun(r.Context(), sid)
+	run, err := s.svc.Chat().ActiveRun(r.Context(), sid)
 	if err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	if run == nil {
@@ -172,14 +191,14 @@ func (s *Server) handleAGUIMessages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func(*bridge.Event), messages func() any) {
 	sid := r.PathValue("id")
 	if _, err := s.svc.LastSequence(r.Context(), sid); err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
-	if err := s.bridges().Scan(r.Context(), sid, -1, func(_ store.StoredEvent, e *bridge.Event) bool {
+	if err := s.scan(r.Context(), sid, -1, func(e *bridge.Event) bool {
 		apply(e)
 		return true
 	}); err != nil {
-		writeError(w, storeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": messages()})
@@ -188,11 +207,12 @@ func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, apply func
 // handleChatStop stops the session's active run (the stop command) and answers its result.
 func (s *Server) handleChatStop(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
-	res, err := s.bridges().Stop(r.Context(), sid)
+	res, err := s.svc.Chat().Stop(r.Context(), sid)
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
+	withRemedy(sid, "stop", res)
 	status := http.StatusOK
 	if res.Error != nil {
 		status = api.HTTPStatus(res.Error.Code)
@@ -210,7 +230,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	bs := s.bridges()
+	chat := s.svc.Chat()
 	var (
 		runID string
 		cut   int64
@@ -218,7 +238,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case len(in.Resume) > 0:
-		runID, cut, err = bs.Decide(ctx, sid, in.Decisions())
+		runID, cut, err = chat.Decide(ctx, sid, decisions(in.Decisions()))
 	default:
 		ids := make([]string, len(in.Messages))
 		for i, m := range in.Messages {
@@ -226,7 +246,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		known, kerr := s.svc.HasMessages(ctx, sid, ids)
 		if kerr != nil {
-			writeError(w, storeError(kerr, sid))
+			writeError(w, apiError(kerr, sid))
 			return
 		}
 		var last *bridge.AGUIInMessage
@@ -243,12 +263,12 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			var after int64
-			runID, after, err = bs.Submit(ctx, sid, last.ID, parts)
+			runID, after, err = chat.Submit(ctx, sid, last.ID, parts)
 			cut = after + 1 // the run's queued status: the snapshot has the message
 			break
 		}
 		// Nothing new: follow the active run from now, or finish at once.
-		run, rerr := bs.ActiveRun(ctx, sid)
+		run, rerr := chat.ActiveRun(ctx, sid)
 		if rerr != nil {
 			err = rerr
 			break
@@ -258,7 +278,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeError(w, bridgeError(err, sid))
+		writeError(w, apiError(err, sid))
 		return
 	}
 	s.streamRun(w, r, sid, runID, -1, cut, aguiProtocol(bridge.AGUIRun{ThreadID: sid, RunID: in.RunID}))
@@ -307,30 +327,15 @@ func aguiProtocol(run bridge.AGUIRun) *protocol {
 // Without a run (runID ""), it sends the opening and ends (AG-UI: RUN_FINISHED).
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID string, after, cut int64, p *protocol) {
 	ctx := r.Context()
-	t := s.hub.join(sid)
-	defer s.hub.leave(sid, t)
-	s.opt.Metrics.subscriber(1)
-	defer s.opt.Metrics.subscriber(-1)
+	st := s.joinSession(sid)
+	defer st.leave()
 	sw := s.startSSE(w, r, p.header)
 	defer sw.end()
 
-	fold := bridge.NewFold(runID)
-	opened := false
-	var buf []byte
-	open := func() {
-		if !opened {
-			opened = true
-			fold.Cut()
-			buf = p.opening(buf)
-		}
-	}
-	finish := func() {
-		buf = append(buf, p.closing...)
-		sw.flush(buf)
-	}
+	rt := &runTail{sessionTail: st, r: r, runID: runID, cursor: after, cut: cut, p: p, fold: bridge.NewFold(runID)}
 	if runID == "" {
 		if p.observe != nil {
-			if err := s.bridges().Scan(ctx, sid, after, func(_ store.StoredEvent, e *bridge.Event) bool {
+			if err := s.scan(ctx, sid, after, func(e *bridge.Event) bool {
 				p.observe(e)
 				return true
 			}); err != nil {
@@ -340,96 +345,105 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 				return
 			}
 		}
-		open()
-		buf = p.op(buf, &bridge.Op{Kind: bridge.OpRunCompleted})
-		finish()
+		rt.open()
+		rt.buf = p.op(rt.buf, &bridge.Op{Kind: bridge.OpRunCompleted})
+		sw.flush(rt.finish().out)
 		return
 	}
-	keepAlive := s.keepAliveTicker()
-	defer keepAlive.Stop()
-	cursor := after
-	var ring []store.StoredEvent
-	var scratch bridge.Event
-	for {
-		v := t.view.Load()
-		// Recent events come from the ring of the live stream (encoded once for every
-		// subscriber); older ones from the store.
-		evs, ok := v.events(cursor, streamBatch, ring)
-		ring = evs[:0]
-		if !ok {
-			var err error
-			if evs, err = s.svc.Events(ctx, sid, cursor, streamBatch); err != nil {
-				if ctx.Err() == nil {
-					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect", err))
-				}
-				return
-			}
-		}
-		for i, se := range evs {
-			cursor = se.Sequence
-			if !ok && se.RunID != runID && (p.observe == nil || se.Sequence > cut) {
-				continue // another run's, or a user's message: not in this run's stream
-			}
-			var e *bridge.Event
-			var err error
-			if ok {
-				e, err = v.bridgeEvent(se)
-			} else {
-				// Read from the store for this stream alone: one Event for all of them.
-				e, err = &scratch, scratch.Decode(se.Data)
-			}
-			if err != nil {
-				sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("event %d: %v", se.Sequence, err))
-				return
-			}
-			if se.Sequence <= cut {
-				if p.observe != nil {
-					p.observe(e)
-				}
-				fold.Apply(e)
-				continue
-			}
-			open()
-			ops := fold.Apply(e)
-			for j := range ops {
-				op := &ops[j]
-				if op.Kind == bridge.OpRunWaiting && (i < len(evs)-1 || !s.stillWaiting(r, sid, runID)) {
-					continue // the approval was answered already: the run goes on, and so does the stream
-				}
-				buf = p.op(buf, op)
-				if op.Ends() {
-					finish()
-					return
-				}
-			}
-		}
-		if cursor >= cut && !opened {
-			open()
-			// A stream that starts while the run waits for a person (a reloaded tab) offers
-			// what it waits for, as the stream that saw the run start waiting did.
-			if pending := fold.Waiting(); pending != nil && s.stillWaiting(r, sid, runID) {
-				buf = p.op(buf, &bridge.Op{Kind: bridge.OpRunWaiting, Approvals: pending})
-				finish()
-				return
-			}
-		}
-		if len(buf) > 0 {
-			if s.interrupted(sw, cursor) || !sw.flush(buf) {
-				return
-			}
-			buf = buf[:0]
-		}
-		if len(evs) == streamBatch {
-			continue
-		}
-		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
-			return
-		}
+	s.follow(ctx, sw, rt)
+}
+
+// runTail is the source of a bridge's run stream: the events of one run after a cursor,
+// folded (bridge.Fold) into a protocol's stream. The events up to cut are folded without
+// being sent (the client has them).
+type runTail struct {
+	*sessionTail
+	r       *http.Request
+	runID   string
+	cursor  int64
+	cut     int64
+	p       *protocol
+	fold    *bridge.Fold
+	opened  bool
+	buf     []byte
+	scratch bridge.Event // the decoding of an event read from the store for this stream alone
+}
+
+func (t *runTail) position() int64 { return t.cursor }
+
+// open sends the protocol's opening, once the events up to the cut are folded.
+func (t *runTail) open() {
+	if !t.opened {
+		t.opened = true
+		t.fold.Cut()
+		t.buf = t.p.opening(t.buf)
 	}
 }
 
+// finish ends the stream with what is pending and the protocol's closing.
+func (t *runTail) finish() tailStep {
+	return tailStep{out: append(t.buf, t.p.closing...), done: true}
+}
+
+func (t *runTail) next(ctx context.Context) (tailStep, error) {
+	t.buf = t.buf[:0]
+	v := t.view()
+	// Recent events come from the ring of the live stream (encoded once for every
+	// subscriber); older ones from the store.
+	evs, live, err := t.events(ctx, v, t.cursor)
+	if err != nil {
+		return tailStep{}, fmt.Errorf("reading the log failed: %v; reconnect", err)
+	}
+	p := t.p
+	for i, se := range evs {
+		t.cursor = se.Sequence
+		if !live && se.RunID != t.runID && (p.observe == nil || se.Sequence > t.cut) {
+			continue // another run's, or a user's message: not in this run's stream
+		}
+		var e *bridge.Event
+		if live {
+			e, err = v.bridgeEvent(se)
+		} else {
+			// Read from the store for this stream alone: one Event for all of them.
+			e, err = &t.scratch, t.scratch.Decode(se.Data)
+		}
+		if err != nil {
+			return tailStep{final: api.Errorf(contract.CodeStreamFailed, "event %d: %v", se.Sequence, err)}, nil
+		}
+		if se.Sequence <= t.cut {
+			if p.observe != nil {
+				p.observe(e)
+			}
+			t.fold.Apply(e)
+			continue
+		}
+		t.open()
+		ops := t.fold.Apply(e)
+		for j := range ops {
+			op := &ops[j]
+			if op.Kind == bridge.OpRunWaiting && (i < len(evs)-1 || !t.stillWaiting()) {
+				continue // the approval was answered already: the run goes on, and so does the stream
+			}
+			t.buf = p.op(t.buf, op)
+			if op.Ends() {
+				return t.finish(), nil
+			}
+		}
+	}
+	if t.cursor >= t.cut && !t.opened {
+		t.open()
+		// A stream that starts while the run waits for a person (a reloaded tab) offers
+		// what it waits for, as the stream that saw the run start waiting did.
+		if pending := t.fold.Waiting(); pending != nil && t.stillWaiting() {
+			t.buf = p.op(t.buf, &bridge.Op{Kind: bridge.OpRunWaiting, Approvals: pending})
+			return t.finish(), nil
+		}
+	}
+	return tailStep{out: t.buf, more: len(evs) == streamBatch, changed: v.changed}, nil
+}
+
 // stillWaiting reports whether the run is waiting for an approval now.
-func (s *Server) stillWaiting(r *http.Request, sid, runID string) bool {
-	run, err := s.svc.Run(r.Context(), sid, runID)
+func (t *runTail) stillWaiting() bool {
+	run, err := t.s.svc.Run(t.r.Context(), t.sid, t.runID)
 	return err == nil && run.Status == contract.RunStatusWaitingApproval
 }

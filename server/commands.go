@@ -22,7 +22,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > maxStopWait {
-			writeError(w, api.Errorf(api.CodeMalformed, "wait=%s must be a duration from 0s to %s, e.g. 5s", quote(v), maxStopWait))
+			writeError(w, api.Errorf(contract.CodeMalformed, "wait=%s must be a duration from 0s to %s, e.g. 5s", quote(v), maxStopWait))
 			return
 		}
 		opt.Wait = d
@@ -45,12 +45,13 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	s.opt.Metrics.command(cmd.CommandType, outcome)
 	switch {
 	case errors.Is(err, session.ErrSessionMismatch):
-		writeError(w, api.Errorf(api.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))
+		writeError(w, api.Errorf(contract.CodeSessionMismatch, "the command's sessionId %q is not %q; send it to /v1/sessions/%s/commands", cmd.SessionID, id, cmd.SessionID))
 		return
 	case err != nil:
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
+	withRemedy(id, cmd.CommandType, res)
 	status := http.StatusOK
 	if res.Error != nil {
 		status = api.HTTPStatus(res.Error.Code)
@@ -62,7 +63,7 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	vm, err := s.svc.View(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, vm)
@@ -72,7 +73,7 @@ func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	t, err := s.svc.Transcript(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
@@ -94,13 +95,8 @@ func (s *Server) handleContinuation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.svc.Continue(r.Context(), id, &req)
-	var rej *session.RejectError
-	switch {
-	case errors.As(err, &rej):
-		writeError(w, &api.Error{Code: rej.Code, Message: rej.Message})
-		return
-	case err != nil:
-		writeError(w, storeError(err, id))
+	if err != nil {
+		writeError(w, apiError(err, id))
 		return
 	}
 	status := http.StatusCreated
@@ -114,7 +110,7 @@ func (s *Server) handleLineage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	l, err := s.svc.LineageOf(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, l)

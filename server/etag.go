@@ -16,7 +16,7 @@ import (
 func writeJSONTagged(w http.ResponseWriter, r *http.Request, v any) {
 	b, err := contract.Marshal(v)
 	if err != nil {
-		writeError(w, api.Errorf(api.CodeInternal, "encode response: %v", err))
+		writeError(w, api.Errorf(contract.CodeInternal, "encode response: %v", err))
 		return
 	}
 	b = append(b, '\n')

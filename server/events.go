@@ -41,7 +41,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	multitask := q.Get("multitask")
 	if q.Has("multitask") && !contract.ValidMultitask(multitask) {
-		writeError(w, api.Errorf(api.CodeMalformed, "multitask is %s; it must be reject, enqueue or interrupt (or leave it out for the session's default)", quote(multitask)))
+		writeError(w, api.Errorf(contract.CodeMalformed, "multitask is %s; it must be reject, enqueue or interrupt (or leave it out for the session's default)", quote(multitask)))
 		return
 	}
 	// The guard has checked the media type (the route table declares which ones append takes).
@@ -66,11 +66,11 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(events) == 0 {
-		writeError(w, api.Errorf(api.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
+		writeError(w, api.Errorf(contract.CodeMalformed, "no events in the request body; send one event, a JSON array or NDJSON"))
 		return
 	}
 	if len(events) > store.MaxBatchEvents {
-		writeError(w, api.Errorf(api.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
+		writeError(w, api.Errorf(contract.CodeTooLarge, "batch has %d events; at most %d are allowed per request, split it", len(events), store.MaxBatchEvents))
 		return
 	}
 	// The append is not tied to the request's context: once the body is read, a client that
@@ -80,7 +80,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.AppendWith(context.WithoutCancel(r.Context()), id, events, session.AppendParams{Expected: expected, Lease: lease, Multitask: multitask})
 	m.appendTook(time.Since(start))
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	m.duplicates(res.Results)
@@ -224,7 +224,7 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, id string, 
 	buf := append((*bp)[:0], `{"events":[`...)
 	buf, last, err := s.svc.AppendEventsJSON(r.Context(), id, after, limit, buf)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	buf = append(buf, `],"lastSequence":`...)
@@ -299,7 +299,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < -1 || n > contract.MaxSafeInteger {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer from -1 to %d)", quote(v), int64(contract.MaxSafeInteger)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer from -1 to %d)", quote(v), int64(contract.MaxSafeInteger)))
 			return
 		}
 		after = n
@@ -313,7 +313,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	last, err := s.svc.LastSequence(ctx, id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	bp := getEventsBuf()
@@ -321,7 +321,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	// The first chunk is read before the answer starts: a failure there is answered as one.
 	buf, n, err := s.svc.AppendEventLines(ctx, id, after, int(min(exportChunkEvents, max(last-after, 1))), (*bp)[:0])
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	h := w.Header()

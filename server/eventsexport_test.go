@@ -143,15 +143,15 @@ func TestExportEventsRefusals(t *testing.T) {
 		code              contract.ErrorCode
 		says              string
 	}{
-		{"/v1/sessions/S-x/events/export?limit=10", "", 400, api.CodeMalformed, `unknown query parameter "limit"`},
-		{"/v1/sessions/S-x/events/export?After=1", "", 400, api.CodeMalformed, "did you mean after?"},
-		{"/v1/sessions/S-x/events/export?after=1&after=2", "", 400, api.CodeMalformed, "given 2 times"},
-		{"/v1/sessions/S-x/events/export?after=-2", "", 400, api.CodeMalformed, `after="-2" must be an integer from -1`},
-		{"/v1/sessions/S-x/events/export?after=x", "", 400, api.CodeMalformed, `after="x" must be an integer`},
-		{"/v1/sessions/S-x/events/export?after=9007199254740992", "", 400, api.CodeMalformed, "to 9007199254740991"},
-		{"/v1/sessions/S-x/events/export", "x", 400, api.CodeMalformed, `Last-Event-ID "x" must be a sequence number`},
-		{"/v1/sessions/S-x/events/export", "-2", 400, api.CodeMalformed, "Last-Event-ID"},
-		{"/v1/sessions/S-none/events/export", "", 404, api.CodeSessionNotFound, "S-none"},
+		{"/v1/sessions/S-x/events/export?limit=10", "", 400, contract.CodeMalformed, `unknown query parameter "limit"`},
+		{"/v1/sessions/S-x/events/export?After=1", "", 400, contract.CodeMalformed, "did you mean after?"},
+		{"/v1/sessions/S-x/events/export?after=1&after=2", "", 400, contract.CodeMalformed, "given 2 times"},
+		{"/v1/sessions/S-x/events/export?after=-2", "", 400, contract.CodeMalformed, `after="-2" must be an integer from -1`},
+		{"/v1/sessions/S-x/events/export?after=x", "", 400, contract.CodeMalformed, `after="x" must be an integer`},
+		{"/v1/sessions/S-x/events/export?after=9007199254740992", "", 400, contract.CodeMalformed, "to 9007199254740991"},
+		{"/v1/sessions/S-x/events/export", "x", 400, contract.CodeMalformed, `Last-Event-ID "x" must be a sequence number`},
+		{"/v1/sessions/S-x/events/export", "-2", 400, contract.CodeMalformed, "Last-Event-ID"},
+		{"/v1/sessions/S-none/events/export", "", 404, contract.CodeSessionNotFound, "S-none"},
 	} {
 		req, _ := http.NewRequest("GET", b.ts.URL+c.path, nil)
 		if c.lastEventID != "" {
@@ -174,7 +174,7 @@ func TestExportEventsRefusals(t *testing.T) {
 	}
 	for _, err := range b.cl.Export(context.Background(), "S-none", -1) {
 		var ae *api.Error
-		if err == nil || !errors.As(err, &ae) || ae.Code != api.CodeSessionNotFound {
+		if err == nil || !errors.As(err, &ae) || ae.Code != contract.CodeSessionNotFound {
 			t.Errorf("client.Export of an unknown session: %v; want SESSION_NOT_FOUND", err)
 		}
 	}

@@ -238,7 +238,7 @@ func feedFilter(r *http.Request) (store.ChangeFilter, *api.Error) {
 	f := store.ChangeFilter{Project: q.Get("project"), AgentID: q.Get("agent")}
 	for _, p := range []struct{ name, val, what string }{{"project", f.Project, "a project"}, {"agent", f.AgentID, "an agent id"}} {
 		if q.Has(p.name) && p.val == "" {
-			return f, api.Errorf(api.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
+			return f, api.Errorf(contract.CodeMalformed, "query parameter %s is empty; give %s to follow only its sessions, or leave the parameter out to follow every session", p.name, p.what)
 		}
 	}
 	var aerr *api.Error
@@ -257,14 +257,14 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	defer s.feed.follow()() // before the stream first waits for the view to change (feed.follow)
 	last, err := s.feed.st.LastChange(ctx)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	cursor := last // by default, the changes from now on
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a change sequence (an integer >= 0; 0 replays the feed from its start)", quote(v)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "Last-Event-ID %s must be a change sequence (an integer >= 0; 0 replays the feed from its start)", quote(v)))
 			return
 		}
 		cursor = n
@@ -277,7 +277,7 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 		cursor = n
 	}
 	if cursor > last {
-		writeError(w, api.Errorf(api.CodeMalformed, "change %d is after the last change of the feed (%d); resume with a sequence this feed sent, or 0 to replay it from its start", cursor, last))
+		writeError(w, api.Errorf(contract.CodeMalformed, "change %d is after the last change of the feed (%d); resume with a sequence this feed sent, or 0 to replay it from its start", cursor, last))
 		return
 	}
 
@@ -286,56 +286,51 @@ func (s *Server) handleChangeStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keepAlive := s.keepAliveTicker()
-	defer keepAlive.Stop()
+	s.follow(ctx, sw, &feedTail{f: s.feed, filter: f, cursor: cursor})
+}
+
+// feedTail is the source of GET /v1/events/stream: the changes after a cursor that a filter
+// matches, as SSE blocks.
+type feedTail struct {
+	f      *feed
+	filter store.ChangeFilter
+	cursor int64
+	buf    []byte
+}
+
+func (t *feedTail) position() int64 { return t.cursor }
+
+func (t *feedTail) next(ctx context.Context) (tailStep, error) {
+	f := t.filter
 	filtered := f != store.ChangeFilter{}
-	var buf []byte
-	for {
-		v := s.feed.view.Load()
-		buf = buf[:0]
-		more := false // a full page was read from the store: read on without waiting
-		if v.ready && cursor >= v.base {
-			// From the ring: the entries after cursor, those the filter matches.
-			if cursor < v.head() { // a cursor after the head is a change the pump has yet to read
-				for _, e := range v.entries[cursor-v.base:] {
-					if !filtered || ((f.Project == "" || e.project == f.Project) && (f.AgentID == "" || e.agent == f.AgentID)) {
-						buf = append(buf, e.block...)
-					}
+	v := t.f.view.Load()
+	t.buf = t.buf[:0]
+	more := false // a full page was read from the store: read on without waiting
+	if v.ready && t.cursor >= v.base {
+		// From the ring: the entries after cursor, those the filter matches.
+		if t.cursor < v.head() { // a cursor after the head is a change the pump has yet to read
+			for _, e := range v.entries[t.cursor-v.base:] {
+				if !filtered || ((f.Project == "" || e.project == f.Project) && (f.AgentID == "" || e.agent == f.AgentID)) {
+					t.buf = append(t.buf, e.block...)
 				}
 			}
-			cursor = max(cursor, v.head())
-		} else {
-			// Older than the ring: from the store, a page at a time. A short page means the
-			// store has no more matching change up to a head at least v's (read before).
-			cs, err := s.feed.st.ReadChanges(ctx, cursor, f, store.MaxChangesPage)
-			if err != nil {
-				if ctx.Err() == nil {
-					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the change feed failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
-				}
-				return
-			}
-			for i := range cs {
-				buf = appendChangeSSE(buf, &cs[i])
-				cursor = cs[i].Seq
-			}
-			more = len(cs) == store.MaxChangesPage
-			if !more && v.ready {
-				cursor = max(cursor, v.head())
-			}
 		}
-		if len(buf) > 0 {
-			if s.interrupted(sw, cursor) {
-				return
-			}
-			if !sw.flush(buf) {
-				return
-			}
+		t.cursor = max(t.cursor, v.head())
+	} else {
+		// Older than the ring: from the store, a page at a time. A short page means the
+		// store has no more matching change up to a head at least v's (read before).
+		cs, err := t.f.st.ReadChanges(ctx, t.cursor, f, store.MaxChangesPage)
+		if err != nil {
+			return tailStep{}, fmt.Errorf("reading the change feed failed: %v; reconnect with Last-Event-ID: %d", err, t.cursor)
 		}
-		if more || cursor < s.feed.view.Load().head() {
-			continue
+		for i := range cs {
+			t.buf = appendChangeSSE(t.buf, &cs[i])
+			t.cursor = cs[i].Seq
 		}
-		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
-			return
+		more = len(cs) == store.MaxChangesPage
+		if !more && v.ready {
+			t.cursor = max(t.cursor, v.head())
 		}
 	}
+	return tailStep{out: t.buf, more: more || t.cursor < t.f.view.Load().head(), changed: v.changed}, nil
 }

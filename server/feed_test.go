@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -160,7 +160,7 @@ func TestChangeFeedRejections(t *testing.T) {
 			if resp.StatusCode != 400 {
 				t.Fatalf("status %d, want 400: %s", resp.StatusCode, body.String())
 			}
-			if e := errorBody(t, body.String()); e.Code != api.CodeMalformed || !strings.Contains(e.Message, tc.want) {
+			if e := errorBody(t, body.String()); e.Code != contract.CodeMalformed || !strings.Contains(e.Message, tc.want) {
 				t.Errorf("error %+v, want MALFORMED_REQUEST saying %q", e, tc.want)
 			}
 			h := map[string]string{}

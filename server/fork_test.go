@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
-	"github.com/sessiond/sessiond/session"
 )
 
 const inheritAll = `{"messages":"through-source-message","attachments":"inherit","summaries":"inherit","toolResults":"inherit","codeChanges":"inherit"}`
@@ -259,7 +259,7 @@ func TestLineageOfForksOfForks(t *testing.T) {
 		msg, run = fmt.Sprint("q", i), fmt.Sprint("run", i)
 	}
 	resp := b.do(t, "GET", "/v1/sessions/"+chain[3]+"/lineage", "", "")
-	var l session.Lineage
+	var l wire.Lineage
 	if err := json.Unmarshal([]byte(resp.body), &l); err != nil || resp.status != 200 {
 		t.Fatalf("lineage: %d %s", resp.status, resp.body)
 	}

@@ -166,7 +166,7 @@ type hintCase struct {
 
 var hintCases = []hintCase{
 	{
-		name: "usage by nothing", hint: "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", code: api.CodeMalformed,
+		name: "usage by nothing", hint: "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return e.call(t, "GET", "/v1/usage?by=", "", "")
 		},
@@ -176,7 +176,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "usage for an empty model", hint: "query parameter %s is empty; give a value or leave it out", code: api.CodeMalformed,
+		name: "usage for an empty model", hint: "query parameter %s is empty; give a value or leave it out", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return e.call(t, "GET", "/v1/usage?model=", "", "")
 		},
@@ -186,7 +186,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: api.CodeInvalidState,
+		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.queueRun(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "", userTurn("S-h", "m2", "r2"))
@@ -196,7 +196,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unknown multitask strategy", hint: "it must be reject, enqueue or interrupt (or leave it out for the session's default)", code: api.CodeMalformed,
+		name: "unknown multitask strategy", hint: "it must be reject, enqueue or interrupt (or leave it out for the session's default)", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events?multitask=later", "", userTurn("S-h", "m1", "r1"))
@@ -207,7 +207,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no credential", hint: "send Authorization: Bearer <key> (make one with sessiond keys create); see docs/security.md", code: api.CodeUnauthenticated,
+		name: "no credential", hint: "send Authorization: Bearer <key> (make one with sessiond keys create); see docs/security.md", code: contract.CodeUnauthenticated,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "GET", "/v1/sessions", "", "")
@@ -217,7 +217,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "not a Bearer credential", hint: "the Authorization header must be one \"Bearer <key>\"; see docs/security.md", code: api.CodeUnauthenticated,
+		name: "not a Bearer credential", hint: "the Authorization header must be one \"Bearer <key>\"; see docs/security.md", code: contract.CodeUnauthenticated,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "GET", "/v1/sessions", "Basic dXNlcjpwYXNz", "")
@@ -227,7 +227,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "key of another project", hint: "this credential makes keys of project %q only; give \"project\":%q or leave it out", code: api.CodeForbidden,
+		name: "key of another project", hint: "this credential makes keys of project %q only; give \"project\":%q or leave it out", code: contract.CodeForbidden,
 		opt: server.Options{Auth: true},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			return authFailure(t, e, "POST", "/v1/keys", "Bearer "+hintKey(t, e, "alpha", "admin"), `{"project":"beta","scopes":["read"]}`)
@@ -237,7 +237,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unknown session", hint: "create it with POST /v1/sessions", code: api.CodeSessionNotFound,
+		name: "unknown session", hint: "create it with POST /v1/sessions", code: contract.CodeSessionNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/sessions/S-h", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.ok(t, "POST", "/v1/sessions", "", fmt.Sprintf(createBody, "S-h"))
@@ -245,7 +245,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "taken session id", hint: "pick another session_id or omit it to have one generated", code: api.CodeSessionExists,
+		name: "taken session id", hint: "pick another session_id or omit it to have one generated", code: contract.CodeSessionExists,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions", "", fmt.Sprintf(createBody, "S-h"))
@@ -255,7 +255,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "snapshot missing at create", hint: "give mode, modelId and capabilities, e.g.", code: api.CodeContractViolation,
+		name: "snapshot missing at create", hint: "give mode, modelId and capabilities, e.g.", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			f := e.call(t, "POST", "/v1/sessions", "", `{"agent_id":"a","role":"user"}`)
 			f.message = detailMessages(t, e, "POST", "/v1/sessions", `{"agent_id":"a","role":"user"}`)
@@ -267,7 +267,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "server-set field at create", hint: "is set by the server; leave it out", code: api.CodeContractViolation,
+		name: "server-set field at create", hint: "is set by the server; leave it out", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			body := `{"agent_id":"a","role":"user","status":"paused","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`
 			f := e.call(t, "POST", "/v1/sessions", "", body)
@@ -279,7 +279,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "append sequence conflict", hint: "read the new events and retry with expectedSequence", code: api.CodeSequenceConflict,
+		name: "append sequence conflict", hint: "read the new events and retry with expectedSequence", code: contract.CodeSequenceConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -292,7 +292,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "idempotency key reused", hint: "use a new key for a new event", code: api.CodeIdempotencyConflict,
+		name: "idempotency key reused", hint: "use a new key for a new event", code: contract.CodeIdempotencyConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -306,7 +306,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "event id reused", hint: "give a new event an eventId of its own", code: api.CodeEventIDConflict,
+		name: "event id reused", hint: "give a new event an eventId of its own", code: contract.CodeEventIDConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 1))
@@ -317,7 +317,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "event for another session", hint: "send it to /v1/sessions/", code: api.CodeSessionMismatch,
+		name: "event for another session", hint: "send it to /v1/sessions/", code: contract.CodeSessionMismatch,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.createSession(t, "S-other")
@@ -329,7 +329,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "command for another session", hint: "send it to /v1/sessions/%s/commands", code: api.CodeSessionMismatch,
+		name: "command for another session", hint: "send it to /v1/sessions/%s/commands", code: contract.CodeSessionMismatch,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.waitingApproval(t, "S-ap", allCaps)
@@ -342,7 +342,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unsupported content type", hint: "send Content-Type: ", code: api.CodeUnsupportedMedia,
+		name: "unsupported content type", hint: "send Content-Type: ", code: contract.CodeUnsupportedMedia,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "text/plain", event("S-h", 1))
@@ -352,7 +352,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "unparsable content type", hint: "does not parse (%v); %s", code: api.CodeUnsupportedMedia,
+		name: "unparsable content type", hint: "does not parse (%v); %s", code: contract.CodeUnsupportedMedia,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/json; =", event("S-h", 1))
@@ -362,7 +362,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no events", hint: "send one event, a JSON array or NDJSON", code: api.CodeMalformed,
+		name: "no events", hint: "send one event, a JSON array or NDJSON", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "", "[]")
@@ -372,7 +372,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "batch over the event limit", hint: "are allowed per request, split it", code: api.CodeTooLarge,
+		name: "batch over the event limit", hint: "are allowed per request, split it", code: contract.CodeTooLarge,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/x-ndjson", ndjson("S-h", 0, 1001))
@@ -383,7 +383,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "body over the byte limit", hint: "split it into smaller requests", code: api.CodeTooLarge, opt: server.Options{MaxBodyBytes: 1500},
+		name: "body over the byte limit", hint: "split it into smaller requests", code: contract.CodeTooLarge, opt: server.Options{MaxBodyBytes: 1500},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "POST", "/v1/sessions/S-h/events", "application/x-ndjson", ndjson("S-h", 0, 10))
@@ -394,7 +394,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "method not allowed", hint: "is not allowed on %s; use %s", code: api.CodeMethodNotAllowed,
+		name: "method not allowed", hint: "is not allowed on %s; use %s", code: contract.CodeMethodNotAllowed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "DELETE", "/v1/sessions/S-h", "", "")
@@ -405,7 +405,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no such endpoint", hint: "see docs/api.md for the API", code: api.CodeNotFound,
+		name: "no such endpoint", hint: "see docs/api.md for the API", code: contract.CodeNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/sesions", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			doc, err := os.ReadFile("../docs/api.md")
@@ -416,7 +416,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "server shutting down", hint: "retry against another instance or after restart", code: api.CodeUnavailable,
+		name: "server shutting down", hint: "retry against another instance or after restart", code: contract.CodeUnavailable,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.srv.Close()
@@ -428,7 +428,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "store closing", hint: "retry the request (appends are idempotent by key)", code: api.CodeUnavailable,
+		name: "store closing", hint: "retry the request (appends are idempotent by key)", code: contract.CodeUnavailable,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.st.Close()
@@ -440,7 +440,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: api.CodeNotConfigured, sopt: session.Options{ArchiveDir: "-"},
+		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: contract.CodeNotConfigured, sopt: session.Options{ArchiveDir: "-"},
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/archives", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.srv.Close()
@@ -450,7 +450,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch without a gate", hint: "say who makes the change", code: api.CodeContractViolation,
+		name: "patch without a gate", hint: "say who makes the change", code: contract.CodeContractViolation,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			body := `{"phase":"review"}`
@@ -463,7 +463,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch to archived", hint: "archive: POST /v1/sessions/{id}/archive", code: api.CodeInvalidState,
+		name: "patch to archived", hint: "archive: POST /v1/sessions/{id}/archive", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"archived","updated_by_gate":"user"}`)
@@ -474,7 +474,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch out of archived", hint: "restore: POST /v1/archives/restore with the session's latest archive", code: api.CodeInvalidState,
+		name: "patch out of archived", hint: "restore: POST /v1/archives/restore with the session's latest archive", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"paused","updated_by_gate":"user"}`)
@@ -485,7 +485,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch archived to running", hint: "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused", code: api.CodeInvalidState,
+		name: "patch archived to running", hint: "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", true)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"running","updated_by_gate":"user"}`)
@@ -497,7 +497,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch closed to running", hint: "a closed session stays closed; create a new session to go on", code: api.CodeInvalidState,
+		name: "patch closed to running", hint: "a closed session stays closed; create a new session to go on", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"closed","updated_by_gate":"user"}`)
@@ -509,7 +509,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "patch snapshot of an archived session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "patch snapshot of an archived session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "PATCH", "/v1/sessions/S-h", "", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`)
@@ -520,7 +520,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "heartbeat of an archived session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "heartbeat of an archived session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/sessions/S-h/heartbeat", "", "")
@@ -531,7 +531,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "warm of an archived, compacted session", hint: "restore it first", code: api.CodeInvalidState,
+		name: "warm of an archived, compacted session", hint: "restore it first", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", true)
 			return e.call(t, "POST", "/v1/sessions/S-h/warm", "", "")
@@ -542,7 +542,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "heartbeat of a closed session", hint: "create a new session to go on", code: api.CodeInvalidState,
+		name: "heartbeat of a closed session", hint: "create a new session to go on", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.createSession(t, "S-h")
 			e.ok(t, "PATCH", "/v1/sessions/S-h", "", `{"status":"closed","updated_by_gate":"user"}`)
@@ -554,7 +554,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "archive an archived session", hint: "then archive it again", code: api.CodeInvalidState,
+		name: "archive an archived session", hint: "then archive it again", code: contract.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/sessions/S-h/archive", "", `{"compact":true}`)
@@ -572,7 +572,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore a live session", hint: "restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", code: api.CodeRestoreConflict,
+		name: "restore a live session", hint: "restore it into another data directory (sessiond serve --data OTHER --archive-dir THIS-ARCHIVE-DIR)", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			restoreLatest(t, e, "S-h")
@@ -591,7 +591,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore another copy's archive", hint: "Restore its latest archive %s to bring it back", code: api.CodeRestoreConflict,
+		name: "restore another copy's archive", hint: "Restore its latest archive %s to bring it back", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			// Another server has its own S-h with another log; its archive is uploaded here.
 			o := newHintEnv(t, server.Options{})
@@ -614,7 +614,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore an older archive over a compacted session", hint: "Restore its latest archive %s, or restore %s into another data directory", code: api.CodeRestoreConflict,
+		name: "restore an older archive over a compacted session", hint: "Restore its latest archive %s, or restore %s into another data directory", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			old := e.archived(t, "S-h", false)
 			restoreLatest(t, e, "S-h")
@@ -634,7 +634,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "restore over a compacted session that took appends", hint: "into another data directory to read the archived part", code: api.CodeRestoreConflict,
+		name: "restore over a compacted session that took appends", hint: "into another data directory to read the archived part", code: contract.CodeRestoreConflict,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			ar := e.archived(t, "S-h", true)
 			e.ok(t, "POST", "/v1/sessions/S-h/events", "", event("S-h", 2)) // a late runtime append
@@ -657,7 +657,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "not an archive name", hint: "list them with sessiond session restore --list", code: api.CodeArchiveNotFound,
+		name: "not an archive name", hint: "list them with sessiond session restore --list", code: contract.CodeArchiveNotFound,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/archives/restore", "", `{"name":"S-h.json"}`)
@@ -671,7 +671,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "tampered archive", hint: "the file was altered, restore another archive", code: api.CodeArchiveInvalid,
+		name: "tampered archive", hint: "the file was altered, restore another archive", code: contract.CodeArchiveInvalid,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			ar := e.archived(t, "S-h", true)
 			data, _ := os.ReadFile(ar.Archive.Path)
@@ -681,7 +681,7 @@ var hintCases = []hintCase{
 		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },
 	},
 	{
-		name: "archive whose events do not chain to its head", hint: "an event was altered after the archive was written; restore another archive", code: api.CodeArchiveInvalid,
+		name: "archive whose events do not chain to its head", hint: "an event was altered after the archive was written; restore another archive", code: contract.CodeArchiveInvalid,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			ar := e.archived(t, "S-h", true)
 			data, _ := os.ReadFile(ar.Archive.Path)
@@ -700,7 +700,7 @@ var hintCases = []hintCase{
 		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },
 	},
 	{
-		name: "restore without a name", hint: "say which archive to restore: a name, or a project for its latest archive", code: api.CodeMalformed,
+		name: "restore without a name", hint: "say which archive to restore: a name, or a project for its latest archive", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.archived(t, "S-h", false)
 			return e.call(t, "POST", "/v1/archives/restore", "", `{}`)
@@ -735,7 +735,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "bad stop wait", hint: "must be a duration from 0s to %s", code: api.CodeMalformed,
+		name: "bad stop wait", hint: "must be a duration from 0s to %s", code: contract.CodeMalformed,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			r := e.runtime(t, "S-h", allCaps)
 			r.message("m1", "user", "go")
@@ -855,6 +855,7 @@ var notTestedHere = map[string]string{
 	"restore it again":                        "needs the session to change between restore's check and its update: session's TestConcurrentChangesSayToTryAgain does it and follows the hint",
 	"split the batch or shrink the event":     "the server's own limits (body, batch, parse) refuse first; store/storetest checks the store's",
 	"send it again with an https:// URL":      "needs the TLS listener: TestPlainHTTPToTLSPort sends plain HTTP to it and checks the answer",
+	"give a new message an id of its own":     "the chat's POST that follows it answers a live stream: session's TestChatMessageIDReused provokes the conflict and sends the message under a new id",
 	"the session kept changing while the":     "COMMAND_EXECUTION_FAILED needs the log to move on every attempt of a command",
 	"an operator must free space, then retry": "STORE_FULL needs a full disk: TestStoreFullAnswers fills a tmpfs, frees space and follows the hint",
 	"the database cannot be reached now":      "STORE_UNAVAILABLE needs the database away: TestStoreUnavailableAnswers answers it and follows the hint once it is back",

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
 )
@@ -57,7 +56,7 @@ func TestCreateRefusesSessionIDsAnAppendWouldRefuse(t *testing.T) {
 				return
 			}
 			e := errorBody(t, resp.body)
-			if resp.status != http.StatusUnprocessableEntity || e.Code != api.CodeContractViolation || len(e.Details) != 1 {
+			if resp.status != http.StatusUnprocessableEntity || e.Code != contract.CodeContractViolation || len(e.Details) != 1 {
 				t.Fatalf("create: %d %s", resp.status, resp.body)
 			}
 			if d := e.Details[0]; d.Path != "/session_id" || d.Rule != tc.rule || !strings.Contains(d.Message, strconv.Quote(tc.id)) && !strings.Contains(d.Message, "characters long") {

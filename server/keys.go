@@ -33,15 +33,15 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		spec.Project = p.Project
 	}
 	if spec.Project != p.Project && !p.AllProjects() {
-		writeError(w, api.Errorf(api.CodeForbidden, "this credential makes keys of project %q only; give \"project\":%q or leave it out", p.Project, p.Project))
+		writeError(w, api.Errorf(contract.CodeForbidden, "this credential makes keys of project %q only; give \"project\":%q or leave it out", p.Project, p.Project))
 		return
 	}
 	if why := auth.ValidProject(spec.Project); why != "" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "project: %s", why))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "project: %s", why))
 		return
 	}
 	if len(req.Name) > 200 {
-		writeError(w, api.Errorf(api.CodeContractViolation, "name: at most 200 bytes"))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "name: at most 200 bytes"))
 		return
 	}
 	var err error
@@ -50,18 +50,18 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg = err.Error()
 		}
-		writeError(w, api.Errorf(api.CodeContractViolation, "scopes: %s", msg))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "scopes: %s", msg))
 		return
 	}
 	if req.ExpiresIn != "" {
 		if spec.TTL, err = auth.ParseLifetime(req.ExpiresIn); err != nil {
-			writeError(w, api.Errorf(api.CodeContractViolation, "expiresIn: %v", err))
+			writeError(w, api.Errorf(contract.CodeContractViolation, "expiresIn: %v", err))
 			return
 		}
 	}
 	secret, k, err := s.keys.Create(r.Context(), spec)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	s.requestLogger(w).Info("key created", "key", k.ID, "project", k.Project, "scopes", spec.Scopes.String(), "by", p.Subject)
@@ -77,7 +77,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	ks, err := s.keys.List(r.Context(), f)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	out := wire.KeyList{Keys: make([]wire.Key, 0, len(ks))}
@@ -91,7 +91,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 // KEY_NOT_FOUND (also for another project's key: no existence leak).
 func (s *Server) visibleKey(w http.ResponseWriter, r *http.Request) (store.Key, bool) {
 	id := r.PathValue("keyId")
-	notFound := api.Errorf(api.CodeKeyNotFound, "no key %q; list the keys with GET /v1/keys", id)
+	notFound := api.Errorf(contract.CodeKeyNotFound, "no key %q; list the keys with GET /v1/keys", id)
 	if !auth.ValidKeyID(id) {
 		writeError(w, notFound)
 		return store.Key{}, false
@@ -103,7 +103,7 @@ func (s *Server) visibleKey(w http.ResponseWriter, r *http.Request) (store.Key, 
 		writeError(w, notFound)
 		return store.Key{}, false
 	case err != nil:
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return store.Key{}, false
 	}
 	return k, true
@@ -122,7 +122,7 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := s.revokeKey(r.Context(), k.ID)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	s.requestLogger(w).Info("key revoked", "key", k.ID, "by", principalOf(r.Context()).Subject)
@@ -143,13 +143,13 @@ func (s *Server) revokeKey(ctx context.Context, id string) (store.Key, error) {
 func (s *Server) handleStreamToken(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := s.svc.LastSequence(r.Context(), id); err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	p := principalOf(r.Context())
 	tok, k, err := s.keys.Derive(r.Context(), p, auth.KeySpec{Name: "stream token", Scopes: scopeSet(auth.ScopeRead), TTL: s.opt.StreamTokenTTL, Session: id})
 	if err != nil {
-		writeError(w, derivedError(err))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	writeJSON(w, http.StatusCreated, wire.StreamToken{Token: tok, ExpiresAt: contract.FormatTime(k.ExpiresAt),
@@ -159,13 +159,6 @@ func (s *Server) handleStreamToken(w http.ResponseWriter, r *http.Request) {
 func scopeSet(sc auth.Scope) auth.ScopeSet {
 	set, _ := auth.SetOf([]string{string(sc)})
 	return set
-}
-
-func derivedError(err error) *api.Error {
-	if errors.Is(err, auth.ErrExpiredKey) {
-		return api.Errorf(api.CodeUnauthenticated, "the credential expires now; ask for a new key")
-	}
-	return storeError(err, "")
 }
 
 func whoami(p auth.Principal, on bool) wire.Whoami {
@@ -192,7 +185,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, k, err := s.keys.Derive(r.Context(), p, auth.KeySpec{Name: "web UI login", Scopes: p.Scopes, TTL: s.opt.LoginTTL})
 	if err != nil {
-		writeError(w, derivedError(err))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", Expires: k.ExpiresAt, HttpOnly: true,

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"errors"
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"net/http"
 	"os"
@@ -33,23 +33,6 @@ func (s *Server) lifecycleRoutes() []route {
 // the budget of request bodies in memory (transport.go).
 const archiveUpload = "POST /v1/archives"
 
-// serviceError maps an error of the session service to the API error: a document that
-// breaks the contract to a 400 or 422 with its problems, a refusal to its code, anything
-// else as a store error.
-func serviceError(err error, id string) *api.Error {
-	var (
-		inv *session.InvalidError
-		rej *session.RejectError
-	)
-	switch {
-	case errors.As(err, &inv):
-		return validationError(inv.What, inv.Problems)
-	case errors.As(err, &rej):
-		return &api.Error{Code: rej.Code, Message: rej.Message}
-	}
-	return storeError(err, id)
-}
-
 // decodeOptional decodes a JSON body that may be empty.
 func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) *api.Error {
 	body, aerr := s.readBody(w, r)
@@ -66,7 +49,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.svc.Heartbeat(r.Context(), id)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.resource(r.Context(), sess))
@@ -74,14 +57,14 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleAssess(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var req session.AssessRequest
+	var req wire.AssessRequest
 	if aerr := s.decodeOptional(w, r, &req); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
 	a, err := s.svc.Assess(r.Context(), id, req)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
@@ -95,7 +78,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Hours < 0 || req.Hours > 24*7 {
-		writeError(w, api.Errorf(api.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.svc.Options().Window))
+		writeError(w, api.Errorf(contract.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.svc.Options().Window))
 		return
 	}
 	opt := session.WarmOptions{Restart: req.Restart}
@@ -104,7 +87,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 	}
 	win, err := s.svc.Warm(r.Context(), id, opt)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, win)
@@ -114,7 +97,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	rep, err := s.svc.Status(r.Context(), id)
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
@@ -123,7 +106,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) archiveDir() (string, *api.Error) {
 	dir := s.svc.Options().ArchiveDir
 	if dir == "" {
-		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
+		return "", api.Errorf(contract.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
 	}
 	return dir, nil
 }
@@ -141,13 +124,13 @@ func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.UpdatedByGate != "" && req.UpdatedByGate != "owner" && req.UpdatedByGate != "handoff" && req.UpdatedByGate != "user" && req.UpdatedByGate != "mission" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "updated_by_gate %s must be one of owner, handoff, user, mission", quote(req.UpdatedByGate)))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "updated_by_gate %s must be one of owner, handoff, user, mission", quote(req.UpdatedByGate)))
 		return
 	}
 	ps := s.newProgressStream(w, r)
 	res, err := s.svc.Archive(r.Context(), id, session.ArchiveOptions{Dir: dir, Note: req.Note, Gate: req.UpdatedByGate, Compact: req.Compact, Progress: ps.callback()})
 	if err != nil {
-		ps.fail(serviceError(err, id))
+		ps.fail(apiError(err, id))
 		return
 	}
 	ps.answer(http.StatusOK, api.ArchiveResponse{Archive: res.ArchiveInfo, Events: res.Events, Compacted: res.Compacted, Session: s.resource(r.Context(), res.Session)})
@@ -172,7 +155,7 @@ func (s *Server) handleListArchives(w http.ResponseWriter, r *http.Request) {
 		list, err = archive.ListProject(dir, &project) // the key's project, whatever its name
 	}
 	if err != nil {
-		writeError(w, api.Errorf(api.CodeInternal, "%v", err))
+		writeError(w, api.Errorf(contract.CodeInternal, "%v", err))
 		return
 	}
 	// Each archive is of a session: listed only when its session is one the caller may see,
@@ -214,7 +197,7 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 	defer os.Remove(upload)
 	info, err := s.svc.SaveArchive(dir, upload)
 	if err != nil {
-		writeError(w, serviceError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	info.Path = "" // the server's file system is not the client's business
@@ -226,11 +209,11 @@ func (s *Server) handleSaveArchive(w http.ResponseWriter, r *http.Request) {
 // removes it.
 func (s *Server) receiveUpload(w http.ResponseWriter, r *http.Request, dir string) (string, *api.Error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+		return "", api.Errorf(contract.CodeInternal, "archive upload: %v", err)
 	}
 	f, err := os.CreateTemp(dir, ".upload-*.json")
 	if err != nil {
-		return "", api.Errorf(api.CodeInternal, "archive upload: %v", err)
+		return "", api.Errorf(contract.CodeInternal, "archive upload: %v", err)
 	}
 	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.opt.MaxArchiveBytes))
 	if cerr := f.Close(); err == nil {
@@ -258,7 +241,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	req.Progress = ps.callback()
 	res, err := s.svc.Restore(r.Context(), dir, req)
 	if err != nil {
-		ps.fail(serviceError(err, ""))
+		ps.fail(apiError(err, ""))
 		return
 	}
 	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
@@ -267,7 +250,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.Sweep(r.Context(), session.SweepOptions{}) // counted in the metrics (OnPass)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

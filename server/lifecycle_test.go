@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"github.com/sessiond/sessiond/wire"
 	"net/http"
 	"net/url"
 	"os"
@@ -70,7 +71,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if s, _ := b.cl.GetSession(ctx, "S-life"); s.Lifecycle.WindowClosesAt != w.ClosesAt {
 		t.Errorf("resource lifecycle = %+v", s.Lifecycle)
 	}
-	if _, err := b.cl.Warm(ctx, "S-life", api.WarmRequest{Hours: -1}); apiCode(err) != api.CodeMalformed {
+	if _, err := b.cl.Warm(ctx, "S-life", api.WarmRequest{Hours: -1}); apiCode(err) != contract.CodeMalformed {
 		t.Errorf("Warm with negative hours: %v", err)
 	}
 	clk.Add(100 * time.Minute)
@@ -85,16 +86,16 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if l, _ := b.cl.ListSessions(ctx, url.Values{}); len(l.Sessions) != 1 || l.Sessions[0].Advice.Recommendation != "archive_now" {
 		t.Errorf("list advice = %+v", l)
 	}
-	a, err := b.cl.Assess(ctx, "S-life", session.AssessRequest{Task: "- a\n- b"})
+	a, err := b.cl.Assess(ctx, "S-life", wire.AssessRequest{Task: "- a\n- b"})
 	if err != nil || a.Sufficient || len(a.Phases) != 1 {
 		t.Errorf("Assess = %+v, %v", a, err)
 	}
 	// PATCH cannot archive; archive does.
 	st := "archived"
-	if _, err := b.cl.PatchSession(ctx, "S-life", api.PatchSessionRequest{Status: &st, UpdatedByGate: "user"}); apiCode(err) != api.CodeInvalidState || !strings.Contains(err.Error(), "archive") {
+	if _, err := b.cl.PatchSession(ctx, "S-life", api.PatchSessionRequest{Status: &st, UpdatedByGate: "user"}); apiCode(err) != contract.CodeInvalidState || !strings.Contains(err.Error(), "archive") {
 		t.Errorf("PATCH to archived: %v", err)
 	}
-	ar, err := b.cl.Archive(ctx, "S-life", api.ArchiveRequest{Note: session.Note{Done: "greeted"}, Compact: true})
+	ar, err := b.cl.Archive(ctx, "S-life", api.ArchiveRequest{Note: wire.Note{Done: "greeted"}, Compact: true})
 	if err != nil || ar.Session.Record.Status != "archived" || ar.Compacted != 1 || ar.Session.Lifecycle.LastArchiveName != ar.Archive.Name {
 		t.Fatalf("Archive = %+v, %v", ar, err)
 	}
@@ -107,16 +108,16 @@ func TestLifecycleEndpoints(t *testing.T) {
 	if err != nil || !rr.Replaced || rr.Session.Record.Status != "paused" || rr.Session.LastSequence != 0 {
 		t.Fatalf("Restore = %+v, %v", rr, err)
 	}
-	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != api.CodeRestoreConflict {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); apiCode(err) != contract.CodeRestoreConflict {
 		t.Errorf("second Restore: %v", err)
 	}
-	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: "../x.json"}); apiCode(err) != api.CodeArchiveNotFound {
+	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: "../x.json"}); apiCode(err) != contract.CodeArchiveNotFound {
 		t.Errorf("Restore of a bad name: %v", err)
 	}
 	// Another server: upload the file, restore it; a tampered upload is refused.
 	data, _ := os.ReadFile(ar.Archive.Path)
 	b2 := setup(t, server.Options{}, session.Options{Clock: session.ClockFunc(clk.Now), ArchiveDir: t.TempDir()})
-	if _, err := b2.cl.UploadArchive(ctx, data[:len(data)-10]); apiCode(err) != api.CodeArchiveInvalid {
+	if _, err := b2.cl.UploadArchive(ctx, data[:len(data)-10]); apiCode(err) != contract.CodeArchiveInvalid {
 		t.Errorf("truncated upload: %v", err)
 	}
 	if _, err := b2.cl.UploadArchive(ctx, data); err != nil {
@@ -133,7 +134,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	}
 	// No archive directory: a clear error.
 	b3 := setup(t, server.Options{})
-	if _, err := b3.cl.Archives(ctx, ""); apiCode(err) != api.CodeNotConfigured {
+	if _, err := b3.cl.Archives(ctx, ""); apiCode(err) != contract.CodeNotConfigured {
 		t.Errorf("Archives without a directory: %v", err)
 	}
 }

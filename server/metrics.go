@@ -398,7 +398,7 @@ func (m *Metrics) retained(p *session.RetentionPlan, measured bool, err error) {
 // handleMetrics serves GET /metrics.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.opt.Metrics == nil {
-		writeError(w, api.Errorf(api.CodeNotConfigured, "this server collects no metrics (Options.DisableMetrics); sessiond serve always does"))
+		writeError(w, api.Errorf(contract.CodeNotConfigured, "this server collects no metrics (Options.DisableMetrics); sessiond serve always does"))
 		return
 	}
 	s.metricsHandler.ServeHTTP(w, r)

@@ -50,7 +50,7 @@ func TestMultitaskRejectByDefault(t *testing.T) {
 	last := r.last()
 	resp := b.do(t, "POST", "/v1/sessions/S-1/events", "", userTurn("S-1", "m2", "r2"))
 	e := errorBody(t, resp.body)
-	if resp.status != http.StatusConflict || e.Code != api.CodeInvalidState || !strings.Contains(e.Message, "?multitask=enqueue") {
+	if resp.status != http.StatusConflict || e.Code != contract.CodeInvalidState || !strings.Contains(e.Message, "?multitask=enqueue") {
 		t.Fatalf("a second run while r1 is queued: %d %s", resp.status, resp.body)
 	}
 	if got := r.last(); got != last {
@@ -196,14 +196,14 @@ func TestClientMultitask(t *testing.T) {
 		}
 		return evs
 	}
-	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{}); !isCode(err, api.CodeInvalidState) {
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{}); !isCode(err, contract.CodeInvalidState) {
 		t.Fatalf("no strategy while r1 is queued: %v, want INVALID_SESSION_STATE", err)
 	}
-	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: "later"}); !isCode(err, api.CodeMalformed) {
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: "later"}); !isCode(err, contract.CodeMalformed) {
 		t.Fatalf("multitask later: %v, want MALFORMED", err)
 	}
 	stale := int64(-1)
-	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: contract.MultitaskEnqueue, Expected: &stale}); !isCode(err, api.CodeSequenceConflict) {
+	if _, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: contract.MultitaskEnqueue, Expected: &stale}); !isCode(err, contract.CodeSequenceConflict) {
 		t.Fatalf("enqueue with a stale expected sequence: %v, want SEQUENCE_CONFLICT", err)
 	}
 	res, err := b.cl.AppendEventsWith(ctx, "S-1", turn("m2", "r2"), client.AppendOptions{Multitask: contract.MultitaskEnqueue})

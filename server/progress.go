@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sessiond/sessiond/wire"
 	"mime"
 	"net/http"
 	"strconv"
@@ -64,7 +65,7 @@ func (p *progressStream) callback() session.ProgressFunc {
 }
 
 // report writes a progress line if the interval has passed since the last one.
-func (p *progressStream) report(pr session.Progress) {
+func (p *progressStream) report(pr wire.Progress) {
 	now := time.Now()
 	if p.broken || now.Before(p.next) {
 		return
@@ -106,7 +107,7 @@ func (p *progressStream) answer(status int, v any) {
 	}
 	b, err := contract.Marshal(v)
 	if err != nil {
-		p.fail(api.Errorf(api.CodeInternal, "encode response: %v", err))
+		p.fail(api.Errorf(contract.CodeInternal, "encode response: %v", err))
 		return
 	}
 	p.line(b)

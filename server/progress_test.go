@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -154,8 +156,8 @@ func TestClientFollowsProgress(t *testing.T) {
 	const n = 3000
 	b, _ := progressBundle(t, server.Options{ProgressInterval: time.Nanosecond}, "S-cl", n)
 	ctx := context.Background()
-	var got []session.Progress
-	res, err := b.cl.ArchiveWithProgress(ctx, "S-cl", api.ArchiveRequest{Compact: true}, func(p session.Progress) { got = append(got, p) })
+	var got []wire.Progress
+	res, err := b.cl.ArchiveWithProgress(ctx, "S-cl", api.ArchiveRequest{Compact: true}, func(p wire.Progress) { got = append(got, p) })
 	if err != nil || res.Events != n || res.Compacted != n || res.Session.Record.Status != "archived" {
 		t.Fatalf("ArchiveWithProgress = %+v, %v", res, err)
 	}
@@ -163,17 +165,17 @@ func TestClientFollowsProgress(t *testing.T) {
 		t.Errorf("progress told: %+v", got)
 	}
 	// An error found before the work starts is the ordinary error answer.
-	_, err = b.cl.ArchiveWithProgress(ctx, "S-none", api.ArchiveRequest{}, func(session.Progress) { t.Error("progress for a missing session") })
+	_, err = b.cl.ArchiveWithProgress(ctx, "S-none", api.ArchiveRequest{}, func(wire.Progress) { t.Error("progress for a missing session") })
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeSessionNotFound || ae.Status != http.StatusNotFound {
+	if !errors.As(err, &ae) || ae.Code != contract.CodeSessionNotFound || ae.Status != http.StatusNotFound {
 		t.Errorf("archiving a missing session: %v", err)
 	}
 	got = nil
-	rr, err := b.cl.RestoreWithProgress(ctx, api.RestoreRequest{Name: res.Archive.Name}, func(p session.Progress) { got = append(got, p) })
+	rr, err := b.cl.RestoreWithProgress(ctx, api.RestoreRequest{Name: res.Archive.Name}, func(p wire.Progress) { got = append(got, p) })
 	if err != nil || rr.Events != n || !rr.Replaced {
 		t.Fatalf("RestoreWithProgress = %+v, %v", rr, err)
 	}
-	if len(got) == 0 || got[len(got)-1] != (session.Progress{Phase: session.PhaseImport, Done: n, Total: n}) {
+	if len(got) == 0 || got[len(got)-1] != (wire.Progress{Phase: session.PhaseImport, Done: n, Total: n}) {
 		t.Errorf("restore progress told: %+v", got)
 	}
 }
@@ -250,7 +252,7 @@ func TestProgressStreamEndsWithTheErrorAnswer(t *testing.T) {
 		t.Errorf("final line differs from the ordinary error answer:\n got %s\nwant %s", got, want.body)
 	}
 	told := 0
-	_, err := bundles[0].cl.ArchiveWithProgress(context.Background(), "S-err", api.ArchiveRequest{}, func(session.Progress) { told++ })
+	_, err := bundles[0].cl.ArchiveWithProgress(context.Background(), "S-err", api.ArchiveRequest{}, func(wire.Progress) { told++ })
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != want.status || ae.Code != errorBody(t, want.body).Code || told == 0 {
 		t.Errorf("client: %v (status %d, progress told %d times), want the ordinary error with status %d", err, statusOf(ae), told, want.status)

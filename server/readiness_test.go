@@ -1,11 +1,11 @@
 package server_test
 
 import (
+	"github.com/sessiond/sessiond/contract"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -23,7 +23,7 @@ func TestReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.do(t, "GET", "/readyz", "", "")
-	if r.status != http.StatusServiceUnavailable || errorBody(t, r.body).Code != api.CodeStoreUnwritable {
+	if r.status != http.StatusServiceUnavailable || errorBody(t, r.body).Code != contract.CodeStoreUnwritable {
 		t.Fatalf("readyz on a closed store: %d %s; want 503 STORE_UNWRITABLE", r.status, r.body)
 	}
 	if r := b.do(t, "GET", "/healthz", "", ""); r.status != http.StatusOK {
@@ -31,7 +31,7 @@ func TestReadiness(t *testing.T) {
 	}
 	b.srv.Close()
 	r = b.do(t, "GET", "/readyz", "", "")
-	if r.status != http.StatusServiceUnavailable || errorBody(t, r.body).Code != api.CodeUnavailable {
+	if r.status != http.StatusServiceUnavailable || errorBody(t, r.body).Code != contract.CodeUnavailable {
 		t.Fatalf("readyz while shutting down: %d %s; want 503 UNAVAILABLE", r.status, r.body)
 	}
 }

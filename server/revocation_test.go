@@ -382,7 +382,7 @@ func TestStreamTokenOpensOnlyItsStream(t *testing.T) {
 			}
 			continue
 		}
-		if r.status != 403 || errorBody(t, r.body).Code != api.CodeForbidden || !strings.Contains(r.body, "a stream token opens only its session's event stream") {
+		if r.status != 403 || errorBody(t, r.body).Code != contract.CodeForbidden || !strings.Contains(r.body, "a stream token opens only its session's event stream") {
 			t.Errorf("%s with a stream token: %d %s, want 403 FORBIDDEN saying what a stream token opens", rt.Pattern, r.status, r.body)
 		}
 		if after := snapshot(t, e.st); after != before {

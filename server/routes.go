@@ -63,7 +63,7 @@ func (s *Server) guard(rt route) http.Handler {
 		}
 		for _, name := range wildcards {
 			if p := contract.IDProblem(r.PathValue(name)); p != "" {
-				writeError(w, api.Errorf(api.CodeMalformed, "path parameter %s %s: %s, so nothing can have it", name, quote(r.PathValue(name)), p))
+				writeError(w, api.Errorf(contract.CodeMalformed, "path parameter %s %s: %s, so nothing can have it", name, quote(r.PathValue(name)), p))
 				return
 			}
 		}
@@ -78,7 +78,7 @@ func (s *Server) guard(rt route) http.Handler {
 			ctx, done, ok := s.authn.openStream(r.Context(), p)
 			if !ok {
 				w.Header().Set("Retry-After", "5")
-				writeError(w, api.Errorf(api.CodeRateLimited, "%s holds its most streams at once (%d); close one, or retry after 5s", ownerName(p), s.authn.streams))
+				writeError(w, api.Errorf(contract.CodeRateLimited, "%s holds its most streams at once (%d); close one, or retry after 5s", ownerName(p), s.authn.streams))
 				return
 			}
 			defer done()
@@ -116,7 +116,7 @@ func (rt route) checkQuery(r *http.Request) *api.Error {
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return api.Errorf(api.CodeMalformed, "the query string %s does not parse (%v); percent-encode its values and separate parameters with &", quote(r.URL.RawQuery), clip(err))
+		return api.Errorf(contract.CodeMalformed, "the query string %s does not parse (%v); percent-encode its values and separate parameters with &", quote(r.URL.RawQuery), clip(err))
 	}
 	names := make([]string, 0, len(q))
 	for name := range q {
@@ -125,10 +125,10 @@ func (rt route) checkQuery(r *http.Request) *api.Error {
 	slices.Sort(names) // report the same parameter first every time
 	for _, name := range names {
 		if !slices.Contains(rt.query, name) {
-			return api.Errorf(api.CodeMalformed, "unknown query parameter %s on %s; %s", quote(name), rt.pattern, rt.allowedQuery(name))
+			return api.Errorf(contract.CodeMalformed, "unknown query parameter %s on %s; %s", quote(name), rt.pattern, rt.allowedQuery(name))
 		}
 		if n := len(q[name]); n > 1 {
-			return api.Errorf(api.CodeMalformed, "query parameter %s is given %d times on %s; give it once", quote(name), n, rt.pattern)
+			return api.Errorf(contract.CodeMalformed, "query parameter %s is given %d times on %s; give it once", quote(name), n, rt.pattern)
 		}
 	}
 	return nil
@@ -163,17 +163,17 @@ func (rt route) checkMediaType(r *http.Request) *api.Error {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s does not parse (%v); %s", quote(ct), err, rt.mediaHint())
+		return api.Errorf(contract.CodeUnsupportedMedia, "Content-Type %s does not parse (%v); %s", quote(ct), err, rt.mediaHint())
 	}
 	if !slices.Contains(rt.body, mt) {
-		return api.Errorf(api.CodeUnsupportedMedia, "Content-Type %s is not accepted by %s; %s", quote(mt), rt.pattern, rt.mediaHint())
+		return api.Errorf(contract.CodeUnsupportedMedia, "Content-Type %s is not accepted by %s; %s", quote(mt), rt.pattern, rt.mediaHint())
 	}
 	for k, v := range params {
 		if k != "charset" {
-			return api.Errorf(api.CodeUnsupportedMedia, "Content-Type parameter %s=%s is not accepted by %s; %s", quote(k), quote(v), rt.pattern, rt.mediaHint())
+			return api.Errorf(contract.CodeUnsupportedMedia, "Content-Type parameter %s=%s is not accepted by %s; %s", quote(k), quote(v), rt.pattern, rt.mediaHint())
 		}
 		if !strings.EqualFold(v, "utf-8") {
-			return api.Errorf(api.CodeUnsupportedMedia, "charset %s is not accepted by %s: bodies are UTF-8; %s", quote(v), rt.pattern, rt.mediaHint())
+			return api.Errorf(contract.CodeUnsupportedMedia, "charset %s is not accepted by %s: bodies are UTF-8; %s", quote(v), rt.pattern, rt.mediaHint())
 		}
 	}
 	return nil

@@ -2,12 +2,12 @@ package server_test
 
 import (
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/server"
 )
 
@@ -49,7 +49,7 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 			method, path := concrete(rt.Pattern)
 			resp := b.do(t, method, path+"?bogus_param=1", "application/json", "{}")
 			e := errorBody(t, resp.body)
-			if resp.status != http.StatusBadRequest || e.Code != api.CodeMalformed || !strings.Contains(e.Message, `"bogus_param"`) {
+			if resp.status != http.StatusBadRequest || e.Code != contract.CodeMalformed || !strings.Contains(e.Message, `"bogus_param"`) {
 				t.Fatalf("unknown parameter: %d %s", resp.status, resp.body)
 			}
 			if len(rt.Query) == 0 && !strings.Contains(e.Message, "takes no query parameters") {
@@ -85,14 +85,14 @@ func TestMisspeltQueryParameterHint(t *testing.T) {
 	b.createSession(t, "S-h")
 	resp := b.do(t, "POST", "/v1/sessions/S-h/events?expected_sequence=5", "application/json", event("S-h", 1))
 	e := errorBody(t, resp.body)
-	if resp.status != http.StatusBadRequest || e.Code != api.CodeMalformed || !strings.Contains(e.Message, "did you mean expectedSequence?") {
+	if resp.status != http.StatusBadRequest || e.Code != contract.CodeMalformed || !strings.Contains(e.Message, "did you mean expectedSequence?") {
 		t.Fatalf("misspelt parameter: %d %s", resp.status, resp.body)
 	}
 	if doc, err := os.ReadFile("../docs/api.md"); err != nil || !strings.Contains(string(doc), "`"+e.Message+"`") {
 		t.Errorf("docs/api.md does not quote the message as the server sends it: %s (%v)", e.Message, err)
 	}
 	resp = b.do(t, "POST", "/v1/sessions/S-h/events?expectedSequence=5", "application/json", event("S-h", 1))
-	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != api.CodeSequenceConflict {
+	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != contract.CodeSequenceConflict {
 		t.Fatalf("the hint's parameter is not honoured: %d %s", resp.status, resp.body)
 	}
 	if resp := b.do(t, "POST", "/v1/sessions/S-h/events?expectedSequence=-1", "application/json", event("S-h", 1)); resp.status != http.StatusCreated {
@@ -133,7 +133,7 @@ func TestEveryBodyRouteRefusesOtherMediaTypes(t *testing.T) {
 				}
 				resp := b.do(t, method, path, ct, "{}")
 				e := errorBody(t, resp.body)
-				if resp.status != http.StatusUnsupportedMediaType || e.Code != api.CodeUnsupportedMedia {
+				if resp.status != http.StatusUnsupportedMediaType || e.Code != contract.CodeUnsupportedMedia {
 					t.Errorf("%s: %d %s", ct, resp.status, resp.body)
 					continue
 				}

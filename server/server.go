@@ -19,7 +19,6 @@ import (
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/session"
-	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/web"
 )
 
@@ -304,18 +303,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 				panic(v)
 			}
 			s.requestLogger(w).Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-			writeError(w, api.Errorf(api.CodeInternal, "internal error; the server logged it"))
+			writeError(w, api.Errorf(contract.CodeInternal, "internal error; the server logged it"))
 		}
 	}()
 	if !s.hostAllowed(r.Host) {
-		writeError(w, api.Errorf(api.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
+		writeError(w, api.Errorf(contract.CodeForbidden, "this server answers requests for %s only, and this one is for Host %s: without --auth it refuses other names, so that a page of another site that points its own name at this address (DNS rebinding) cannot reach it; use one of those names, or start serve with --allowed-hosts %s", strings.Join(s.opt.AllowedHosts, ", "), quote(r.Host), quote(hostName(r.Host))))
 		return
 	}
 	if s.cors(w, r) {
 		return
 	}
 	if s.closing.Load() && r.URL.Path != "/healthz" {
-		writeError(w, api.Errorf(api.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
+		writeError(w, api.Errorf(contract.CodeUnavailable, "the server is shutting down; retry against another instance or after restart"))
 		return
 	}
 	// The mux answers unknown paths and methods with plain text; keep errors in one shape.
@@ -329,11 +328,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, pattern string) {
 			}
 		}
 		if len(allowed) == 0 {
-			writeError(w, api.Errorf(api.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
+			writeError(w, api.Errorf(contract.CodeNotFound, "no endpoint %s %s; see docs/api.md for the API", quote(r.Method), quote(r.URL.Path)))
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
+		writeError(w, api.Errorf(contract.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", quote(r.Method), quote(r.URL.Path), strings.Join(allowed, " or ")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -408,7 +407,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		s.requestLogger(w).Warn("readiness: the store refuses writes", "err", err)
 		e := unavailableError(err)
 		if e == nil {
-			e = api.Errorf(api.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err)
+			e = api.Errorf(contract.CodeStoreUnwritable, "not ready: the store refuses writes (%v)", err)
 		} else {
 			e.Message = "not ready: " + e.Message
 		}
@@ -427,7 +426,7 @@ func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := contract.Marshal(v)
 	if err != nil {
-		writeError(w, api.Errorf(api.CodeInternal, "encode response: %v", err))
+		writeError(w, api.Errorf(contract.CodeInternal, "encode response: %v", err))
 		return
 	}
 	writeJSONBytes(w, status, append(b, '\n'))
@@ -454,100 +453,10 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	w.Write(append(b, '\n'))
 }
 
-// storeError maps a store error to the API error a client can act on.
-func storeError(err error, sessionID string) *api.Error {
-	var (
-		seq   *store.SequenceConflictError
-		conf  *store.ConflictError
-		lim   *store.LimitError
-		mis   *store.SessionMismatchError
-		run   *store.RunError
-		lease *store.LeaseError
-	)
-	switch {
-	case errors.Is(err, store.ErrSessionNotFound):
-		if probs := contract.SessionIDProblems(sessionID); len(probs) > 0 {
-			return api.Errorf(api.CodeSessionNotFound, "session %q does not exist, and no new session can take this id (%s): %s", sessionID, probs[0].Rule, contract.SessionIDRule)
-		}
-		return api.Errorf(api.CodeSessionNotFound, "session %q does not exist; create it with POST /v1/sessions", sessionID)
-	case errors.Is(err, store.ErrRunNotFound):
-		return api.Errorf(api.CodeRunNotFound, "%v", err)
-	case errors.Is(err, store.ErrSessionExists):
-		return api.Errorf(api.CodeSessionExists, "session %q already exists; pick another session_id or omit it to have one generated", sessionID)
-	case errors.As(err, &seq):
-		e := api.Errorf(api.CodeSequenceConflict, "%v", seq)
-		e.Fields = map[string]any{"expected": seq.Expected, "actual": seq.Actual}
-		return e
-	case errors.As(err, &conf):
-		code := api.CodeIdempotencyConflict
-		if conf.Reason == store.ConflictEventID {
-			code = api.CodeEventIDConflict
-		}
-		e := api.Errorf(code, "%v", conf)
-		e.Fields = map[string]any{"index": conf.Index, "existingSequence": conf.Existing}
-		return e
-	case errors.As(err, &lim):
-		return api.Errorf(api.CodeTooLarge, "%v; split the batch or shrink the event", lim)
-	case errors.As(err, &mis):
-		return api.Errorf(api.CodeSessionMismatch, "%v; send it to /v1/sessions/%s/events", mis, mis.EventSID)
-	case errors.As(err, &run):
-		var active *contract.ActiveRunError
-		if errors.As(err, &active) {
-			if active.Status == contract.RunStatusQueued {
-				return api.Errorf(api.CodeInvalidState, "%v; or queue it behind: append again with ?multitask=enqueue (or ?multitask=interrupt to stop run %q first)", run, active.ActiveRunID)
-			}
-			return api.Errorf(api.CodeInvalidState, "%v", run)
-		}
-		return api.Errorf(api.CodeInvalidTransition, "%v", run)
-	case errors.As(err, &lease):
-		return leaseError(lease)
-	case errors.Is(err, session.ErrInvalidMultitask):
-		// The handler checks ?multitask itself; this is a session default the store holds.
-		return api.Errorf(api.CodeMalformed, "%v", err)
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-		return api.Errorf(api.CodeUnavailable, "the store is closing; retry the request (appends are idempotent by key)")
-	}
-	if e := unavailableError(store.ClassifyOS(err)); e != nil {
-		return e
-	}
-	return api.Errorf(api.CodeInternal, "store: %v", err)
-}
-
-// unavailableError maps a store error classified as unavailable (store.UnavailableError) to
-// its availability code, with a message that says what to do; nil for any other error. It is
-// the one place that decides these answers, for every route, readiness and the final block of
-// a stream included.
-func unavailableError(err error) *api.Error {
-	why, ok := store.UnavailabilityOf(err)
-	if !ok {
-		return nil
-	}
-	switch why {
-	case store.Full:
-		return api.Errorf(contract.CodeStoreFull, "the store's disk is full (%v); nothing was written: an operator must free space, then retry the request unchanged", err)
-	case store.Unreachable:
-		return api.Errorf(contract.CodeStoreUnavailable, "the database cannot be reached now (%v); retry the request unchanged (appends are idempotent by key)", err)
-	case store.CommitUnknown:
-		return api.Errorf(contract.CodeCommitUnknown, "the write may or may not have committed (%v); retry it unchanged, with the same idempotency keys: a committed event comes back as a duplicate", err)
-	}
-	return api.Errorf(api.CodeStoreUnwritable, "the store refuses writes (%v); retry on another instance, or after sessiond restarts", err)
-}
-
 // validationError turns contract problems into a 400 (not acceptable JSON) or 422 (breaks the
 // contract) error.
 func validationError(what string, probs []contract.Problem) *api.Error {
-	code := api.CodeContractViolation
-	for _, p := range probs {
-		if p.Layer == contract.LayerJSON {
-			code = api.CodeMalformed
-			if p.Rule == "maxBytes" {
-				code = api.CodeTooLarge
-			}
-			break
-		}
-	}
-	n := len(probs)
-	e := api.Errorf(code, "%s: %d problem(s) found; see details", what, n)
+	e := api.Errorf(contract.ProblemsCode(probs), "%s: %d problem(s) found; see details", what, len(probs))
 	e.Details = probs
 	return e
 }
@@ -560,7 +469,7 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, *api.Er
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, api.Errorf(api.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
+		return 0, api.Errorf(contract.CodeMalformed, "query parameter %s=%s must be an integer from %d to %d", name, quote(v), min, max)
 	}
 	return n, nil
 }
@@ -576,7 +485,7 @@ func decodeStrict(data []byte, v any) *api.Error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return api.Errorf(api.CodeContractViolation, "request body: %s", jsonErrorText(err))
+		return api.Errorf(contract.CodeContractViolation, "request body: %s", jsonErrorText(err))
 	}
 	return nil
 }

@@ -159,10 +159,10 @@ func TestCreateAndGetSession(t *testing.T) {
 	}
 	// Taken id.
 	resp = b.do(t, "POST", "/v1/sessions", "", fmt.Sprintf(createBody, "S-one"))
-	if resp.status != http.StatusConflict || errorBody(t, resp.body).Code != api.CodeSessionExists {
+	if resp.status != http.StatusConflict || errorBody(t, resp.body).Code != contract.CodeSessionExists {
 		t.Errorf("create with a taken id: %d %s", resp.status, resp.body)
 	}
-	if resp := b.do(t, "GET", "/v1/sessions/S-nope", "", ""); resp.status != 404 || errorBody(t, resp.body).Code != api.CodeSessionNotFound {
+	if resp := b.do(t, "GET", "/v1/sessions/S-nope", "", ""); resp.status != 404 || errorBody(t, resp.body).Code != contract.CodeSessionNotFound {
 		t.Errorf("get unknown: %d %s", resp.status, resp.body)
 	}
 }
@@ -175,15 +175,15 @@ func TestCreateSessionRejections(t *testing.T) {
 		code       contract.ErrorCode
 		paths      []string
 	}{
-		{"not json", `{"agent_id":`, 400, api.CodeMalformed, []string{"/agent_id"}},
-		{"duplicate key", `{"agent_id":"a","agent_id":"b"}`, 400, api.CodeMalformed, []string{""}},
-		{"array", `[]`, 422, api.CodeContractViolation, []string{""}},
-		{"missing everything", `{}`, 422, api.CodeContractViolation, []string{"/agent_id", "/role", "/snapshot"}},
-		{"bad role and snapshot", `{"agent_id":"a","role":"boss","snapshot":{"mode":"x","modelId":" ","capabilities":{"flying":true}}}`, 422, api.CodeContractViolation,
+		{"not json", `{"agent_id":`, 400, contract.CodeMalformed, []string{"/agent_id"}},
+		{"duplicate key", `{"agent_id":"a","agent_id":"b"}`, 400, contract.CodeMalformed, []string{""}},
+		{"array", `[]`, 422, contract.CodeContractViolation, []string{""}},
+		{"missing everything", `{}`, 422, contract.CodeContractViolation, []string{"/agent_id", "/role", "/snapshot"}},
+		{"bad role and snapshot", `{"agent_id":"a","role":"boss","snapshot":{"mode":"x","modelId":" ","capabilities":{"flying":true}}}`, 422, contract.CodeContractViolation,
 			[]string{"/role", "/snapshot/mode", "/snapshot/modelId", "/snapshot/capabilities/flying"}},
-		{"server-set field", `{"agent_id":"a","role":"user","status":"closed","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, api.CodeContractViolation, []string{"/status"}},
-		{"id without prefix", `{"session_id":"X-1","agent_id":"a","role":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, api.CodeContractViolation, []string{"/session_id"}},
-		{"unknown field", `{"agent_id":"a","role":"user","color":"red","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, api.CodeContractViolation, []string{"/color"}},
+		{"server-set field", `{"agent_id":"a","role":"user","status":"closed","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, contract.CodeContractViolation, []string{"/status"}},
+		{"id without prefix", `{"session_id":"X-1","agent_id":"a","role":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, contract.CodeContractViolation, []string{"/session_id"}},
+		{"unknown field", `{"agent_id":"a","role":"user","color":"red","snapshot":{"mode":"chat","modelId":"m","capabilities":{}}}`, 422, contract.CodeContractViolation, []string{"/color"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,21 +349,21 @@ func TestAppendRejections(t *testing.T) {
 		code                    contract.ErrorCode
 		detail                  string // a problem path that must be reported
 	}{
-		{"malformed", "/v1/sessions/S-r/events", "", `{"contract":`, 400, api.CodeMalformed, ""},
-		{"trailing garbage", "/v1/sessions/S-r/events", "", event("S-r", 5) + "x", 400, api.CodeMalformed, ""},
-		{"too deep", "/v1/sessions/S-r/events", "", deep, 400, api.CodeMalformed, ""},
-		{"contract violation in a batch", "/v1/sessions/S-r/events", "", "[" + event("S-r", 7) + "," + bad + "]", 422, api.CodeContractViolation, "/1/payload/role"},
-		{"contract violation in ndjson", "/v1/sessions/S-r/events", "application/x-ndjson", event("S-r", 7) + "\n" + bad, 422, api.CodeContractViolation, "/1/payload/role"},
-		{"unknown session", "/v1/sessions/S-none/events", "", event("S-none", 1), 404, api.CodeSessionNotFound, ""},
-		{"other session's event", "/v1/sessions/S-r/events", "", event("S-other", 1), 422, api.CodeSessionMismatch, ""},
-		{"sequence conflict", "/v1/sessions/S-r/events?expectedSequence=5", "", event("S-r", 1), 409, api.CodeSequenceConflict, ""},
-		{"bad expectedSequence", "/v1/sessions/S-r/events?expectedSequence=x", "", event("S-r", 1), 400, api.CodeMalformed, ""},
-		{"idempotency conflict", "/v1/sessions/S-r/events", "", conflicting, 409, api.CodeIdempotencyConflict, ""},
-		{"event id reused", "/v1/sessions/S-r/events", "", "[" + event("S-r", 8) + "," + reusedID + "]", 409, api.CodeEventIDConflict, ""},
-		{"body too large", "/v1/sessions/S-r/events", "", strings.Repeat(" ", 70<<10) + event("S-r", 1), 413, api.CodeTooLarge, ""},
-		{"media type", "/v1/sessions/S-r/events", "text/plain", event("S-r", 1), 415, api.CodeUnsupportedMedia, ""},
-		{"empty", "/v1/sessions/S-r/events", "application/x-ndjson", "\n\n", 400, api.CodeMalformed, ""},
-		{"empty array", "/v1/sessions/S-r/events", "", "[]", 400, api.CodeMalformed, ""},
+		{"malformed", "/v1/sessions/S-r/events", "", `{"contract":`, 400, contract.CodeMalformed, ""},
+		{"trailing garbage", "/v1/sessions/S-r/events", "", event("S-r", 5) + "x", 400, contract.CodeMalformed, ""},
+		{"too deep", "/v1/sessions/S-r/events", "", deep, 400, contract.CodeMalformed, ""},
+		{"contract violation in a batch", "/v1/sessions/S-r/events", "", "[" + event("S-r", 7) + "," + bad + "]", 422, contract.CodeContractViolation, "/1/payload/role"},
+		{"contract violation in ndjson", "/v1/sessions/S-r/events", "application/x-ndjson", event("S-r", 7) + "\n" + bad, 422, contract.CodeContractViolation, "/1/payload/role"},
+		{"unknown session", "/v1/sessions/S-none/events", "", event("S-none", 1), 404, contract.CodeSessionNotFound, ""},
+		{"other session's event", "/v1/sessions/S-r/events", "", event("S-other", 1), 422, contract.CodeSessionMismatch, ""},
+		{"sequence conflict", "/v1/sessions/S-r/events?expectedSequence=5", "", event("S-r", 1), 409, contract.CodeSequenceConflict, ""},
+		{"bad expectedSequence", "/v1/sessions/S-r/events?expectedSequence=x", "", event("S-r", 1), 400, contract.CodeMalformed, ""},
+		{"idempotency conflict", "/v1/sessions/S-r/events", "", conflicting, 409, contract.CodeIdempotencyConflict, ""},
+		{"event id reused", "/v1/sessions/S-r/events", "", "[" + event("S-r", 8) + "," + reusedID + "]", 409, contract.CodeEventIDConflict, ""},
+		{"body too large", "/v1/sessions/S-r/events", "", strings.Repeat(" ", 70<<10) + event("S-r", 1), 413, contract.CodeTooLarge, ""},
+		{"media type", "/v1/sessions/S-r/events", "text/plain", event("S-r", 1), 415, contract.CodeUnsupportedMedia, ""},
+		{"empty", "/v1/sessions/S-r/events", "application/x-ndjson", "\n\n", 400, contract.CodeMalformed, ""},
+		{"empty array", "/v1/sessions/S-r/events", "", "[]", 400, contract.CodeMalformed, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,12 +422,12 @@ func TestClientReturnsAPIErrors(t *testing.T) {
 	b := setup(t, server.Options{})
 	_, err := b.cl.GetSession(context.Background(), "S-missing")
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeSessionNotFound || ae.Status != 404 {
+	if !errors.As(err, &ae) || ae.Code != contract.CodeSessionNotFound || ae.Status != 404 {
 		t.Fatalf("got %v", err)
 	}
 	b.createSession(t, "S-c")
 	_, err = b.cl.AppendNDJSON(context.Background(), "S-c", []byte(`{"contract":"AgentSessionEvent"}`), nil)
-	if !errors.As(err, &ae) || ae.Code != api.CodeContractViolation || len(ae.Details) == 0 {
+	if !errors.As(err, &ae) || ae.Code != contract.CodeContractViolation || len(ae.Details) == 0 {
 		t.Fatalf("got %v", err)
 	}
 	if !bytes.Contains([]byte(err.Error()), []byte("/eventId")) {

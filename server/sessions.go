@@ -62,11 +62,11 @@ func bodyError(err error, what, tooLargeHint string) *api.Error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
-		return api.Errorf(api.CodeTooLarge, "%s is over the %d-byte limit%s", what, mbe.Limit, tooLargeHint)
+		return api.Errorf(contract.CodeTooLarge, "%s is over the %d-byte limit%s", what, mbe.Limit, tooLargeHint)
 	case errors.As(err, &ne) && ne.Timeout():
-		return api.Errorf(api.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
+		return api.Errorf(contract.CodeRequestTimeout, "%s: the body did not arrive in time (%v); nothing was written", what, err)
 	}
-	return api.Errorf(api.CodeMalformed, "read %s: %v", what, err)
+	return api.Errorf(contract.CodeMalformed, "read %s: %v", what, err)
 }
 
 // handleCreateSession creates a session from record fields and a snapshot.
@@ -82,7 +82,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.svc.Create(r.Context(), body)
 	if err != nil {
-		writeError(w, serviceError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	w.Header().Set("Location", "/v1/sessions/"+d.Record.SessionID)
@@ -106,7 +106,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	d, err := s.svc.Get(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.resourceOf(d))
@@ -125,12 +125,12 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.Status != "" && !slices.Contains(contract.SessionStatuses, f.Status) {
-		writeError(w, api.Errorf(api.CodeMalformed, "status=%s is not one of %v", quote(f.Status), contract.SessionStatuses))
+		writeError(w, api.Errorf(contract.CodeMalformed, "status=%s is not one of %v", quote(f.Status), contract.SessionStatuses))
 		return
 	}
 	list, next, err := s.svc.List(r.Context(), f)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	out := api.SessionList{Sessions: make([]api.Session, 0, len(list)), Next: next}
@@ -206,7 +206,7 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.svc.Patch(r.Context(), id, session.PatchRequest(req))
 	if err != nil {
-		writeError(w, serviceError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.resourceOf(d))
@@ -216,12 +216,12 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	runs, err := s.svc.Runs(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	leases, err := s.svc.RunLeases(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	byRun := make(map[string]*store.RunLease, len(leases))
@@ -239,12 +239,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	id, runID := r.PathValue("id"), r.PathValue("runId")
 	run, err := s.svc.Run(r.Context(), id, runID)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	leases, err := s.svc.RunLeases(r.Context(), id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	var rl *store.RunLease

@@ -28,22 +28,22 @@ func TestPatchSnapshotRejections(t *testing.T) {
 		code       contract.ErrorCode
 		problems   []string // path (rule)
 	}{
-		{"unknown field", `{"updated_by_gate":"user","colour":"red"}`, 422, api.CodeContractViolation, []string{"/colour (additionalProperties)"}},
-		{"unknown capability", `{"updated_by_gate":"user","snapshot":{"mode":"work","modelId":"m","capabilities":{"flying":true}}}`, 422, api.CodeContractViolation,
+		{"unknown field", `{"updated_by_gate":"user","colour":"red"}`, 422, contract.CodeContractViolation, []string{"/colour (additionalProperties)"}},
+		{"unknown capability", `{"updated_by_gate":"user","snapshot":{"mode":"work","modelId":"m","capabilities":{"flying":true}}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/capabilities/flying (additionalProperties)"}},
-		{"capability not a boolean", `{"updated_by_gate":"user","snapshot":{"mode":"work","modelId":"m","capabilities":{"approval":"yes"}}}`, 422, api.CodeContractViolation,
+		{"capability not a boolean", `{"updated_by_gate":"user","snapshot":{"mode":"work","modelId":"m","capabilities":{"approval":"yes"}}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/capabilities/approval (type)"}},
-		{"bad mode and blank model", `{"updated_by_gate":"user","snapshot":{"mode":"code","modelId":" ","capabilities":{}}}`, 422, api.CodeContractViolation,
+		{"bad mode and blank model", `{"updated_by_gate":"user","snapshot":{"mode":"code","modelId":" ","capabilities":{}}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/mode (enum)", "/snapshot/modelId (notBlank)"}},
-		{"missing capabilities", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m"}}`, 422, api.CodeContractViolation,
+		{"missing capabilities", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m"}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/capabilities (required)"}},
-		{"unknown snapshot field", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{},"temperature":1}}`, 422, api.CodeContractViolation,
+		{"unknown snapshot field", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{},"temperature":1}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/temperature (additionalProperties)"}},
-		{"bad permission profile", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{},"permissionProfile":"root"}}`, 422, api.CodeContractViolation,
+		{"bad permission profile", `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{},"permissionProfile":"root"}}`, 422, contract.CodeContractViolation,
 			[]string{"/snapshot/permissionProfile (enum)"}},
-		{"null snapshot", `{"updated_by_gate":"user","snapshot":null}`, 422, api.CodeContractViolation, []string{"/snapshot (type)"}},
-		{"not an object", `[]`, 422, api.CodeContractViolation, []string{"/ (type)"}},
-		{"duplicate key", `{"updated_by_gate":"user","updated_by_gate":"owner"}`, 400, api.CodeMalformed, []string{"/ (duplicateKey)"}},
+		{"null snapshot", `{"updated_by_gate":"user","snapshot":null}`, 422, contract.CodeContractViolation, []string{"/snapshot (type)"}},
+		{"not an object", `[]`, 422, contract.CodeContractViolation, []string{"/ (type)"}},
+		{"duplicate key", `{"updated_by_gate":"user","updated_by_gate":"owner"}`, 400, contract.CodeMalformed, []string{"/ (duplicateKey)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestPatchSnapshotOfAnArchivedSession(t *testing.T) {
 	}
 	patch := `{"updated_by_gate":"user","snapshot":{"mode":"chat","modelId":"m","capabilities":{"approval":true}}}`
 	resp := b.do(t, "PATCH", "/v1/sessions/S-arc", "application/json", patch)
-	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != api.CodeInvalidState || !strings.Contains(e.Message, "restore it first") {
+	if e := errorBody(t, resp.body); resp.status != http.StatusConflict || e.Code != contract.CodeInvalidState || !strings.Contains(e.Message, "restore it first") {
 		t.Fatalf("PATCH snapshot of an archived session: %d %s", resp.status, resp.body)
 	}
 	if _, err := b.cl.Restore(ctx, api.RestoreRequest{Name: ar.Archive.Name}); err != nil {

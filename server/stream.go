@@ -216,14 +216,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	last, err := s.svc.LastSequence(ctx, id)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	cursor := int64(-1)
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < -1 {
-			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer >= -1)", quote(v)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer >= -1)", quote(v)))
 			return
 		}
 		cursor = n
@@ -240,81 +240,20 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			cursor = last
 		case "false", "0":
 		default:
-			writeError(w, api.Errorf(api.CodeMalformed, "query parameter tail=%s must be true or false (true: only events appended from now on)", quote(t)))
+			writeError(w, api.Errorf(contract.CodeMalformed, "query parameter tail=%s must be true or false (true: only events appended from now on)", quote(t)))
 			return
 		}
 	}
 
-	t := s.hub.join(id)
-	defer s.hub.leave(id, t)
-	s.opt.Metrics.subscriber(1)
-	defer s.opt.Metrics.subscriber(-1)
-
+	st := s.joinSession(id)
+	defer st.leave()
 	sw, ok := s.openSSE(w, r, cursor)
 	defer sw.end()
 	if !ok {
 		return
 	}
-	keepAlive := s.keepAliveTicker()
-	defer keepAlive.Stop()
-	head := last
-	// caughtUp turns true once the subscriber has been at the head: only then does falling
-	// MaxLag behind count as too slow (replaying a long history does not).
-	caughtUp := false
-	var buf []byte // blocks read from the store; only while replaying from it
-	for {
-		v := t.view.Load()
-		if v.head > head {
-			head = v.head
-		}
-		blocks, next, ok := v.since(cursor, streamBatch)
-		if !ok {
-			evs, err := s.svc.Events(ctx, id, cursor, streamBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					sw.finalMessage(contract.CodeStreamFailed, fmt.Sprintf("reading the log failed: %v; reconnect with Last-Event-ID: %d", err, cursor))
-				}
-				return
-			}
-			buf = buf[:0]
-			for _, e := range evs {
-				buf = appendSSE(buf, e)
-			}
-			blocks = buf
-			if len(evs) > 0 {
-				next = evs[len(evs)-1].Sequence
-			}
-		} else {
-			buf = nil // back on the ring: do not keep the replay buffer
-		}
-		if len(blocks) > 0 {
-			if s.interrupted(sw, cursor) {
-				return
-			}
-			cursor = next
-			if !sw.flush(blocks) {
-				return
-			}
-			if caughtUp || ok || next > last {
-				// A live delivery: the subscriber is (or was) at the head, is served from the
-				// ring of recent events, or gets events appended after it connected.
-				s.opt.Metrics.delivered(max(head-cursor, 0))
-			}
-			if caughtUp && head-cursor > s.opt.MaxLag {
-				sw.finalMessage(contract.CodeSubscriberTooSlow, fmt.Sprintf("this stream fell %d events behind the head; reconnect with Last-Event-ID: %d to resume without a gap", head-cursor, cursor))
-				return
-			}
-			continue
-		}
-		caughtUp = true
-		if !s.await(ctx, sw, v.changed, keepAlive.C, cursor) {
-			return
-		}
-	}
+	s.follow(ctx, sw, &logTail{sessionTail: st, cursor: cursor, last: last, head: last})
 }
-
-// keepAliveTicker ticks at the keep-alive interval of streams.
-func (s *Server) keepAliveTicker() *time.Ticker { return time.NewTicker(s.opt.KeepAlive) }
 
 func appendSSE(buf []byte, e store.StoredEvent) []byte {
 	buf = append(buf, "id: "...)

@@ -154,7 +154,7 @@ func (l *tlsListener) handshake(c net.Conn) {
 // answerPlainHTTP answers a client that sent plain HTTP to the TLS port, in the clear: 400 and
 // the API's error shape, saying to use https.
 func answerPlainHTTP(c net.Conn) {
-	e := api.Errorf(api.CodeMalformed, "this port serves HTTPS only, and the request came in plain HTTP: send it again with an https:// URL; nothing was read")
+	e := api.Errorf(contract.CodeMalformed, "this port serves HTTPS only, and the request came in plain HTTP: send it again with an https:// URL; nothing was read")
 	b, _ := contract.Marshal(api.ErrorBody{Error: e})
 	b = append(b, '\n')
 	fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(b), b)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/sessiond/sessiond/contract"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
@@ -112,7 +112,7 @@ func TestTLSServesHTTP2(t *testing.T) {
 		t.Fatalf("GET /healthz: %s %d %s; want HTTP/2 200", resp.Proto, resp.StatusCode, body)
 	}
 	resp, body = do(t, h2, "GET", s.url+"/v1/nothing-here", "")
-	if resp.ProtoMajor != 2 || resp.StatusCode != 404 || errorBody(t, body).Code != api.CodeNotFound {
+	if resp.ProtoMajor != 2 || resp.StatusCode != 404 || errorBody(t, body).Code != contract.CodeNotFound {
 		t.Errorf("GET of an unknown path over h2: %s %d %s; want a 404 NOT_FOUND error", resp.Proto, resp.StatusCode, body)
 	}
 	if resp, body := do(t, h2, "POST", s.url+"/v1/sessions", fmt.Sprintf(createBody, "S-h2")); resp.StatusCode != http.StatusCreated {
@@ -161,7 +161,7 @@ func TestTLSServesHTTP2(t *testing.T) {
 		t.Fatalf("a malformed request over TLS: %v", err)
 	}
 	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 400 || errorBody(t, string(data)).Code != api.CodeMalformed {
+	if resp.StatusCode != 400 || errorBody(t, string(data)).Code != contract.CodeMalformed {
 		t.Errorf("a malformed request over HTTP/1.1 and TLS: %d %s; want a 400 MALFORMED_REQUEST JSON error", resp.StatusCode, data)
 	}
 }

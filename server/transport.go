@@ -140,18 +140,18 @@ func netHTTPRefusal(p []byte) *api.Error {
 	}
 	switch {
 	case status == http.StatusRequestHeaderFieldsTooLarge && bytes.Equal(body, line):
-		return api.Errorf(api.CodeHeadersTooLarge, "the request line and headers are over %d bytes; nothing was read", MaxHeaderBytes)
+		return api.Errorf(contract.CodeHeadersTooLarge, "the request line and headers are over %d bytes; nothing was read", MaxHeaderBytes)
 	case status == http.StatusNotImplemented && string(body) == "Unsupported transfer encoding":
-		return api.Errorf(api.CodeMalformed, "the request's Transfer-Encoding is not supported: send the body with a Content-Length, or with Transfer-Encoding: chunked alone")
+		return api.Errorf(contract.CodeMalformed, "the request's Transfer-Encoding is not supported: send the body with a Content-Length, or with Transfer-Encoding: chunked alone")
 	case status == http.StatusHTTPVersionNotSupported && bytes.Equal(body, line):
-		return api.Errorf(api.CodeMalformed, "the request's HTTP version is not supported: this server speaks HTTP/1.1 (and 1.0)")
+		return api.Errorf(contract.CodeMalformed, "the request's HTTP version is not supported: this server speaks HTTP/1.1 (and 1.0)")
 	case status >= 400 && bytes.Equal(body, line):
 		// "400 Bad Request", or "400 Bad Request: <what>" when net/http says what.
 		msg := "the request line or headers do not parse (for example a path with a bad percent-escape such as %zz, or a header line without a colon)"
 		if _, what, ok := bytes.Cut(line, []byte(": ")); ok {
 			msg = "the request does not parse: " + string(what)
 		}
-		return api.Errorf(api.CodeMalformed, "%s; nothing was read", msg)
+		return api.Errorf(contract.CodeMalformed, "%s; nothing was read", msg)
 	}
 	return nil
 }
@@ -243,7 +243,7 @@ func (b *bodyBudget) acquire(r *http.Request, who string) (bodyShare, *api.Error
 	}
 	if !waitFor(pb.sem) {
 		b.leave(taken)
-		return bodyShare{}, api.Errorf(api.CodeRateLimited, "this client already has %d bytes of request bodies being read, its most at once (serve --max-inflight-body-bytes-per-client), and this %d-byte body found no room within %s; nothing was read or written: finish or cancel its other uploads, or retry after Retry-After", b.per, n, b.wait)
+		return bodyShare{}, api.Errorf(contract.CodeRateLimited, "this client already has %d bytes of request bodies being read, its most at once (serve --max-inflight-body-bytes-per-client), and this %d-byte body found no room within %s; nothing was read or written: finish or cancel its other uploads, or retry after Retry-After", b.per, n, b.wait)
 	}
 	if !waitFor(b.sem) {
 		pb.sem.Release(n)
@@ -255,7 +255,7 @@ func (b *bodyBudget) acquire(r *http.Request, who string) (bodyShare, *api.Error
 
 // overloaded is the error of an n-byte body that found no room in the total.
 func (b *bodyBudget) overloaded(n int64) *api.Error {
-	return api.Errorf(api.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
+	return api.Errorf(contract.CodeOverloaded, "the server is reading %d bytes of request bodies at once, its limit (serve --max-inflight-body-bytes), and this %d-byte body found no room within %s; nothing was read or written", b.size, n, b.wait)
 }
 
 // release gives back a share acquire took.
@@ -327,7 +327,7 @@ func (s *Server) withBody(w http.ResponseWriter, r *http.Request, limit int64, b
 		if r.ProtoMajor == 1 {
 			w.Header().Set("Connection", "close")
 		}
-		writeError(w, api.Errorf(api.CodeTooLarge, "the request declares a body of %d bytes (Content-Length), over the %d-byte limit of %s; nothing was read: split it into smaller requests", r.ContentLength, limit, r.Pattern))
+		writeError(w, api.Errorf(contract.CodeTooLarge, "the request declares a body of %d bytes (Content-Length), over the %d-byte limit of %s; nothing was read: split it into smaller requests", r.ContentLength, limit, r.Pattern))
 		return
 	}
 	if budgeted {

@@ -91,13 +91,13 @@ func TestNetHTTPRefusalsAreJSON(t *testing.T) {
 		status    int
 		code      contract.ErrorCode
 	}{
-		{"bad percent-escape in the path", "GET /v1/sessions/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400, api.CodeMalformed},
-		{"headers over the limit", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + huge + "\r\n\r\n", 431, api.CodeHeadersTooLarge},
-		{"transfer-encoding gzip", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, api.CodeMalformed},
-		{"unsupported HTTP version", "GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 400, api.CodeMalformed},
-		{"header line without a colon", "GET /healthz HTTP/1.1\r\nHost: x\r\nnocolon\r\n\r\n", 400, api.CodeMalformed},
-		{"two Content-Lengths", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, api.CodeMalformed},
-		{"no Host header", "GET /healthz HTTP/1.1\r\n\r\n", 400, api.CodeMalformed},
+		{"bad percent-escape in the path", "GET /v1/sessions/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400, contract.CodeMalformed},
+		{"headers over the limit", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + huge + "\r\n\r\n", 431, contract.CodeHeadersTooLarge},
+		{"transfer-encoding gzip", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, contract.CodeMalformed},
+		{"unsupported HTTP version", "GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 400, contract.CodeMalformed},
+		{"header line without a colon", "GET /healthz HTTP/1.1\r\nHost: x\r\nnocolon\r\n\r\n", 400, contract.CodeMalformed},
+		{"two Content-Lengths", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, contract.CodeMalformed},
+		{"no Host header", "GET /healthz HTTP/1.1\r\n\r\n", 400, contract.CodeMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 		t.Fatalf("no answer to a stalled body: %v", err)
 	}
 	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestTimeout || errorBody(t, string(data)).Code != api.CodeRequestTimeout {
+	if resp.StatusCode != http.StatusRequestTimeout || errorBody(t, string(data)).Code != contract.CodeRequestTimeout {
 		t.Fatalf("stalled body: %d %s; want 408 REQUEST_TIMEOUT", resp.StatusCode, data)
 	}
 	if took := time.Since(start); took < 250*time.Millisecond {

@@ -35,7 +35,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := s.svc.Usage(r.Context(), q)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	writeJSON(w, http.StatusOK, usageResponse(q, rep))
@@ -50,7 +50,7 @@ func (s *Server) usageQueryOf(r *http.Request) (store.UsageQuery, *api.Error) {
 	if t := v.Get("to"); t != "" {
 		d, ok := store.ParseUsageDay(t)
 		if !ok {
-			return q, api.Errorf(api.CodeMalformed, "query parameter to=%s must be a date YYYY-MM-DD (the last UTC day counted, inclusive)", quote(t))
+			return q, api.Errorf(contract.CodeMalformed, "query parameter to=%s must be a date YYYY-MM-DD (the last UTC day counted, inclusive)", quote(t))
 		}
 		q.To = d
 	}
@@ -58,26 +58,26 @@ func (s *Server) usageQueryOf(r *http.Request) (store.UsageQuery, *api.Error) {
 	if f := v.Get("from"); f != "" {
 		d, ok := store.ParseUsageDay(f)
 		if !ok {
-			return q, api.Errorf(api.CodeMalformed, "query parameter from=%s must be a date YYYY-MM-DD (the first UTC day counted)", quote(f))
+			return q, api.Errorf(contract.CodeMalformed, "query parameter from=%s must be a date YYYY-MM-DD (the first UTC day counted)", quote(f))
 		}
 		q.From = d
 	}
 	if q.From > q.To {
-		return q, api.Errorf(api.CodeMalformed, "query parameter from=%s is after to=%s; give from on or before to", store.CivilFromDays(q.From), store.CivilFromDays(q.To))
+		return q, api.Errorf(contract.CodeMalformed, "query parameter from=%s is after to=%s; give from on or before to", store.CivilFromDays(q.From), store.CivilFromDays(q.To))
 	}
 	if n := q.To - q.From + 1; n > maxUsageDays {
-		return q, api.Errorf(api.CodeMalformed, "from=%s to=%s spans %d days; ask for at most %d days at a time", store.CivilFromDays(q.From), store.CivilFromDays(q.To), n, maxUsageDays)
+		return q, api.Errorf(contract.CodeMalformed, "from=%s to=%s spans %d days; ask for at most %d days at a time", store.CivilFromDays(q.From), store.CivilFromDays(q.To), n, maxUsageDays)
 	}
 	if b, ok := v["by"]; ok {
 		if b[0] == "" {
-			return q, api.Errorf(api.CodeMalformed, "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", strings.Join(store.UsageDimensions, ", "))
+			return q, api.Errorf(contract.CodeMalformed, "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", strings.Join(store.UsageDimensions, ", "))
 		}
 		for _, d := range strings.Split(b[0], ",") {
 			if !slices.Contains(store.UsageDimensions, d) {
-				return q, api.Errorf(api.CodeMalformed, "query parameter by=%s: %s is not a dimension; use a comma-separated list of %s", quote(b[0]), quote(d), strings.Join(store.UsageDimensions, ", "))
+				return q, api.Errorf(contract.CodeMalformed, "query parameter by=%s: %s is not a dimension; use a comma-separated list of %s", quote(b[0]), quote(d), strings.Join(store.UsageDimensions, ", "))
 			}
 			if slices.Contains(q.By, d) {
-				return q, api.Errorf(api.CodeMalformed, "query parameter by=%s names %s twice; name each dimension once", quote(b[0]), d)
+				return q, api.Errorf(contract.CodeMalformed, "query parameter by=%s names %s twice; name each dimension once", quote(b[0]), d)
 			}
 			q.By = append(q.By, d)
 		}
@@ -91,13 +91,13 @@ func (s *Server) usageQueryOf(r *http.Request) (store.UsageQuery, *api.Error) {
 			continue
 		}
 		if val[0] == "" {
-			return q, api.Errorf(api.CodeMalformed, "query parameter %s is empty; give a value or leave it out", f.name)
+			return q, api.Errorf(contract.CodeMalformed, "query parameter %s is empty; give a value or leave it out", f.name)
 		}
 		*f.dst = val[0]
 	}
 	if q.SessionID != "" {
 		if p := contract.IDProblem(q.SessionID); p != "" {
-			return q, api.Errorf(api.CodeMalformed, "query parameter sessionId=%s: %s", quote(q.SessionID), p)
+			return q, api.Errorf(contract.CodeMalformed, "query parameter sessionId=%s: %s", quote(q.SessionID), p)
 		}
 	}
 	limit, aerr := queryInt(r, "limit", store.DefaultUsageGroups, 1, store.MaxUsageGroups)
@@ -113,7 +113,7 @@ func (s *Server) usageQueryOf(r *http.Request) (store.UsageQuery, *api.Error) {
 	}
 	q, err := store.NormalizeUsageQuery(q)
 	if err != nil {
-		return q, api.Errorf(api.CodeMalformed, "%v", err)
+		return q, api.Errorf(contract.CodeMalformed, "%v", err)
 	}
 	return q, nil
 }

@@ -32,7 +32,7 @@ func durationField(name, v string, def, lo, hi time.Duration) (time.Duration, *a
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < lo || d > hi {
-		return 0, api.Errorf(api.CodeContractViolation, "request body: field %q is %s; it must be a duration from %s to %s, such as \"10s\"", name, quote(v), lo, hi)
+		return 0, api.Errorf(contract.CodeContractViolation, "request body: field %q is %s; it must be a duration from %s to %s, such as \"10s\"", name, quote(v), lo, hi)
 	}
 	return d, nil
 }
@@ -42,11 +42,11 @@ func durationField(name, v string, def, lo, hi time.Duration) (time.Duration, *a
 func checkClaim(req *wire.ClaimRequest) *api.Error {
 	for _, f := range []struct{ name, v string }{{"project", req.Project}, {"agent_id", req.AgentID}, {"role", req.Role}} {
 		if f.v != "" && (strings.TrimSpace(f.v) != f.v || len(f.v) > 256) {
-			return api.Errorf(api.CodeContractViolation, "request body: field %q is %s; it must be at most 256 bytes without leading or trailing spaces, or absent to match every run", f.name, quote(f.v))
+			return api.Errorf(contract.CodeContractViolation, "request body: field %q is %s; it must be at most 256 bytes without leading or trailing spaces, or absent to match every run", f.name, quote(f.v))
 		}
 	}
 	if c := store.UnknownCapability(req.Capabilities); c != "" {
-		return api.Errorf(api.CodeContractViolation, "request body: field \"capabilities\" holds %s, which is not a capability; use the names of a snapshot's capabilities (%s)", quote(c), strings.Join(contract.CapabilityNames, ", "))
+		return api.Errorf(contract.CodeContractViolation, "request body: field \"capabilities\" holds %s, which is not a capability; use the names of a snapshot's capabilities (%s)", quote(c), strings.Join(contract.CapabilityNames, ", "))
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	c, err := s.svc.Claim(ctx, store.ClaimFilter{Project: req.Project, AgentID: req.AgentID, Role: req.Role, Capabilities: req.Capabilities}, wait, ttl)
 	if err != nil {
-		writeError(w, storeError(err, ""))
+		writeError(w, apiError(err, ""))
 		return
 	}
 	if c == nil {
@@ -118,7 +118,7 @@ func (s *Server) decodeLease(w http.ResponseWriter, r *http.Request) (wire.Lease
 		return req, aerr
 	}
 	if req.LeaseID == "" {
-		return req, api.Errorf(api.CodeContractViolation, "request body: field \"leaseId\" is missing; send the leaseId and token the claim answered")
+		return req, api.Errorf(contract.CodeContractViolation, "request body: field \"leaseId\" is missing; send the leaseId and token the claim answered")
 	}
 	return req, nil
 }
@@ -138,7 +138,7 @@ func (s *Server) handleRenewLease(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := s.svc.RenewLease(r.Context(), id, runID, store.LeaseRef{LeaseID: req.LeaseID, Token: req.Token}, ttl)
 	if err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, leaseOf(l))
@@ -153,11 +153,11 @@ func (s *Server) handleReleaseLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.LeaseTTL != "" {
-		writeError(w, api.Errorf(api.CodeContractViolation, "request body: field \"leaseTtl\" is for a renewal; a release takes only leaseId and token"))
+		writeError(w, api.Errorf(contract.CodeContractViolation, "request body: field \"leaseTtl\" is for a renewal; a release takes only leaseId and token"))
 		return
 	}
 	if err := s.svc.ReleaseLease(r.Context(), id, runID, store.LeaseRef{LeaseID: req.LeaseID, Token: req.Token}); err != nil {
-		writeError(w, storeError(err, id))
+		writeError(w, apiError(err, id))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -170,7 +170,7 @@ func leaseHeader(r *http.Request) (*store.LeaseRef, *api.Error) {
 		return nil, nil
 	}
 	bad := func(why string) *api.Error {
-		return api.Errorf(api.CodeLeaseLost, "header %s %s is not a lease: %s; send \"<leaseId>:<token>\" as the claim answered it (lease.header)", wire.LeaseHeader, quote(strings.Join(vs, ", ")), why)
+		return api.Errorf(contract.CodeLeaseLost, "header %s %s is not a lease: %s; send \"<leaseId>:<token>\" as the claim answered it (lease.header)", wire.LeaseHeader, quote(strings.Join(vs, ", ")), why)
 	}
 	if len(vs) > 1 {
 		return nil, bad("it is given more than once")
@@ -184,14 +184,6 @@ func leaseHeader(r *http.Request) (*store.LeaseRef, *api.Error) {
 		return nil, bad("the token is not a positive integer")
 	}
 	return &store.LeaseRef{LeaseID: id, Token: n}, nil
-}
-
-// leaseError is the API error of a refusal for a run's lease.
-func leaseError(le *store.LeaseError) *api.Error {
-	if le.Reason == store.LeaseRequired {
-		return api.Errorf(api.CodeLeaseRequired, "%v; send the %s header with the lease the claim answered (lease.header), or claim the run first", le, wire.LeaseHeader)
-	}
-	return api.Errorf(api.CodeLeaseLost, "%v; stop working on the run and claim again (POST /v1/runs/claim)", le)
 }
 
 // runResource is a run as the API shows it, with its lease state (nil: none known).

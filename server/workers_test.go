@@ -119,12 +119,12 @@ func TestClaimLeaseAndFencing(t *testing.T) {
 		name, lease string
 		code        contract.ErrorCode
 	}{
-		{"no lease", "", api.CodeLeaseRequired},
-		{"malformed", "garbage", api.CodeLeaseLost},
-		{"no token", c.Lease.LeaseID + ":", api.CodeLeaseLost},
-		{"forged id", "L-forged:1", api.CodeLeaseLost},
-		{"stale token", c.Lease.LeaseID + ":0", api.CodeLeaseLost},
-		{"future token", c.Lease.LeaseID + ":2", api.CodeLeaseLost},
+		{"no lease", "", contract.CodeLeaseRequired},
+		{"malformed", "garbage", contract.CodeLeaseLost},
+		{"no token", c.Lease.LeaseID + ":", contract.CodeLeaseLost},
+		{"forged id", "L-forged:1", contract.CodeLeaseLost},
+		{"stale token", c.Lease.LeaseID + ":0", contract.CodeLeaseLost},
+		{"future token", c.Lease.LeaseID + ":2", contract.CodeLeaseLost},
 	} {
 		resp := b.doLease(t, "POST", path, tc.lease, runEvent("S-1", "x-"+tc.name))
 		if resp.status != http.StatusConflict || !strings.Contains(resp.body, string(tc.code)) {
@@ -313,7 +313,7 @@ func TestSweeperSparesALeasedRun(t *testing.T) {
 func init() {
 	hintCases = append(hintCases,
 		hintCase{
-			name: "lease required", hint: "header with the lease the claim answered (lease.header)", code: api.CodeLeaseRequired,
+			name: "lease required", hint: "header with the lease the claim answered (lease.header)", code: contract.CodeLeaseRequired,
 			provoke: func(t *testing.T, e *hintEnv) failure {
 				e.queueRun(t, "S-h")
 				e.claim(t, `{}`, 200)
@@ -327,7 +327,7 @@ func init() {
 			},
 		},
 		hintCase{
-			name: "lease lost", hint: "stop working on the run and claim again (POST /v1/runs/claim)", code: api.CodeLeaseLost,
+			name: "lease lost", hint: "stop working on the run and claim again (POST /v1/runs/claim)", code: contract.CodeLeaseLost,
 			provoke: func(t *testing.T, e *hintEnv) failure {
 				e.queueRun(t, "S-h")
 				c := e.claim(t, `{}`, 200)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,7 +20,7 @@ import (
 type ArchiveOptions struct {
 	// Dir is the archive directory (created when missing).
 	Dir  string
-	Note Note
+	Note wire.Note
 	// Gate is the updated_by_gate of the change (default "owner").
 	Gate string
 	// Compact removes the session's events from the store once the file is written, synced,
@@ -31,7 +32,7 @@ type ArchiveOptions struct {
 
 // ArchiveResult is the answer of archive.
 type ArchiveResult struct {
-	ArchiveInfo
+	wire.ArchiveInfo
 	Events    int            `json:"events"`
 	Compacted int64          `json:"compacted"`
 	Session   *store.Session `json:"-"`
@@ -63,7 +64,8 @@ func (s *Service) Archive(ctx context.Context, id string, opt ArchiveOptions) (*
 		return nil, err
 	}
 	if sess.Record.Status == contract.SessionStatusArchived || lc.CompactedThrough != nil {
-		return nil, reject(contract.CodeInvalidState, "session %q is already archived (%s); restore it first (sessiond session restore %s, or POST /v1/archives/restore {\"name\":%q}), then archive it again", id, lc.LastArchiveName, lc.LastArchiveName, lc.LastArchiveName)
+		return nil, &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is already archived (%s)", id, lc.LastArchiveName),
+			Remedy: Remedy{Kind: RestoreArchive, Archive: lc.LastArchiveName, Then: "then archive it again"}}
 	}
 	last := sess.LastSequence
 	total := last + 1
@@ -145,37 +147,37 @@ func (s *Service) readForArchive(ctx context.Context, id string, last int64, pro
 // writeVerified encodes c and writes it atomically to its file under dir (in its project's
 // directory, named after the session and now), then reads the file back and verifies it; a
 // file that does not verify is removed. It returns the written archive's description.
-func writeVerified(dir string, c *archive.Content, now time.Time) (ArchiveInfo, error) {
+func writeVerified(dir string, c *archive.Content, now time.Time) (wire.ArchiveInfo, error) {
 	data, err := archive.Encode(c)
 	if err != nil {
-		return ArchiveInfo{}, err
+		return wire.ArchiveInfo{}, err
 	}
 	pdir := filepath.Join(dir, archive.ProjectDir(c.Project))
 	path := filepath.Join(pdir, archive.FileName(c.SessionID, now))
 	if err := archive.Within(dir, path); err != nil {
-		return ArchiveInfo{}, err
+		return wire.ArchiveInfo{}, err
 	}
 	if err := archive.WriteFileAtomic(dir, pdir, path, data); err != nil {
-		return ArchiveInfo{}, fmt.Errorf("archive: %w", err)
+		return wire.ArchiveInfo{}, fmt.Errorf("archive: %w", err)
 	}
 	// Read back what the disk holds and verify it before anything depends on it.
 	back, err := os.ReadFile(path)
 	if err != nil {
-		return ArchiveInfo{}, fmt.Errorf("archive: read back %s: %w", path, err)
+		return wire.ArchiveInfo{}, fmt.Errorf("archive: read back %s: %w", path, err)
 	}
 	got, sum, err := archive.Decode(back)
 	err = archiveRefusal(err)
 	if err != nil || len(got.Events) != len(c.Events) {
 		os.Remove(path)
-		return ArchiveInfo{}, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
+		return wire.ArchiveInfo{}, fmt.Errorf("archive: %s does not verify after writing (%v); nothing changed", path, err)
 	}
-	return ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}, nil
+	return wire.ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}, nil
 }
 
 // markArchived marks the session archived by the written archive info (status, archive path,
 // the lifecycle state's last archive), unless its log moved past c.LastSequence or it was
 // archived meanwhile: then the file is removed and the refusal is SESSION_MOVED.
-func (s *Service) markArchived(ctx context.Context, c *archive.Content, info ArchiveInfo, gate string) (*store.Session, error) {
+func (s *Service) markArchived(ctx context.Context, c *archive.Content, info wire.ArchiveInfo, gate string) (*store.Session, error) {
 	id, last := c.SessionID, c.LastSequence
 	var moved *RejectError
 	updated, _, err := s.st.UpdateLifecycle(ctx, id, func(cur *store.Session, lc *store.Lifecycle) error {
@@ -228,7 +230,7 @@ func validRecord(rec *contract.SessionRecord) error {
 }
 
 // summarize derives the archive summary from the folded log.
-func summarize(t *Transcript, runs int) archive.Summary {
+func summarize(t *wire.Transcript, runs int) archive.Summary {
 	s := archive.Summary{Plan: t.Plan, OpenTasks: []contract.TaskPayload{}, PendingApprovals: []contract.ApprovalPayload{},
 		Usage: t.Usage, Events: int(t.LastSequence + 1), Runs: runs}
 	for _, task := range t.Tasks {
@@ -261,7 +263,7 @@ func summarize(t *Transcript, runs int) archive.Summary {
 // the log folds to. Saving the same file twice is a no-op; another file under the same name, or
 // a file that fails verification, is refused with ARCHIVE_INVALID and nothing is stored. upload
 // is left in place.
-func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
+func (s *Service) SaveArchive(dir, upload string) (*wire.ArchiveInfo, error) {
 	// Verified as a stream (archive.VerifyFile): each event is checked and dropped, so the
 	// upload's memory does not grow with its size.
 	var lc *logCheck
@@ -282,7 +284,7 @@ func (s *Service) SaveArchive(dir, upload string) (*ArchiveInfo, error) {
 	if probs := contract.SessionIDProblems(c.SessionID); len(probs) > 0 {
 		return nil, reject(contract.CodeArchiveInvalid, "the archive's session id %q is not one a session can have (%s): %s", c.SessionID, probs[0].Rule, contract.SessionIDRule)
 	}
-	at, err := store.ParseTime(c.ArchivedAt)
+	at, err := contract.ParseTime(c.ArchivedAt)
 	if err != nil {
 		return nil, reject(contract.CodeArchiveInvalid, "archivedAt %q: %v", c.ArchivedAt, err)
 	}
@@ -308,9 +310,9 @@ type RestoreRequest struct {
 
 // RestoreResult is the answer of restore.
 type RestoreResult struct {
-	Archive ArchiveInfo    `json:"archive"`
-	Session *store.Session `json:"-"`
-	Events  int            `json:"events"`
+	Archive wire.ArchiveInfo `json:"archive"`
+	Session *store.Session   `json:"-"`
+	Events  int              `json:"events"`
 	// Replaced is true when the session was in the store, archived with its log compacted,
 	// and was brought back over it.
 	Replaced bool `json:"replaced"`
@@ -368,7 +370,7 @@ func (s *Service) Restore(ctx context.Context, dir string, req RestoreRequest) (
 	}
 	l := s.lock(c.SessionID)
 	defer s.unlock(c.SessionID, l)
-	info := ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
+	info := wire.ArchiveInfo{Name: filepath.Base(path), Path: path, SessionID: c.SessionID, Project: c.Project, ArchivedAt: c.ArchivedAt, Checksum: sum, Bytes: int64(len(data))}
 	before, err := s.st.GetSession(ctx, c.SessionID)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		before, err = nil, nil

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"math"
 	"slices"
 	"sort"
@@ -25,13 +26,13 @@ const maxAssessScan = 5000
 // into phases of at most MaxPhaseHours (as many as the pessimistic estimate needs, one without
 // an estimate), each ending at an archive checkpoint. The description itself does not change
 // the numbers: sessiond has no model of how big a task is, only of what comparable sessions took.
-func (s *Service) Assess(ctx context.Context, id string, req AssessRequest) (*Assessment, error) {
+func (s *Service) Assess(ctx context.Context, id string, req wire.AssessRequest) (*wire.Assessment, error) {
 	sess, err := s.st.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	rec := sess.Record
-	a := &Assessment{SessionID: id, Task: req.Task, AgentID: rec.AgentID, Role: rec.Role, Mode: rec.Mode.Get(), Risk: "unknown"}
+	a := &wire.Assessment{SessionID: id, Task: req.Task, AgentID: rec.AgentID, Role: rec.Role, Mode: rec.Mode.Get(), Risk: "unknown"}
 	var same, agent []float64
 	after := ""
 	scanned := 0
@@ -72,7 +73,7 @@ func (s *Service) Assess(ctx context.Context, id string, req AssessRequest) (*As
 	steps := taskSteps(req.Task)
 	if len(samples) < MinSamples {
 		a.Message = fmt.Sprintf("insufficient history: %d comparable finished session(s), at least %d are needed for an estimate; plan for one phase of at most %.0f h, archive, and assess again", len(samples), MinSamples, MaxPhaseHours)
-		a.Phases = []Phase{{N: 1, MaxHours: MaxPhaseHours, Steps: steps, Checkpoint: "archive"}}
+		a.Phases = []wire.Phase{{N: 1, MaxHours: MaxPhaseHours, Steps: steps, Checkpoint: "archive"}}
 		return a, nil
 	}
 	sort.Float64s(samples)
@@ -91,7 +92,7 @@ func (s *Service) Assess(ctx context.Context, id string, req AssessRequest) (*As
 	for i := range n {
 		h := round2(math.Min(MaxPhaseHours, pess-float64(i)*MaxPhaseHours))
 		lo, hi := i*len(steps)/n, (i+1)*len(steps)/n
-		a.Phases = append(a.Phases, Phase{N: i + 1, Hours: &h, MaxHours: MaxPhaseHours, Steps: slices.Clone(steps[lo:hi]), Checkpoint: "archive"})
+		a.Phases = append(a.Phases, wire.Phase{N: i + 1, Hours: &h, MaxHours: MaxPhaseHours, Steps: slices.Clone(steps[lo:hi]), Checkpoint: "archive"})
 	}
 	return a, nil
 }
@@ -136,8 +137,8 @@ func (s *Service) workHours(ctx context.Context, sess *store.Session) (float64, 
 		return ms / 3.6e6, true, nil
 	}
 	if closed := sess.Record.ClosedAt.Get(); closed != "" {
-		c, err1 := store.ParseTime(closed)
-		st, err2 := store.ParseTime(sess.Record.StartedAt)
+		c, err1 := contract.ParseTime(closed)
+		st, err2 := contract.ParseTime(sess.Record.StartedAt)
 		if err1 == nil && err2 == nil && c.After(st) {
 			return c.Sub(st).Hours(), true, nil
 		}

@@ -19,6 +19,11 @@ type ExecOptions struct {
 	// terminal status: the result then says termination "confirmed", or fails with
 	// STOP_TIMEOUT (retryable: send the same command again to keep waiting).
 	Wait time.Duration
+	// AtHead judges the command at the log's end whatever its expectedSequence, which is set
+	// to the sequence the log ends at when the command is judged (each time, if the log moves
+	// meanwhile): for a client that acts on what a person saw, such as an approval answered in
+	// a chat, rather than on a sequence it read. Fork and edit-and-rerun ignore it.
+	AtHead bool
 }
 
 // Execute applies a command to a session and returns its result, which satisfies the rules of
@@ -36,14 +41,14 @@ func (s *Service) Execute(ctx context.Context, sessionID string, c *contract.Com
 	if c.SessionID != sessionID {
 		return nil, ErrSessionMismatch
 	}
-	res, err := s.execute(ctx, sessionID, c)
+	res, err := s.execute(ctx, sessionID, c, opt.AtHead)
 	if err != nil || c.CommandType != "stop" || opt.Wait <= 0 || (res.Outcome != "accepted" && res.Outcome != "duplicate") {
 		return res, err
 	}
 	return s.waitStopped(ctx, res, opt.Wait)
 }
 
-func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) (*contract.CommandResult, error) {
+func (s *Service) execute(ctx context.Context, sid string, c *contract.Command, atHead bool) (*contract.CommandResult, error) {
 	l := s.lock(sid)
 	defer s.unlock(sid, l)
 
@@ -68,6 +73,9 @@ func (s *Service) execute(ctx context.Context, sid string, c *contract.Command) 
 			return res, err
 		}
 		status = st.status()
+		if atHead {
+			c.ExpectedSequence = st.last
+		}
 		events, runID, termination, rej := s.decide(ctx, st, c)
 		if rej != nil {
 			return s.rejected(c, st.status(), rej), nil
@@ -230,7 +238,8 @@ func (s *Service) rejected(c *contract.Command, status string, e *RejectError) *
 func (s *Service) decide(ctx context.Context, st *state, c *contract.Command) (events []contract.Event, runID, termination string, rej *RejectError) {
 	p, _ := contract.PolicyOf(c.CommandType)
 	if p.Capability != "" && !st.sess.Snapshot.Capabilities.Has(p.Capability) {
-		return nil, "", "", reject(contract.CodeCapabilityUnavailable, "the session's snapshot lacks the %q capability that %s needs; if the runtime supports it, turn it on with PATCH /v1/sessions/%s {\"snapshot\":…} (sessiond patch --enable %s %s), then send the command again", p.Capability, c.CommandType, c.SessionID, p.Capability, c.SessionID)
+		return nil, "", "", &RejectError{Code: contract.CodeCapabilityUnavailable, Message: fmt.Sprintf("the session's snapshot lacks the %q capability that %s needs", p.Capability, c.CommandType),
+			Remedy: Remedy{Kind: EnableCapability, Capability: p.Capability}}
 	}
 	target := st.run(c.RunID)
 	if p.NeedsRunID && target == nil {

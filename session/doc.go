@@ -3,13 +3,17 @@
 // executes the contract's commands against a session's log, forks sessions, keeps each
 // session's transcript as a projection of its log, and runs the lifecycle: heartbeats, the
 // sweeper that marks silent sessions stale, the work window, status and assess, archive and
-// restore.
+// restore. The shapes it answers beyond the contract (wire.Transcript, wire.Lineage,
+// wire.Progress, …) are package wire's, so that the Go client decodes them without importing
+// the domain.
 //
 // Files, by what they hold:
 //
 //   - service.go: the Service, the per-session lock and the live transcript it guards.
 //   - commands.go: command execution (policy, decision, idempotent append, stop waits).
 //   - fork.go: forks and continuations, and the lineage tree.
+//   - chat.go: [Chat], what the protocol bridges' chat clients ask (a user message that
+//     queues a run, approvals, a stop), with ids derived from the clients' ids.
 //   - transcript.go, decode.go: the fold of a log into a [Transcript] and the event decoding
 //     it uses.
 //   - runtime.go: the service's settings ([Options]), its [Clock], and its background work
@@ -23,8 +27,8 @@
 //     are package archive's.
 //   - progress.go: progress reports of archive and restore.
 //   - refusal.go: [RejectError], the one type of the domain's refusals, whose codes are the
-//     constants of package contract.
-//   - wire.go: the names of the answer shapes, which are defined in package wire.
+//     constants of package contract, and its [Remedy]: what a client can do, in the domain's
+//     terms (the edges name the routes and commands).
 //
 // Concurrency: commands, forks, archive and restore of one session take that session's lock in
 // this process; the store's conditional writes keep several processes (instances) correct, and

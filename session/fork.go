@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -61,7 +62,7 @@ func (f *forkSpec) threadID() string { return "S-" + f.hash("thread") }
 
 // inherited is the state of the source thread at the fork point.
 type inherited struct {
-	messages []Message
+	messages []wire.Message
 	summary  string
 	// all is every tool call, diff and artifact of the source, latest state at the fork
 	// point; kept is those the new thread inherits.
@@ -106,7 +107,7 @@ func (s *Service) fork(ctx context.Context, spec *forkSpec) (*forkResult, *Rejec
 // forkSource looks up the source thread and the caught-up state of its source message, and
 // checks that the message and the source run belong together. A missing thread, run or
 // message, or a message the run has nothing to do with, is a *RejectError.
-func (s *Service) forkSource(ctx context.Context, spec *forkSpec) (*store.Session, *Message, *RejectError, error) {
+func (s *Service) forkSource(ctx context.Context, spec *forkSpec) (*store.Session, *wire.Message, *RejectError, error) {
 	src, err := s.visibleSession(ctx, spec.sourceThread)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return nil, nil, reject(contract.CodeSourceThreadNotFound, "source thread %q does not exist", spec.sourceThread), nil
@@ -128,7 +129,7 @@ func (s *Service) forkSource(ctx context.Context, spec *forkSpec) (*store.Sessio
 			return nil, nil, nil, err
 		}
 	}
-	var msg *Message
+	var msg *wire.Message
 	for i := range fold.t.Messages {
 		if fold.t.Messages[i].MessageID == spec.sourceMessage {
 			msg = &fold.t.Messages[i]
@@ -405,8 +406,8 @@ func (sc *sourceScan) setLatest(it scannedItem) {
 // messagesThrough returns the messages through the source message, oldest first: the newest
 // MaxInheritedMessages user and assistant messages with parts. Only those it keeps are decoded.
 // The source message gets the replacement parts of an edit-and-rerun.
-func (sc *sourceScan) messagesThrough(spec *forkSpec) ([]Message, error) {
-	var candidates []Message
+func (sc *sourceScan) messagesThrough(spec *forkSpec) ([]wire.Message, error) {
+	var candidates []wire.Message
 	reached := false // walking back, past the messages that came after the source
 	for i := len(sc.msgOrder) - 1; i >= 0 && len(candidates) < MaxInheritedMessages; i-- {
 		id := sc.msgOrder[i]
@@ -424,7 +425,7 @@ func (sc *sourceScan) messagesThrough(spec *forkSpec) ([]Message, error) {
 			candidates = append(candidates, m)
 		}
 	}
-	var out []Message
+	var out []wire.Message
 	for i := len(candidates) - 1; i >= 0; i-- {
 		out = append(out, candidates[i])
 	}
@@ -432,12 +433,12 @@ func (sc *sourceScan) messagesThrough(spec *forkSpec) ([]Message, error) {
 }
 
 // decodeMessage folds a message's stored events (since its last replace) into the message.
-func decodeMessage(id string, events [][]byte) (Message, error) {
-	m := Message{MessageID: id}
+func decodeMessage(id string, events [][]byte) (wire.Message, error) {
+	m := wire.Message{MessageID: id}
 	for _, data := range events {
 		var e contract.Event
 		if err := json.Unmarshal(data, &e); err != nil {
-			return Message{}, err
+			return wire.Message{}, err
 		}
 		p := e.Payload.(*contract.MessagePayload)
 		m.Role = p.Role
@@ -619,12 +620,12 @@ const (
 // UI can draw the tree. It returns store.ErrSessionNotFound for an unknown session. A session
 // the caller may not see ([Permits]) is drawn as a missing one: an ancestor by its id only
 // (the session's own lineage names it), a descendant not at all.
-func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
+func (s *Service) LineageOf(ctx context.Context, id string) (*wire.Lineage, error) {
 	sess, err := s.visibleSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := &Lineage{SessionID: id, Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, Ancestors: []LineageNode{}, Descendants: []LineageNode{}}
+	out := &wire.Lineage{SessionID: id, Lineage: sess.Lineage, ActiveBranch: sess.ActiveBranch, Ancestors: []wire.LineageNode{}, Descendants: []wire.LineageNode{}}
 	seen := map[string]bool{id: true}
 	for l := sess.Lineage; l != nil; {
 		parent := l.ForkedFromThreadID
@@ -635,19 +636,19 @@ func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
 		seen[parent] = true
 		p, err := s.visibleSession(ctx, parent)
 		if errors.Is(err, store.ErrSessionNotFound) {
-			out.Ancestors = append(out.Ancestors, LineageNode{SessionID: parent})
+			out.Ancestors = append(out.Ancestors, wire.LineageNode{SessionID: parent})
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		out.Ancestors = append(out.Ancestors, LineageNode{SessionID: parent, Lineage: p.Lineage})
+		out.Ancestors = append(out.Ancestors, wire.LineageNode{SessionID: parent, Lineage: p.Lineage})
 		l = p.Lineage
 	}
 	count := 0
-	var children func(id string) ([]LineageNode, error)
-	children = func(id string) ([]LineageNode, error) {
-		nodes := []LineageNode{}
+	var children func(id string) ([]wire.LineageNode, error)
+	children = func(id string) ([]wire.LineageNode, error) {
+		nodes := []wire.LineageNode{}
 		after := ""
 		for {
 			page, next, err := s.st.ListSessions(ctx, store.ListFilter{ForkedFrom: id, After: after, Limit: 1000})
@@ -665,7 +666,7 @@ func (s *Service) LineageOf(ctx context.Context, id string) (*Lineage, error) {
 				}
 				seen[cid] = true
 				count++
-				node := LineageNode{SessionID: cid, Lineage: c.Lineage}
+				node := wire.LineageNode{SessionID: cid, Lineage: c.Lineage}
 				if node.Children, err = children(cid); err != nil {
 					return nil, err
 				}

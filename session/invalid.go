@@ -19,3 +19,7 @@ type InvalidError struct {
 func (e *InvalidError) Error() string {
 	return fmt.Sprintf("%s: %d problem(s) found", e.What, len(e.Problems))
 }
+
+// ErrorCode is the code of the refused document (contract.ProblemsCode): MALFORMED_REQUEST
+// (or TOO_LARGE) when it is not acceptable JSON, else CONTRACT_VIOLATION.
+func (e *InvalidError) ErrorCode() contract.ErrorCode { return contract.ProblemsCode(e.Problems) }

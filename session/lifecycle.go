@@ -38,18 +38,6 @@ func live(status string) bool {
 	return status == contract.SessionStatusRunning || status == contract.SessionStatusPaused || status == contract.SessionStatusStale
 }
 
-// NotLiveHint says what to do with a session whose status is not live (closed or archived):
-// the way on that works in that status (docs/lifecycle.md). It is "" for a live status.
-func NotLiveHint(status string) string {
-	switch status {
-	case contract.SessionStatusArchived:
-		return "restore it first (sessiond session restore ARCHIVE-NAME, or POST /v1/archives/restore): it comes back paused"
-	case contract.SessionStatusClosed:
-		return "a closed session stays closed; create a new session to go on"
-	}
-	return ""
-}
-
 func (s *Service) stamp() string { return contract.FormatTime(s.now()) }
 
 // Heartbeat records a heartbeat from the session's runtime: last_heartbeat_at becomes now, and
@@ -61,7 +49,7 @@ func (s *Service) Heartbeat(ctx context.Context, id string) (*store.Session, err
 	sess, err := s.st.UpdateSession(ctx, id, func(sess *store.Session) error {
 		rec := &sess.Record
 		if !live(rec.Status) {
-			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions: %s", id, rec.Status, NotLiveHint(rec.Status))}
+			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; heartbeats are for running, paused or stale sessions", id, rec.Status), Remedy: notLive(rec.Status)}
 			return rej
 		}
 		now := s.stamp()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +105,7 @@ func TestSweepMarksStaleAndFailsTheActiveRun(t *testing.T) {
 	// A second instance sweeping at the same time must not append twice.
 	other := session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now)})
 	var wg sync.WaitGroup
-	results := make([]session.SweepResult, 2)
+	results := make([]wire.SweepResult, 2)
 	for i, svc := range []*session.Service{b.svc, other} {
 		wg.Add(1)
 		go func() {
@@ -233,7 +234,7 @@ func TestAssess(t *testing.T) {
 	b, _ := lifecycleSetup(t)
 	ctx := context.Background()
 	task := "Port the parser:\n- read the spec\n- write the lexer\n- write the parser\n- test it"
-	a, err := b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	a, err := b.svc.Assess(ctx, b.sid, wire.AssessRequest{Task: task})
 	if err != nil || a.Sufficient || a.OptimisticHours != nil || a.Risk != "unknown" || !strings.Contains(a.Message, "insufficient history") {
 		t.Fatalf("Assess without history = %+v, %v", a, err)
 	}
@@ -261,7 +262,7 @@ func TestAssess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err = b.svc.Assess(ctx, b.sid, session.AssessRequest{Task: task})
+	a, err = b.svc.Assess(ctx, b.sid, wire.AssessRequest{Task: task})
 	if err != nil || !a.Sufficient || a.Samples != 10 {
 		t.Fatalf("Assess with history = %+v, %v", a, err)
 	}
@@ -302,7 +303,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	runs, _ := b.st.Runs(ctx, b.sid)
 	wantT, _ := b.svc.Rebuild(ctx, b.sid)
 	c.Add(time.Hour)
-	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Note: session.Note{Done: "read", InProgress: "fix", Next: "test"}})
+	res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Note: wire.Note{Done: "read", InProgress: "fix", Next: "test"}})
 	if err != nil {
 		t.Fatalf("Archive: %v", err)
 	}
@@ -533,6 +534,15 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 			t.Fatalf("error %v; want %s with %q in its message", err, code, hint)
 		}
 	}
+	// remedied: the refusal's remedy, which the edges word (the server names the routes and
+	// commands: server/remedies.go).
+	remedied := func(err error, code contract.ErrorCode, want session.Remedy) {
+		t.Helper()
+		var rej *session.RejectError
+		if !errors.As(err, &rej) || rej.Code != code || rej.Remedy != want {
+			t.Fatalf("error %v (remedy %+v); want %s with remedy %+v", err, rej, code, want)
+		}
+	}
 
 	// 1. Archived without --compact: archiving again says "restore it first", naming the file.
 	a1, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
@@ -540,11 +550,11 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: true})
-	refused(err, "INVALID_SESSION_STATE", "restore it first (sessiond session restore "+a1.Name)
+	remedied(err, "INVALID_SESSION_STATE", session.Remedy{Kind: session.RestoreArchive, Archive: a1.Name, Then: "then archive it again"})
 	_, err = b.svc.Heartbeat(ctx, b.sid)
-	refused(err, "INVALID_SESSION_STATE", "restore it first")
+	remedied(err, "INVALID_SESSION_STATE", session.Remedy{Kind: session.NotLive, Status: "archived"})
 	_, err = b.svc.Warm(ctx, b.sid, session.WarmOptions{})
-	refused(err, "INVALID_SESSION_STATE", "restore it first")
+	remedied(err, "INVALID_SESSION_STATE", session.Remedy{Kind: session.NotLive, Status: "archived"})
 	// Following it: restore reactivates the session from the log still in the store.
 	c.Add(time.Minute)
 	rr, err := b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a1.Name})
@@ -584,7 +594,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 		t.Fatalf("archive --compact after reactivation = %+v, %v", a2, err)
 	}
 	_, err = b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir})
-	refused(err, "INVALID_SESSION_STATE", "sessiond session restore "+a2.Name)
+	remedied(err, "INVALID_SESSION_STATE", session.Remedy{Kind: session.RestoreArchive, Archive: a2.Name, Then: "then archive it again"})
 	rr, err = b.svc.Restore(ctx, dir, session.RestoreRequest{Name: a2.Name})
 	if err != nil || rr.How != session.RestoredOverCompacted || !rr.Replaced {
 		t.Fatalf("restore over the compacted row = %+v, %v", rr, err)
@@ -606,7 +616,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 		t.Fatalf("restore of an archived closed session = %+v, %v", rr, err)
 	}
 	_, err = b.svc.Heartbeat(ctx, b.sid)
-	refused(err, "INVALID_SESSION_STATE", "create a new session to go on")
+	remedied(err, "INVALID_SESSION_STATE", session.Remedy{Kind: session.NotLive, Status: "closed"})
 }
 
 // TestRestoreRefusesAnArchiveOfAnotherCopy checks that reactivation only accepts an archive of

@@ -81,13 +81,15 @@ func (s *Service) applyPatch(id string, sess *store.Session, req *PatchRequest) 
 	rec := &sess.Record
 	if req.Snapshot != nil {
 		if rec.Status == contract.SessionStatusArchived {
-			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is archived: its snapshot is kept in its archive %s and cannot change; %s, then change the snapshot", id, rec.ArchivePath.Get(), NotLiveHint(rec.Status))}
+			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is archived: its snapshot is kept in its archive %s and cannot change", id, rec.ArchivePath.Get()),
+				Remedy: Remedy{Kind: NotLive, Status: rec.Status, Then: "then change the snapshot"}}
 		}
 		sess.Snapshot = *req.Snapshot
 	}
 	if req.Status != nil && *req.Status != rec.Status {
 		if !contract.CanPatchStatus(rec.Status, *req.Status) {
-			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s and cannot become %s (allowed from %s: %v)%s", id, rec.Status, *req.Status, rec.Status, contract.PatchTargets(rec.Status), patchHint(rec.Status, *req.Status))}
+			return &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s and cannot become %s (allowed from %s: %v)", id, rec.Status, *req.Status, rec.Status, contract.PatchTargets(rec.Status)),
+				Remedy: patchRemedy(rec.Status, *req.Status)}
 		}
 		rec.Status = *req.Status
 		if rec.Status == contract.SessionStatusClosed {
@@ -117,23 +119,11 @@ func (s *Service) applyPatch(id string, sess *store.Session, req *PatchRequest) 
 	return nil
 }
 
-// serverChanges says how each mechanism of the server that changes a record status is set
-// off, for a PATCH refusal to name it.
-var serverChanges = map[string]string{
-	contract.BySweeper:   "the sweeper, when heartbeats stop",
-	contract.ByHeartbeat: "a heartbeat or an append: POST /v1/sessions/{id}/heartbeat",
-	contract.ByArchive:   "archive: POST /v1/sessions/{id}/archive",
-	contract.ByRestore:   "restore: POST /v1/archives/restore with the session's latest archive",
-}
-
-// patchHint says what to do instead of a status change PATCH refuses: the mechanism that
+// patchRemedy is what to do instead of a status change PATCH refuses: the mechanism that
 // makes it when the server makes it, else the way on from a closed or archived session.
-func patchHint(from, to string) string {
+func patchRemedy(from, to string) Remedy {
 	if by, ok := contract.ServerTransition(from, to); ok {
-		return fmt.Sprintf("; %s → %s is made by the server, through %s (docs/lifecycle.md)", from, to, serverChanges[by])
+		return Remedy{Kind: ServerTransition, From: from, To: to, By: by}
 	}
-	if h := NotLiveHint(from); h != "" {
-		return "; " + h
-	}
-	return ""
+	return notLive(from)
 }

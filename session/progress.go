@@ -1,6 +1,8 @@
 package session
 
-// Phases of [Progress].
+import "github.com/sessiond/sessiond/wire"
+
+// Phases of [wire.Progress].
 const (
 	// PhaseRead: archive reads the log and folds it (the summary), event by event.
 	PhaseRead = "read"
@@ -20,7 +22,7 @@ const (
 // ProgressFunc is told the progress of a long operation. It is called on the operation's
 // goroutine, at most once per progressEvery events and at each phase's start and end, so it
 // must return quickly; nil means nobody is listening.
-type ProgressFunc func(Progress)
+type ProgressFunc func(wire.Progress)
 
 // progressEvery is how many events a phase handles between two reports.
 const progressEvery = 1024
@@ -28,6 +30,6 @@ const progressEvery = 1024
 // report calls f, if set.
 func (f ProgressFunc) report(phase string, done, total int64) {
 	if f != nil {
-		f(Progress{Phase: phase, Done: done, Total: total})
+		f(wire.Progress{Phase: phase, Done: done, Total: total})
 	}
 }

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"path/filepath"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // checkProgress checks a recorded progress report: the phases in the given order, each from 0
 // to total, done never decreasing within a phase, and few reports (at most one per 1024
 // events and phase, plus its start and end).
-func checkProgress(t *testing.T, got []session.Progress, phases []string, total int64) {
+func checkProgress(t *testing.T, got []wire.Progress, phases []string, total int64) {
 	t.Helper()
 	if len(got) == 0 {
 		t.Fatal("no progress reported")
@@ -75,8 +76,8 @@ func TestArchiveAndRestoreReportProgress(t *testing.T) {
 				b.append(t, batch...)
 			}
 			dir := filepath.Join(t.TempDir(), "archives")
-			var got []session.Progress
-			res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: c.compact, Progress: func(p session.Progress) { got = append(got, p) }})
+			var got []wire.Progress
+			res, err := b.svc.Archive(ctx, b.sid, session.ArchiveOptions{Dir: dir, Compact: c.compact, Progress: func(p wire.Progress) { got = append(got, p) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func TestArchiveAndRestoreReportProgress(t *testing.T) {
 			}
 			defer st2.Close()
 			got = nil
-			rr, err := session.New(st2, session.Options{}).Restore(ctx, dir, session.RestoreRequest{Name: res.Name, Progress: func(p session.Progress) { got = append(got, p) }})
+			rr, err := session.New(st2, session.Options{}).Restore(ctx, dir, session.RestoreRequest{Name: res.Name, Progress: func(p wire.Progress) { got = append(got, p) }})
 			if err != nil {
 				t.Fatal(err)
 			}

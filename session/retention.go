@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"os"
 	"sort"
 	"time"
@@ -48,7 +49,7 @@ type RetentionSession struct {
 
 // RetentionArchive is an archive file retention deletes or keeps, and why.
 type RetentionArchive struct {
-	ArchiveInfo
+	wire.ArchiveInfo
 	Reason string `json:"reason"`
 	// Detail says, for a kept archive, why it is the last copy.
 	Detail string `json:"detail,omitempty"`
@@ -83,7 +84,7 @@ func closedAt(r *contract.SessionRecord) (time.Time, string, bool) {
 		if s == "" {
 			continue
 		}
-		t, err := store.ParseTime(s)
+		t, err := contract.ParseTime(s)
 		return t, s, err == nil
 	}
 	return time.Time{}, "", false
@@ -113,7 +114,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 				if err != nil {
 					return nil, fmt.Errorf("retention: session %s: %w", s.Record.SessionID, err)
 				}
-				if rt, err := store.ParseTime(lc.RestoredAt); err == nil && !rt.Before(cutoff) {
+				if rt, err := contract.ParseTime(lc.RestoredAt); err == nil && !rt.Before(cutoff) {
 					continue
 				}
 				plan.Archive = append(plan.Archive, RetentionSession{SessionID: s.Record.SessionID, ClosedAt: at})
@@ -144,7 +145,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 	ageCutoff := now.Add(-p.DeleteArchivesAfter)
 	for _, a := range list {
 		reason := ""
-		if at, err := store.ParseTime(a.ArchivedAt); err == nil && p.DeleteArchivesAfter > 0 && at.Before(ageCutoff) {
+		if at, err := contract.ParseTime(a.ArchivedAt); err == nil && p.DeleteArchivesAfter > 0 && at.Before(ageCutoff) {
 			reason = ReasonAge
 		} else if p.MaxArchiveBytes > 0 && plan.ArchiveBytesAfter > p.MaxArchiveBytes {
 			reason = ReasonSize
@@ -173,7 +174,7 @@ func PlanRetention(ctx context.Context, r RetentionReader, dir string, p Retenti
 // compacted. An older archive of a compacted session goes only if the session's latest archive
 // is in dir (names) and verifies: it holds the whole log. An archive of a session whose whole
 // log is in the store (never compacted, or restored since) is a spare copy.
-func Deletable(ctx context.Context, r RetentionReader, dir string, a ArchiveInfo, names map[string]bool) (bool, string, error) {
+func Deletable(ctx context.Context, r RetentionReader, dir string, a wire.ArchiveInfo, names map[string]bool) (bool, string, error) {
 	sess, err := r.GetSession(ctx, a.SessionID)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return false, fmt.Sprintf("session %s is not in the store: this archive is its only copy", a.SessionID), nil

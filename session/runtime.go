@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/sessiond/sessiond/wire"
 	"log/slog"
 	"sync"
 	"time"
@@ -135,7 +136,7 @@ type Pass struct {
 	// Kind is PassSweep, PassLeaseExpiry or PassRetention.
 	Kind string
 	// Sweep is the sweep's result (PassSweep).
-	Sweep SweepResult
+	Sweep wire.SweepResult
 	// Leases is the lease expirer's result (PassLeaseExpiry).
 	Leases LeaseExpiryResult
 	// Retention is the retention plan applied (PassRetention; nil when the pass failed early).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"sync"
 	"time"
 
@@ -155,8 +156,8 @@ func applyAll(f *Fold, evs []store.StoredEvent) error {
 }
 
 // Transcript returns the folded state of a session's log (the live projection, caught up).
-func (s *Service) Transcript(ctx context.Context, id string) (*Transcript, error) {
-	var t Transcript
+func (s *Service) Transcript(ctx context.Context, id string) (*wire.Transcript, error) {
+	var t wire.Transcript
 	if err := s.caughtUp(ctx, id, "transcript", func(f *Fold) { t = f.Transcript() }); err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (s *Service) HasMessages(ctx context.Context, id string, messageIDs []strin
 }
 
 // Rebuild folds a session's whole log from scratch, ignoring the live projection.
-func (s *Service) Rebuild(ctx context.Context, id string) (*Transcript, error) {
+func (s *Service) Rebuild(ctx context.Context, id string) (*wire.Transcript, error) {
 	f := NewFold(id)
 	if err := s.catchUp(ctx, id, f); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
@@ -20,7 +21,7 @@ const (
 // start, when it was never archived) is over ArchiveEvery old, or its window has less than
 // WindowNearlyOver left (or is over); ok otherwise. Staleness is judged with the service's
 // Options.StaleAfter.
-func (s *Service) Status(ctx context.Context, id string) (*StatusReport, error) {
+func (s *Service) Status(ctx context.Context, id string) (*wire.StatusReport, error) {
 	sess, err := s.st.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
@@ -34,24 +35,24 @@ func (s *Service) Status(ctx context.Context, id string) (*StatusReport, error) 
 
 // Advise is the part of Status a list of sessions shows: the recommendation, its reasons and
 // staleness, from a detail already read (no I/O), judged as Status does.
-func (s *Service) Advise(d *Detail) Advice {
+func (s *Service) Advise(d *Detail) wire.Advice {
 	r := statusOf(&d.Record, d.Lifecycle, s.now(), s.opt.StaleAfter)
-	return Advice{Recommendation: r.Recommendation, Stale: r.Stale, Reasons: r.Reasons}
+	return wire.Advice{Recommendation: r.Recommendation, Stale: r.Stale, Reasons: r.Reasons}
 }
 
 // statusOf is the rule of Status, once: the report of a session with record rec and lifecycle
 // state lc at time now.
-func statusOf(rec *contract.SessionRecord, lc store.Lifecycle, now time.Time, staleAfter time.Duration) *StatusReport {
+func statusOf(rec *contract.SessionRecord, lc store.Lifecycle, now time.Time, staleAfter time.Duration) *wire.StatusReport {
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
 	}
-	r := &StatusReport{SessionID: rec.SessionID, Status: rec.Status, LastHeartbeatAt: rec.LastHeartbeatAt.Get(),
+	r := &wire.StatusReport{SessionID: rec.SessionID, Status: rec.Status, LastHeartbeatAt: rec.LastHeartbeatAt.Get(),
 		StaleAfterSeconds: staleAfter.Seconds(), LastArchivedAt: lc.LastArchivedAt,
 		Window: windowOf(rec.SessionID, lc, now), Recommendation: RecommendOK, Reasons: []string{}}
-	started, _ := store.ParseTime(rec.StartedAt)
+	started, _ := contract.ParseTime(rec.StartedAt)
 	r.HoursSinceStart = hoursBetween(started, now)
 	r.Stale = rec.Status == contract.SessionStatusStale || expired(rec, now.Add(-staleAfter))
-	if t, err := store.ParseTime(lc.LastArchivedAt); err == nil {
+	if t, err := contract.ParseTime(lc.LastArchivedAt); err == nil {
 		h := hoursBetween(t, now)
 		r.HoursSinceLastArchive = &h
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ var errAlive = errors.New("the session is alive again")
 // sweeper read, and the stale mark on the heartbeat still being old, so a session that speaks
 // up meanwhile is left alone. Only expired sessions are read: the cost is in proportion to
 // them, not to the sessions in the store.
-func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (res SweepResult, err error) {
+func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (res wire.SweepResult, err error) {
 	start := s.now()
 	defer func() {
 		if err == nil || ctx.Err() == nil {
@@ -214,7 +215,7 @@ func (s *Service) heartbeatLost(id string, run *contract.Run, rec *contract.Sess
 	now := s.now()
 	ts := contract.FormatTime(now)
 	var dur int64
-	if started, err := store.ParseTime(run.StartedAt); err == nil && now.After(started) {
+	if started, err := contract.ParseTime(run.StartedAt); err == nil && now.After(started) {
 		dur = now.Sub(started).Milliseconds()
 	}
 	d := json.Number(fmt.Sprint(dur))

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"github.com/sessiond/sessiond/wire"
 	"sync"
 	"testing"
 	"time"
@@ -43,10 +44,10 @@ func TestSweepRacesAHeartbeat(t *testing.T) {
 	for _, tc := range []struct {
 		at                  string // the store call the heartbeat lands just before
 		wantRun, wantStatus string
-		want                session.SweepResult
+		want                wire.SweepResult
 	}{
-		{"GetSession", "running", "running", session.SweepResult{Expired: 1, Skipped: 1}},
-		{"Runs", "failed", "running", session.SweepResult{Expired: 1, Skipped: 1, RunsFailed: 1}},
+		{"GetSession", "running", "running", wire.SweepResult{Expired: 1, Skipped: 1}},
+		{"Runs", "failed", "running", wire.SweepResult{Expired: 1, Skipped: 1, RunsFailed: 1}},
 	} {
 		t.Run("heartbeat before "+tc.at, func(t *testing.T) {
 			b, c := lifecycleSetup(t)

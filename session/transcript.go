@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"strings"
 
 	"github.com/sessiond/sessiond/contract"
@@ -10,7 +11,7 @@ import (
 )
 
 // addUsage adds the counts of a usage event to u.
-func addUsage(u *UsageTotals, p *contract.UsagePayload) {
+func addUsage(u *wire.UsageTotals, p *contract.UsagePayload) {
 	if p.InputTokens != nil {
 		u.InputTokens += *p.InputTokens
 	}
@@ -29,7 +30,7 @@ func addUsage(u *UsageTotals, p *contract.UsagePayload) {
 // and text that grows by appending (terminal output, reasoning text) is kept in builders and
 // turned into strings only by [Fold.Transcript], never copied whole per event.
 type Fold struct {
-	t     Transcript
+	t     wire.Transcript
 	index map[slotKey]int // position of each item in its slice of t
 	// output[i] holds t.Terminals[i].Output and text[i] t.Reasoning[i].Text (the fields in t
 	// stay empty).
@@ -57,7 +58,7 @@ type slotKey struct{ kind, id string }
 
 // NewFold returns an empty fold for a session.
 func NewFold(sessionID string) *Fold {
-	return &Fold{t: Transcript{SessionID: sessionID, LastSequence: -1, Usage: Usage{ByRun: map[string]*UsageTotals{}}}, index: map[slotKey]int{}}
+	return &Fold{t: wire.Transcript{SessionID: sessionID, LastSequence: -1, Usage: wire.Usage{ByRun: map[string]*wire.UsageTotals{}}}, index: map[slotKey]int{}}
 }
 
 // summaryTypes are the event types the archive summary (summarize) reads: plan, tasks,
@@ -149,7 +150,7 @@ func (f *Fold) applyMessage(runID string, seq int64, p *contract.MessagePayload)
 	t := &f.t
 	i, isNew := f.slot("message", p.MessageID, len(t.Messages))
 	if isNew {
-		t.Messages = append(t.Messages, Message{MessageID: p.MessageID})
+		t.Messages = append(t.Messages, wire.Message{MessageID: p.MessageID})
 	}
 	m := &t.Messages[i]
 	m.Role, m.Sequence = p.Role, seq
@@ -172,7 +173,7 @@ func (f *Fold) applyReasoning(p *contract.ReasoningPayload) {
 	t := &f.t
 	i, isNew := f.slot("reasoning", p.ReasoningID, len(t.Reasoning))
 	if isNew {
-		t.Reasoning = append(t.Reasoning, Reasoning{ReasoningID: p.ReasoningID})
+		t.Reasoning = append(t.Reasoning, wire.Reasoning{ReasoningID: p.ReasoningID})
 		f.text = append(f.text, &strings.Builder{})
 	}
 	f.text[i].WriteString(p.Text)
@@ -250,7 +251,7 @@ func (f *Fold) applyUsage(runID string, p *contract.UsagePayload) {
 	if runID != "" {
 		u := t.Usage.ByRun[runID]
 		if u == nil {
-			u = &UsageTotals{}
+			u = &wire.UsageTotals{}
 			t.Usage.ByRun[runID] = u
 		}
 		addUsage(u, p)
@@ -263,7 +264,7 @@ func (f *Fold) applyTerminal(p *contract.TerminalPayload) {
 	t := &f.t
 	i, isNew := f.slot("terminal", p.TerminalID, len(t.Terminals))
 	if isNew {
-		t.Terminals = append(t.Terminals, Terminal{TerminalID: p.TerminalID})
+		t.Terminals = append(t.Terminals, wire.Terminal{TerminalID: p.TerminalID})
 		f.output = append(f.output, &strings.Builder{})
 	}
 	if p.Stream != "status" {
@@ -285,14 +286,14 @@ func upsert[T any](f *Fold, kind, id string, list []T, v T) []T {
 
 // Transcript returns the folded state; approvals are ordered pending first. The result shares
 // nothing mutable with the fold. It costs time linear in the size of the transcript.
-func (f *Fold) Transcript() Transcript {
+func (f *Fold) Transcript() wire.Transcript {
 	t := f.t
-	t.Terminals = make([]Terminal, len(f.t.Terminals))
+	t.Terminals = make([]wire.Terminal, len(f.t.Terminals))
 	for i, term := range f.t.Terminals {
 		term.Output = f.output[i].String()
 		t.Terminals[i] = term
 	}
-	t.Reasoning = make([]Reasoning, len(f.t.Reasoning))
+	t.Reasoning = make([]wire.Reasoning, len(f.t.Reasoning))
 	for i, r := range f.t.Reasoning {
 		r.Text = f.text[i].String()
 		t.Reasoning[i] = r
@@ -304,7 +305,7 @@ func (f *Fold) Transcript() Transcript {
 		t.Reasoning = nil
 	}
 	b, _ := json.Marshal(t)
-	var out Transcript
+	var out wire.Transcript
 	json.Unmarshal(b, &out)
 	out.Approvals = pendingFirst(out.Approvals)
 	return out

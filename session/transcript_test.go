@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"math/rand"
 	"strings"
 	"testing"
@@ -18,8 +19,8 @@ import (
 // with += and searches slices linearly, the obvious (quadratic) way. The fold must give the
 // same result.
 type naiveFold struct {
-	terminals []session.Terminal
-	reasoning []session.Reasoning
+	terminals []wire.Terminal
+	reasoning []wire.Reasoning
 	approvals []contract.ApprovalPayload
 }
 
@@ -29,7 +30,7 @@ func (n *naiveFold) terminal(id, stream, chunk string, exit *int64) {
 		i++
 	}
 	if i == len(n.terminals) {
-		n.terminals = append(n.terminals, session.Terminal{TerminalID: id})
+		n.terminals = append(n.terminals, wire.Terminal{TerminalID: id})
 	}
 	if stream != "status" {
 		n.terminals[i].Output += chunk
@@ -45,7 +46,7 @@ func (n *naiveFold) reason(id, text, status string) {
 		i++
 	}
 	if i == len(n.reasoning) {
-		n.reasoning = append(n.reasoning, session.Reasoning{ReasoningID: id})
+		n.reasoning = append(n.reasoning, wire.Reasoning{ReasoningID: id})
 	}
 	n.reasoning[i].Text += text
 	n.reasoning[i].Status = status
@@ -65,7 +66,7 @@ func (n *naiveFold) approve(id, status string) {
 }
 
 // want returns the naive transcript's parts, approvals ordered pending first by a sort.
-func (n *naiveFold) want() ([]session.Terminal, []session.Reasoning, []contract.ApprovalPayload) {
+func (n *naiveFold) want() ([]wire.Terminal, []wire.Reasoning, []contract.ApprovalPayload) {
 	var pending, done []contract.ApprovalPayload
 	for _, a := range n.approvals {
 		if a.Status == "requested" {
@@ -114,9 +115,9 @@ func TestFoldOfManyChunksEqualsNaive(t *testing.T) {
 			f := session.NewFold("S")
 			var ref naiveFold
 			type checkpoint struct {
-				got       session.Transcript
-				terms     []session.Terminal
-				reasons   []session.Reasoning
+				got       wire.Transcript
+				terms     []wire.Terminal
+				reasons   []wire.Reasoning
 				approvals []contract.ApprovalPayload
 			}
 			var saved []checkpoint

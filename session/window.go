@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"math"
 	"time"
 
@@ -26,7 +27,7 @@ func hoursBetween(from, to time.Time) float64 {
 // lifecycle state, so that status and the session resource say when it closes. While a window
 // is open, Warm answers it unchanged (Started false) unless opt.Restart. It refuses a closed or
 // archived session (*RejectError INVALID_SESSION_STATE).
-func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window, error) {
+func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*wire.Window, error) {
 	if opt.Window <= 0 {
 		opt.Window = s.opt.Window
 	}
@@ -35,10 +36,10 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 	started := false
 	_, lc, err := s.st.UpdateLifecycle(ctx, id, func(sess *store.Session, lc *store.Lifecycle) error {
 		if !live(sess.Record.Status) {
-			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window: %s", id, sess.Record.Status, NotLiveHint(sess.Record.Status))}
+			rej = &RejectError{Code: contract.CodeInvalidState, Message: fmt.Sprintf("session %q is %s; only a running, paused or stale session can start a window", id, sess.Record.Status), Remedy: notLive(sess.Record.Status)}
 			return rej
 		}
-		if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
+		if closes, err := contract.ParseTime(lc.WindowClosesAt); err == nil && closes.After(now) && !opt.Restart {
 			return nil
 		}
 		lc.WindowStartedAt = contract.FormatTime(now)
@@ -57,9 +58,9 @@ func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window
 	return w, nil
 }
 
-func windowOf(id string, lc store.Lifecycle, now time.Time) *Window {
-	w := &Window{SessionID: id, StartedAt: lc.WindowStartedAt, ClosesAt: lc.WindowClosesAt}
-	if closes, err := store.ParseTime(lc.WindowClosesAt); err == nil {
+func windowOf(id string, lc store.Lifecycle, now time.Time) *wire.Window {
+	w := &wire.Window{SessionID: id, StartedAt: lc.WindowStartedAt, ClosesAt: lc.WindowClosesAt}
+	if closes, err := contract.ParseTime(lc.WindowClosesAt); err == nil {
 		h := hoursBetween(now, closes)
 		w.HoursLeft = &h
 	}
@@ -67,7 +68,7 @@ func windowOf(id string, lc store.Lifecycle, now time.Time) *Window {
 }
 
 // WindowOf returns the session's work window (no window: empty times, HoursLeft null).
-func (s *Service) WindowOf(ctx context.Context, id string) (*Window, error) {
+func (s *Service) WindowOf(ctx context.Context, id string) (*wire.Window, error) {
 	lc, err := s.st.Lifecycle(ctx, id)
 	if err != nil {
 		return nil, err

@@ -370,7 +370,7 @@ func (s *Service) expireLease(ctx context.Context, e store.ExpiredLease, cutoff 
 	at := e.Lease.ExpiresAt
 	ts := contract.FormatTime(at)
 	var dur int64
-	if started, err := store.ParseTime(run.StartedAt); err == nil && at.After(started) {
+	if started, err := contract.ParseTime(run.StartedAt); err == nil && at.After(started) {
 		dur = at.Sub(started).Milliseconds()
 	}
 	d := json.Number(fmt.Sprint(dur))

@@ -8,15 +8,6 @@ import (
 	"github.com/sessiond/sessiond/wire"
 )
 
-// ParseTime parses an RFC 3339 timestamp (with or without a fraction).
-func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339: %w", s, err)
-	}
-	return t, nil
-}
-
 // HeartbeatOf returns the heartbeat the store indexes for a record: last_heartbeat_at, or
 // started_at when the session never had a heartbeat. ok is false when neither parses.
 func HeartbeatOf(r *contract.SessionRecord) (t time.Time, ok bool) {
@@ -24,7 +15,7 @@ func HeartbeatOf(r *contract.SessionRecord) (t time.Time, ok bool) {
 	if v := r.LastHeartbeatAt.Get(); v != "" {
 		s = v
 	}
-	t, err := ParseTime(s)
+	t, err := contract.ParseTime(s)
 	return t, err == nil
 }
 

@@ -292,14 +292,15 @@ type Commit struct {
 	Claimable bool
 }
 
-// Errors returned by drivers; compare with errors.Is / errors.As.
+// Errors returned by drivers; compare with errors.Is / errors.As. Those a client can act on
+// carry their error code (contract.CodedError); the others are the store's own business.
 var (
-	ErrSessionNotFound = errors.New("session not found")
-	ErrSessionExists   = errors.New("session already exists")
-	ErrEventNotFound   = errors.New("event not found")
-	ErrRunNotFound     = errors.New("run not found")
-	ErrCommandNotFound = errors.New("command result not found")
-	ErrClosed          = errors.New("store is closed")
+	ErrSessionNotFound error = &codedError{contract.CodeSessionNotFound, "session not found"}
+	ErrSessionExists   error = &codedError{contract.CodeSessionExists, "session already exists"}
+	ErrEventNotFound         = errors.New("event not found")
+	ErrRunNotFound     error = &codedError{contract.CodeRunNotFound, "run not found"}
+	ErrCommandNotFound       = errors.New("command result not found")
+	ErrClosed          error = &codedError{contract.CodeUnavailable, "store is closed"}
 )
 
 // SequenceConflictError reports that the log moved past the writer's expected sequence.

@@ -121,7 +121,7 @@ func ServeAsset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	a, ok := assets[name]
 	if !ok || name == "index.html" {
-		b, _ := contract.Marshal(api.ErrorBody{Error: api.Errorf(api.CodeNotFound, "no web UI file %q; the UI starts at /", name)})
+		b, _ := contract.Marshal(api.ErrorBody{Error: api.Errorf(contract.CodeNotFound, "no web UI file %q; the UI starts at /", name)})
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusNotFound)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/sessiond/sessiond/contract"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func TestServeWithoutArchives(t *testing.T) {
 	resp.Body.Close()
 	_, err = cl.Archive(context.Background(), "S-na", api.ArchiveRequest{})
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeNotConfigured || ae.Status != http.StatusNotImplemented || !strings.Contains(ae.Message, "--archive-dir DIR") {
+	if !errors.As(err, &ae) || ae.Code != contract.CodeNotConfigured || ae.Status != http.StatusNotImplemented || !strings.Contains(ae.Message, "--archive-dir DIR") {
 		t.Errorf("archive on a server without archives: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(work, "-")); !os.IsNotExist(err) {

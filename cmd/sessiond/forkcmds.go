@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/sessiond/sessiond/contract"
-	"github.com/sessiond/sessiond/session"
 )
 
 func init() {
@@ -125,8 +125,8 @@ func runLineage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		from = fmt.Sprintf("  (from message %s, run %s)", l.Lineage.ForkedFromMessageID, l.Lineage.SourceRunID)
 	}
 	fmt.Fprintf(stdout, "%s%s  <- this session%s\n", strings.Repeat("  ", depth), id, from)
-	var walk func(nodes []session.LineageNode, depth int)
-	walk = func(nodes []session.LineageNode, depth int) {
+	var walk func(nodes []wire.LineageNode, depth int)
+	walk = func(nodes []wire.LineageNode, depth int) {
 		for _, n := range nodes {
 			fmt.Fprintf(stdout, "%s%s  (from message %s, run %s)\n", strings.Repeat("  ", depth), n.SessionID, n.Lineage.ForkedFromMessageID, n.Lineage.SourceRunID)
 			walk(n.Children, depth+1)

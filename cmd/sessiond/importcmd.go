@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"io"
 	"io/fs"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/importer"
-	"github.com/sessiond/sessiond/session"
 )
 
 func init() {
@@ -101,7 +101,7 @@ func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	w := &importer.Writer{Client: f.client()}
 	if d != nil {
 		w.Progress = func(done, total int) {
-			d.draw(session.Progress{Phase: "writing", Done: int64(done), Total: int64(total)})
+			d.draw(wire.Progress{Phase: "writing", Done: int64(done), Total: int64(total)})
 		}
 	}
 	imported := w.Import(context.Background(), *format, files)

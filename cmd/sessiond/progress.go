@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"io"
 	"os"
 	"strings"
@@ -43,7 +44,7 @@ type phaseWord struct {
 	counted bool
 }
 
-// phaseWords are the words of each phase of session.Progress.
+// phaseWords are the words of each phase of wire.Progress.
 var phaseWords = map[string]phaseWord{
 	session.PhaseRead:    {"reading", true},
 	session.PhaseWrite:   {"writing the archive of", false},
@@ -53,7 +54,7 @@ var phaseWords = map[string]phaseWord{
 }
 
 // line is the text drawn for p.
-func (d *progressDrawer) line(p session.Progress) string {
+func (d *progressDrawer) line(p wire.Progress) string {
 	w, ok := phaseWords[p.Phase]
 	if !ok {
 		w = phaseWord{p.Phase, true} // a phase this client does not know yet
@@ -65,7 +66,7 @@ func (d *progressDrawer) line(p session.Progress) string {
 }
 
 // callback is the client's progress callback: nil for a nil drawer.
-func (d *progressDrawer) callback() func(session.Progress) {
+func (d *progressDrawer) callback() func(wire.Progress) {
 	if d == nil {
 		return nil
 	}
@@ -73,7 +74,7 @@ func (d *progressDrawer) callback() func(session.Progress) {
 }
 
 // draw redraws the line.
-func (d *progressDrawer) draw(p session.Progress) { d.drawLine(d.line(p)) }
+func (d *progressDrawer) draw(p wire.Progress) { d.drawLine(d.line(p)) }
 
 // clear blanks the line, if one was drawn, so that what follows starts on a clean line.
 func (d *progressDrawer) clear() {
@@ -84,7 +85,7 @@ func (d *progressDrawer) clear() {
 	d.width = 0
 }
 
-// drawLine redraws the line with s, for operations that are not phases of session.Progress.
+// drawLine redraws the line with s, for operations that are not phases of wire.Progress.
 func (d *progressDrawer) drawLine(s string) {
 	pad := ""
 	if n := d.width - len(s); n > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -23,20 +24,20 @@ import (
 func TestProgressDrawer(t *testing.T) {
 	cases := []struct {
 		name  string
-		steps []session.Progress
+		steps []wire.Progress
 		want  string
 	}{
 		{"nothing told", nil, ""},
-		{"archive", []session.Progress{{Phase: "read", Done: 0, Total: 100000}, {Phase: "read", Done: 41234, Total: 100000}, {Phase: "write", Total: 100000}},
+		{"archive", []wire.Progress{{Phase: "read", Done: 0, Total: 100000}, {Phase: "read", Done: 41234, Total: 100000}, {Phase: "write", Total: 100000}},
 			"\rarchiving S: reading 0/100000 events" +
 				"\rarchiving S: reading 41234/100000 events" +
 				"\rarchiving S: writing the archive of 100000 events" +
 				"\r" + strings.Repeat(" ", 49) + "\r"},
-		{"shorter line padded", []session.Progress{{Phase: "verify", Done: 1000, Total: 2000}, {Phase: "import", Total: 2000}},
+		{"shorter line padded", []wire.Progress{{Phase: "verify", Done: 1000, Total: 2000}, {Phase: "import", Total: 2000}},
 			"\rarchiving S: verifying 1000/2000 events" +
 				"\rarchiving S: importing 2000 events     " +
 				"\r" + strings.Repeat(" ", 34) + "\r"},
-		{"unknown phase", []session.Progress{{Phase: "later", Done: 1, Total: 2}}, "\rarchiving S: later 1/2 events\r" + strings.Repeat(" ", 29) + "\r"},
+		{"unknown phase", []wire.Progress{{Phase: "later", Done: 1, Total: 2}}, "\rarchiving S: later 1/2 events\r" + strings.Repeat(" ", 29) + "\r"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/wire"
 	"io"
 	"os"
 	"sort"
@@ -92,7 +93,7 @@ func runAssess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		*task = string(b)
 	}
-	a, err := f.client().Assess(context.Background(), id, session.AssessRequest{Task: *task})
+	a, err := f.client().Assess(context.Background(), id, wire.AssessRequest{Task: *task})
 	if err != nil {
 		return fail(stderr, "session assess", err)
 	}
@@ -152,7 +153,7 @@ func runArchive(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	id := pos[0]
 	pd := progressFor(stderr, *f.json, "archiving "+id)
 	res, err := f.client().ArchiveWithProgress(context.Background(), id, api.ArchiveRequest{
-		Note: session.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate}, pd.callback())
+		Note: wire.Note{Done: *done, InProgress: *inProgress, Next: *next}, Compact: *compact, UpdatedByGate: *gate}, pd.callback())
 	pd.clear()
 	if err != nil {
 		return fail(stderr, "session archive", err)

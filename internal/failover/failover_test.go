@@ -334,7 +334,7 @@ func (w *workload) request(method, u string, body []byte) (int, string, []byte) 
 	}
 	_ = json.Unmarshal(data, &env)
 	code := string(env.Error.Code)
-	if resp.StatusCode == http.StatusInternalServerError || code == string(api.CodeInternal) {
+	if resp.StatusCode == http.StatusInternalServerError || code == string(contract.CodeInternal) {
 		w.mu.Lock()
 		w.internal = append(w.internal, fmt.Sprintf("%s %s: %d %s", method, u, resp.StatusCode, data))
 		w.mu.Unlock()
@@ -349,7 +349,7 @@ func (w *workload) retryable(status int, code string) bool {
 	w.mu.Lock()
 	w.codes[strconv.Itoa(status)+" "+code]++
 	w.mu.Unlock()
-	return status == 0 || contract.Retryable(contract.ErrorCode(code)) || code == string(api.CodeInternal) || status == http.StatusInternalServerError
+	return status == 0 || contract.Retryable(contract.ErrorCode(code)) || code == string(contract.CodeInternal) || status == http.StatusInternalServerError
 }
 
 // create creates session sid through instance inst until it exists; SESSION_EXISTS after a
@@ -361,7 +361,7 @@ func (w *workload) create(sid string, inst int) bool {
 	for w.ctx.Err() == nil {
 		status, code, data := w.request("POST", w.urls[inst]+"/v1/sessions", body)
 		switch {
-		case status == http.StatusCreated || (retried && code == string(api.CodeSessionExists)):
+		case status == http.StatusCreated || (retried && code == string(contract.CodeSessionExists)):
 			w.mu.Lock()
 			w.created = append(w.created, sid)
 			w.mu.Unlock()
@@ -461,7 +461,7 @@ func (w *workload) stream(sid, base string) {
 	last := int64(-1)
 	err := client.New(base, nil).Stream(w.ctx, sid, client.StreamOptions{After: -1, MaxBackoff: time.Second,
 		OnReconnect: func(_ int64, cause error) {
-			if strings.Contains(fmt.Sprint(cause), string(api.CodeInternal)) {
+			if strings.Contains(fmt.Sprint(cause), string(contract.CodeInternal)) {
 				w.mu.Lock()
 				w.internal = append(w.internal, fmt.Sprintf("stream %s: %v", sid, cause))
 				w.mu.Unlock()
@@ -501,7 +501,7 @@ func (w *workload) followFeed(base string) {
 		if resp.StatusCode != http.StatusOK {
 			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusInternalServerError || bytes.Contains(data, []byte(string(api.CodeInternal))) {
+			if resp.StatusCode == http.StatusInternalServerError || bytes.Contains(data, []byte(string(contract.CodeInternal))) {
 				w.mu.Lock()
 				w.internal = append(w.internal, fmt.Sprintf("change feed: %d %s", resp.StatusCode, data))
 				w.mu.Unlock()
@@ -520,7 +520,7 @@ func (w *workload) followFeed(base string) {
 			case strings.HasPrefix(l, "data: "):
 				data = strings.TrimPrefix(l, "data: ")
 			case l == "":
-				if event == "stream.error" && strings.Contains(data, string(api.CodeInternal)) {
+				if event == "stream.error" && strings.Contains(data, string(contract.CodeInternal)) {
 					w.mu.Lock()
 					w.internal = append(w.internal, "change feed: "+data)
 					w.mu.Unlock()
