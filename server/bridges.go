@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"net/http"
 
 	"github.com/sessiond/sessiond/api"
@@ -358,13 +359,17 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, sid, runID st
 // being sent (the client has them).
 type runTail struct {
 	*sessionTail
-	r       *http.Request
-	runID   string
-	cursor  int64
-	cut     int64
-	p       *protocol
-	fold    *bridge.Fold
-	opened  bool
+	r      *http.Request
+	runID  string
+	cursor int64
+	cut    int64
+	p      *protocol
+	fold   *bridge.Fold
+	opened bool
+	// ended is the op that ended the run when the run ended at or before the cut: a tab that
+	// joins as the run ends (its cut taken after the run's last status) is sent the end at
+	// once, not left waiting for events the run will never have.
+	ended   *bridge.Op
 	buf     []byte
 	scratch bridge.Event // the decoding of an event read from the store for this stream alone
 }
@@ -414,7 +419,13 @@ func (t *runTail) next(ctx context.Context) (tailStep, error) {
 			if p.observe != nil {
 				p.observe(e)
 			}
-			t.fold.Apply(e)
+			for _, op := range t.fold.Apply(e) {
+				if op.Ends() && op.Kind != bridge.OpRunWaiting {
+					// Copied: an op's strings may share the bytes of an event read for this
+					// stream alone, which the next read reuses.
+					t.ended = &bridge.Op{Kind: op.Kind, Text: strings.Clone(op.Text), Code: strings.Clone(op.Code)}
+				}
+			}
 			continue
 		}
 		t.open()
@@ -432,6 +443,10 @@ func (t *runTail) next(ctx context.Context) (tailStep, error) {
 	}
 	if t.cursor >= t.cut && !t.opened {
 		t.open()
+		if t.ended != nil {
+			t.buf = p.op(t.buf, t.ended)
+			return t.finish(), nil
+		}
 		// A stream that starts while the run waits for a person (a reloaded tab) offers
 		// what it waits for, as the stream that saw the run start waiting did.
 		if pending := t.fold.Waiting(); pending != nil && t.stillWaiting() {

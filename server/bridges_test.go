@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -304,5 +306,43 @@ func TestBridgeRefusals(t *testing.T) {
 	r := b.do(t, "POST", "/v1/sessions/S-r/chat", "application/json", `{"id":"S-r","messages":[{"id":"m2","role":"user","parts":["x"]}],"trigger":"submit-message"}`)
 	if r.status != http.StatusConflict || errorBody(t, r.body).Code != "INVALID_SESSION_STATE" || b.lastSequence(t, "S-r") != last {
 		t.Fatalf("chat with an active run: %d %s", r.status, r.body)
+	}
+}
+
+// TestAGUIJoinAsTheRunEnds: a tab that joins a run (nothing new to send) finds it active, and
+// the run's last status lands before the tab reads where the log ends: the stream sends the
+// run's end at once (here its failure, with the error's message) instead of waiting for
+// events the run will never have.
+func TestAGUIJoinAsTheRunEnds(t *testing.T) {
+	b := setup(t, server.Options{})
+	const sid, run = "S-join", "run-u1"
+	if r := b.do(t, "POST", "/v1/sessions", "application/json", fmt.Sprintf(bridgeCreate, sid)); r.status != http.StatusCreated {
+		t.Fatal(r.body)
+	}
+	first := b.async(t, "POST", "/v1/sessions/S-join/agui", `{"threadId":"S-join","runId":"c1","messages":[{"id":"u1","role":"user","content":"hi"}]}`)
+	b.waitSequence(t, sid, 1)
+	b.appendAll(t, sid,
+		runtimeEvent(sid, run, 1, "status", `{"status":"running","startedAt":"2026-03-01T12:00:00Z"}`),
+		runtimeEvent(sid, run, 2, "error", `{"code":"TOOL_CRASHED","message":"the tool crashed","retryable":false}`),
+		runtimeEvent(sid, run, 3, "status", `{"status":"failed","failedAt":"2026-03-01T12:00:01Z","durationMs":1000}`))
+	<-first
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.srv.JoinRunAt(w, r, sid, run, 4) }))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("the joined stream did not end: %v (got %q)", err, body)
+	}
+	lines := dataLines(string(body))
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], `{"type":"RUN_STARTED"`) || !strings.HasPrefix(lines[1], `{"type":"MESSAGES_SNAPSHOT"`) ||
+		!strings.HasPrefix(lines[2], `{"type":"RUN_ERROR","message":"the tool crashed"`) {
+		t.Fatalf("joined as the run ended:\n%s", body)
 	}
 }

@@ -1,5 +1,11 @@
 package server
 
+import (
+	"net/http"
+
+	"github.com/sessiond/sessiond/bridge"
+)
+
 // RouteSpec is what the route table declares about one endpoint, for the tests that walk
 // every route.
 type RouteSpec struct {
@@ -25,3 +31,10 @@ func (s *Server) RouteTable() []RouteSpec {
 
 // FlushKeyUses writes the keys' last uses now, as the server does every few seconds.
 func (s *Server) FlushKeyUses() { s.flushKeys(s.life) }
+
+// JoinRunAt streams the run runID of session sid in AG-UI as a tab that joins it does, with its
+// cut at the sequence cut: what handleAGUI does once it found the run active and read the
+// log's last sequence, for the test of a run that ends between the two.
+func (s *Server) JoinRunAt(w http.ResponseWriter, r *http.Request, sid, runID string, cut int64) {
+	s.streamRun(w, r, sid, runID, -1, cut, aguiProtocol(bridge.AGUIRun{ThreadID: sid, RunID: "joined"}))
+}
