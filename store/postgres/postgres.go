@@ -62,6 +62,9 @@ type Store struct {
 	delivered deliveredSet
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+
+	searchMu sync.Mutex   // guards search
+	search   *SearchIndex // the search index (search.go), made by Search
 }
 
 var _ store.Store = (*Store)(nil)
