@@ -284,6 +284,7 @@ func (ix *Indexer) session(ctx context.Context, p Pending, progress func(int64))
 			return n, err
 		}
 		n += int64(len(evs))
+		ix.behind.Add(-min(int64(len(evs)), ix.behind.Load()))
 		progress(n)
 		after, cursor = b.Through, b.Through
 		b = Batch{SessionID: p.SessionID, From: cursor, DropThrough: -1}

@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/web"
@@ -107,6 +108,12 @@ type Options struct {
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
 	ProgressInterval time.Duration
+
+	// Search is the driver's search index (store/sqlite and store/postgres: Store.Search);
+	// the server keeps it up to date with an indexer of its own (started by New, stopped by
+	// Close) and answers GET /v1/search from it. Nil: no search (GET /v1/search answers
+	// NOT_CONFIGURED).
+	Search search.Backend
 
 	// Auth turns authentication on: every route but the public ones (health, the OpenAPI
 	// document, the web UI's files) needs an API key, a token of Tokens, a stream token or the
@@ -253,6 +260,7 @@ type Server struct {
 	keys           *auth.Keyring
 	projMu         sync.Mutex
 	projects       map[string]string // session id -> project, for the project check (access.go)
+	search         *searcher         // the search index and its indexer (search.go); nil without
 }
 
 // New returns a server over st. Call Close when done, before closing the store.
@@ -278,6 +286,7 @@ func New(st store.Store, opt Options) *Server {
 	s.startLeaseExpirer()
 	s.startRetention()
 	s.startKeyFlusher()
+	s.startSearch(st)
 	return s
 }
 
@@ -303,6 +312,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", access: readRoute, handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", access: commandRoute, handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", access: readRoute, handle: s.handleLineage},
+		{pattern: "GET /v1/search", access: readRoute, handle: s.handleSearch, query: searchQuery},
 		{pattern: "GET /v1/events/stream", access: access{scope: auth.ScopeRead, stream: true}, handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
 		// The web UI (package web): the page, and its static files and policy table.
 		{pattern: "POST /v1/sessions/{id}/stream-token", access: readRoute, handle: s.handleStreamToken},
@@ -411,6 +421,7 @@ func (s *Server) Close() {
 	}
 	close(s.shutdown)
 	s.endLife()
+	s.stopSearch()
 	s.stopSub()
 	s.feed.close()
 	s.svc.Close()
