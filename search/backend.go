@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"errors"
 	"hash/fnv"
 )
 
@@ -14,10 +13,11 @@ type Backend interface {
 	// Pending returns the sessions whose log and index differ: events past the index's cursor,
 	// or a compaction (or a restore after one) the index has not followed yet.
 	Pending(ctx context.Context) ([]Pending, error)
-	// Apply commits one batch of a session in one transaction: the documents, the dropped
-	// ones and the new cursor. It returns ErrCursorMoved, writing nothing, when the session's
-	// cursor is no longer b.From (another instance indexed it meanwhile).
-	Apply(ctx context.Context, b *Batch) error
+	// Apply commits the batches, of distinct sessions, in one transaction: for each, the
+	// documents, the dropped ones and the session's new cursor. A batch whose session's cursor
+	// is no longer its From (another instance indexed it meanwhile) is left out; its index in
+	// bs is in moved. On an error nothing is written.
+	Apply(ctx context.Context, bs []*Batch) (moved []int, err error)
 	// Search returns the results of q after q.After, in q.Order, at most q.Limit+1 (one more
 	// than a page, so that the caller knows whether there is a next page). Filters on the
 	// session (project, agent, role, status) and on the run (status) compare their values now.
@@ -30,9 +30,6 @@ type Backend interface {
 	// Reset empties the index: every document and every cursor (a rebuild follows).
 	Reset(ctx context.Context) error
 }
-
-// ErrCursorMoved is Apply's answer when another writer moved the session's cursor first.
-var ErrCursorMoved = errors.New("search index: the session's cursor moved")
 
 // Pending is a session whose index is behind its log.
 type Pending struct {

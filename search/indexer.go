@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,12 @@ type IndexerOptions struct {
 	// (compaction, restore, imports, another instance's appends on a shared store missed) is
 	// found by the pass's comparison of every session's log with the index.
 	Rescan time.Duration
-	// BatchEvents is the most events one index transaction takes (default 1000).
+	// BatchEvents is the most events of one session read at once (default 1000).
 	BatchEvents int
+	// GroupEvents is about how many events one index transaction takes, across sessions
+	// (default 4096): a commit of the index costs about as much for one event as for
+	// hundreds, so a pass behind many sessions commits them together.
+	GroupEvents int
 	// Logger receives the failures of background passes (retried on the next pass).
 	Logger *slog.Logger
 	// Observe, when set, is called after each session's batch with how long its oldest
@@ -72,6 +77,9 @@ func NewIndexer(st store.Store, b Backend, opt IndexerOptions) *Indexer {
 	}
 	if opt.BatchEvents <= 0 {
 		opt.BatchEvents = 1000
+	}
+	if opt.GroupEvents <= 0 {
+		opt.GroupEvents = 4096
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -190,8 +198,8 @@ func (ix *Indexer) Lag() (time.Duration, int64) {
 // Indexed returns the number of events this indexer has indexed since it was made.
 func (ix *Indexer) Indexed() int64 { return ix.indexed.Load() }
 
-// pass compares every log with the index and indexes what is behind. It returns the events it
-// indexed.
+// pass compares every log with the index and indexes what is behind, in transactions of about
+// GroupEvents events across sessions. It returns the events it indexed.
 func (ix *Indexer) pass(ctx context.Context, progress func(done, total int64)) (int64, error) {
 	ix.runMu.Lock()
 	defer ix.runMu.Unlock()
@@ -206,24 +214,157 @@ func (ix *Indexer) pass(ctx context.Context, progress func(done, total int64)) (
 	}
 	ix.behind.Store(total)
 	ix.level(pending, asked)
+	work := make([]*sessionWork, len(pending))
+	for i, p := range pending {
+		work[i] = newSessionWork(p)
+	}
 	var n int64
-	var errs []error
-	for _, p := range pending {
+	for len(work) > 0 {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		k, err := ix.session(ctx, p, func(k int64) {
-			if progress != nil {
-				progress(n+k, total)
+		// One group: the next chunk of each session in turn, up to GroupEvents events.
+		var (
+			group  []*Batch
+			owners []*sessionWork
+			events int
+			next   []*sessionWork
+		)
+		for i, w := range work {
+			if events >= ix.opt.GroupEvents {
+				next = append(next, work[i:]...)
+				break
 			}
-		})
-		n += k
-		if err != nil && !errors.Is(err, ErrCursorMoved) {
-			errs = append(errs, err)
+			b, more, err := ix.chunk(ctx, w, min(ix.opt.BatchEvents, ix.opt.GroupEvents-events))
+			if err != nil {
+				return n, err
+			}
+			if b != nil {
+				group, owners = append(group, b), append(owners, w)
+				events += len(b.Docs)
+			}
+			if more {
+				next = append(next, w)
+			}
+		}
+		if len(group) > 0 {
+			moved, err := ix.b.Apply(ctx, group)
+			if err != nil {
+				return n, fmt.Errorf("search index: %w", err)
+			}
+			skip := map[int]bool{}
+			for _, i := range moved {
+				skip[i] = true
+			}
+			for i, b := range group {
+				w := owners[i]
+				if skip[i] {
+					w.done = true // another instance has it; the next pass sees where it is
+					continue
+				}
+				w.applied(b)
+				n += int64(len(b.Docs))
+				ix.behind.Add(-min(int64(len(b.Docs)), ix.behind.Load()))
+			}
+			if progress != nil {
+				progress(n, total)
+			}
+		}
+		work = work[:0]
+		for _, w := range next {
+			if !w.done {
+				work = append(work, w)
+			}
+		}
+		for _, w := range owners {
+			if !w.done && !slices.Contains(work, w) && w.caughtUp {
+				ix.leveled(w)
+			}
 		}
 	}
 	ix.indexed.Add(n)
-	return n, errors.Join(errs...)
+	return n, nil
+}
+
+// sessionWork is a session being brought level in a pass.
+type sessionWork struct {
+	p        Pending
+	cursor   int64 // the index's cursor, as the last applied batch left it
+	after    int64 // read the log after this sequence
+	first    bool  // the next batch is the session's first of the pass (it resets or drops)
+	done     bool  // left for the next pass
+	caughtUp bool  // its last read reached the end of the log
+}
+
+func newSessionWork(p Pending) *sessionWork {
+	w := &sessionWork{p: p, cursor: p.Indexed, after: p.Indexed, first: true}
+	if p.Dropped > p.Compacted {
+		w.after = -1 // a restore brought back compacted events: index the log again
+	}
+	return w
+}
+
+// chunk reads the session's next events (at most limit) and returns them as a batch (nil when
+// there is nothing to write) and whether the session may have more.
+func (ix *Indexer) chunk(ctx context.Context, w *sessionWork, limit int) (*Batch, bool, error) {
+	p := w.p
+	evs, err := ix.st.ReadEvents(ctx, p.SessionID, w.after, limit)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("search index: read session %q after %d: %w", p.SessionID, w.after, err)
+	}
+	b := &Batch{SessionID: p.SessionID, From: w.cursor, DropThrough: -1}
+	if w.first {
+		switch {
+		case p.Dropped > p.Compacted:
+			b.Reset = true
+		case p.Compacted > p.Dropped:
+			b.DropThrough = p.Compacted
+		}
+	}
+	b.Docs = make([]Doc, 0, len(evs))
+	for _, ev := range evs {
+		d, err := Extract(ev)
+		if err != nil {
+			return nil, false, fmt.Errorf("search index: session %q: %w", p.SessionID, err)
+		}
+		b.Docs = append(b.Docs, d)
+	}
+	b.Through = max(w.cursor, w.after)
+	if len(evs) > 0 {
+		b.Through = evs[len(evs)-1].Sequence
+	} else if p.Compacted >= p.Last {
+		b.Through = max(b.Through, p.Last) // the rest of the log was compacted away
+	}
+	more := len(evs) == limit
+	w.caughtUp = !more
+	if b.Through == b.From && !b.Reset && b.DropThrough < 0 {
+		return nil, false, nil // nothing readable yet
+	}
+	w.after = b.Through
+	return b, more, nil
+}
+
+// applied records that the session's batch b committed.
+func (w *sessionWork) applied(b *Batch) {
+	w.cursor, w.first = b.Through, false
+}
+
+// leveled forgets the session's waiting commit if the index now covers it, and reports its
+// delay.
+func (ix *Indexer) leveled(w *sessionWork) {
+	ix.mu.Lock()
+	if wt, ok := ix.waiting[w.p.SessionID]; ok && wt.last <= w.cursor {
+		delete(ix.waiting, w.p.SessionID)
+		ix.mu.Unlock()
+		if ix.opt.Observe != nil {
+			ix.opt.Observe(time.Since(wt.since))
+		}
+		return
+	}
+	ix.mu.Unlock()
 }
 
 // level forgets the waiting commits of the sessions Pending, asked at asked, found level with
@@ -240,67 +381,4 @@ func (ix *Indexer) level(pending []Pending, asked time.Time) {
 			delete(ix.waiting, id)
 		}
 	}
-}
-
-// session brings the index of one session level with its log.
-func (ix *Indexer) session(ctx context.Context, p Pending, progress func(int64)) (int64, error) {
-	cursor := p.Indexed
-	b := Batch{SessionID: p.SessionID, From: p.Indexed, DropThrough: -1}
-	after := p.Indexed
-	switch {
-	case p.Dropped > p.Compacted:
-		// A restore brought back the events a compaction removed: index the log again.
-		b.Reset, after = true, -1
-	case p.Compacted > p.Dropped:
-		b.DropThrough = p.Compacted
-	}
-	var n int64
-	for {
-		evs, err := ix.st.ReadEvents(ctx, p.SessionID, after, ix.opt.BatchEvents)
-		if errors.Is(err, store.ErrSessionNotFound) {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("search index: read session %q after %d: %w", p.SessionID, after, err)
-		}
-		b.Docs = b.Docs[:0]
-		for _, ev := range evs {
-			d, err := Extract(ev)
-			if err != nil {
-				return n, fmt.Errorf("search index: session %q: %w", p.SessionID, err)
-			}
-			b.Docs = append(b.Docs, d)
-		}
-		b.Through = max(cursor, after)
-		if len(evs) > 0 {
-			b.Through = evs[len(evs)-1].Sequence
-		} else if p.Compacted >= p.Last {
-			b.Through = max(b.Through, p.Last) // the rest of the log was compacted away
-		}
-		if b.Through == b.From && !b.Reset && b.DropThrough < 0 {
-			break // nothing readable yet
-		}
-		if err := ix.b.Apply(ctx, &b); err != nil {
-			return n, err
-		}
-		n += int64(len(evs))
-		ix.behind.Add(-min(int64(len(evs)), ix.behind.Load()))
-		progress(n)
-		after, cursor = b.Through, b.Through
-		b = Batch{SessionID: p.SessionID, From: cursor, DropThrough: -1}
-		if len(evs) < ix.opt.BatchEvents {
-			break
-		}
-	}
-	ix.mu.Lock()
-	if w, ok := ix.waiting[p.SessionID]; ok && w.last <= cursor {
-		delete(ix.waiting, p.SessionID)
-		ix.mu.Unlock()
-		if ix.opt.Observe != nil {
-			ix.opt.Observe(time.Since(w.since))
-		}
-	} else {
-		ix.mu.Unlock()
-	}
-	return n, nil
 }

@@ -21,7 +21,7 @@ import (
 // fields as search.Normalize splits them, so that words are split as on SQLite. A document's
 // key is its occurredAt in milliseconds << 20 plus a tie-breaker: recency order is the order of
 // the primary key. Any number of instances may index and search one schema: Apply takes the
-// session's cursor row lock, and a cursor another instance moved answers ErrCursorMoved.
+// session's cursor row lock, and leaves out a batch whose cursor another instance moved.
 // Get it with Store.Search.
 type SearchIndex struct {
 	pool *pgxpool.Pool
@@ -155,50 +155,54 @@ var weights = [4][]int{
 }
 
 // Apply implements search.Backend.
-func (ix *SearchIndex) Apply(ctx context.Context, b *search.Batch) error {
+func (ix *SearchIndex) Apply(ctx context.Context, bs []*search.Batch) ([]int, error) {
 	tx, err := ix.pool.Begin(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback(ctx)
-	var sk int64
-	if err := tx.QueryRow(ctx, `SELECT sk FROM sessions WHERE id = $1`, b.SessionID).Scan(&sk); err != nil {
-		return fmt.Errorf("search index: session %q: %w", b.SessionID, err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO search_cursors (sk, seq) VALUES ($1, -1) ON CONFLICT DO NOTHING`, sk); err != nil {
-		return err
-	}
-	var cur, dropped int64
-	if err := tx.QueryRow(ctx, `SELECT seq, dropped FROM search_cursors WHERE sk = $1 FOR UPDATE`, sk).Scan(&cur, &dropped); err != nil {
-		return err
-	}
-	if cur != b.From {
-		return search.ErrCursorMoved
-	}
-	if b.Reset {
-		if _, err := tx.Exec(ctx, `DELETE FROM search_docs WHERE sk = $1`, sk); err != nil {
-			return err
+	var moved []int
+	for i, b := range bs {
+		var sk int64
+		if err := tx.QueryRow(ctx, `SELECT sk FROM sessions WHERE id = $1`, b.SessionID).Scan(&sk); err != nil {
+			return nil, fmt.Errorf("search index: session %q: %w", b.SessionID, err)
 		}
-		dropped = -1
-	}
-	if b.DropThrough >= 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM search_docs WHERE sk = $1 AND seq <= $2`, sk, b.DropThrough); err != nil {
-			return err
+		if _, err := tx.Exec(ctx, `INSERT INTO search_cursors (sk, seq) VALUES ($1, -1) ON CONFLICT DO NOTHING`, sk); err != nil {
+			return nil, err
 		}
-		dropped = b.DropThrough
-	}
-	if len(b.Docs) > 0 {
-		if err := insertSearchDocs(ctx, tx, sk, b.Docs); err != nil {
-			return err
+		var cur, dropped int64
+		if err := tx.QueryRow(ctx, `SELECT seq, dropped FROM search_cursors WHERE sk = $1 FOR UPDATE`, sk).Scan(&cur, &dropped); err != nil {
+			return nil, err
 		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE search_cursors SET seq = $2, dropped = $3 WHERE sk = $1`, sk, b.Through, dropped); err != nil {
-		return err
+		if cur != b.From {
+			moved = append(moved, i)
+			continue
+		}
+		if b.Reset {
+			if _, err := tx.Exec(ctx, `DELETE FROM search_docs WHERE sk = $1`, sk); err != nil {
+				return nil, err
+			}
+			dropped = -1
+		}
+		if b.DropThrough >= 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM search_docs WHERE sk = $1 AND seq <= $2`, sk, b.DropThrough); err != nil {
+				return nil, err
+			}
+			dropped = b.DropThrough
+		}
+		if len(b.Docs) > 0 {
+			if err := insertSearchDocs(ctx, tx, sk, b.Docs); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE search_cursors SET seq = $2, dropped = $3 WHERE sk = $1`, sk, b.Through, dropped); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("search index: commit session %q through %d: %w", b.SessionID, b.Through, err)
+		return nil, fmt.Errorf("search index: commit %d sessions: %w", len(bs), err)
 	}
-	return nil
+	return moved, nil
 }
 
 func insertSearchDocs(ctx context.Context, tx pgx.Tx, sk int64, docs []search.Doc) error {

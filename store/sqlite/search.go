@@ -231,80 +231,102 @@ WHERE last > indexed OR compacted <> dropped`)
 }
 
 // Apply implements search.Backend.
-func (ix *SearchIndex) Apply(ctx context.Context, b *search.Batch) error {
+func (ix *SearchIndex) Apply(ctx context.Context, bs []*search.Batch) ([]int, error) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	tx, err := ix.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
-	var sk int64
-	if err := tx.QueryRowContext(ctx, `SELECT sk FROM store.sessions WHERE id = ?`, b.SessionID).Scan(&sk); err != nil {
-		return fmt.Errorf("search index: session %q: %w", b.SessionID, err)
+	ins, err := prepareInserts(ctx, tx)
+	if err != nil {
+		return nil, err
 	}
-	cur, dropped := int64(-1), int64(-1)
-	switch err := tx.QueryRowContext(ctx, `SELECT seq, dropped FROM main.cursors WHERE sk = ?`, sk).Scan(&cur, &dropped); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return err
-	}
-	if cur != b.From {
-		return search.ErrCursorMoved
-	}
-	if b.Reset {
-		if err := deleteDocs(ctx, tx, sk, -1, true); err != nil {
-			return err
+	defer ins.close()
+	var moved []int
+	for i, b := range bs {
+		var sk int64
+		if err := tx.QueryRowContext(ctx, `SELECT sk FROM store.sessions WHERE id = ?`, b.SessionID).Scan(&sk); err != nil {
+			return nil, fmt.Errorf("search index: session %q: %w", b.SessionID, err)
 		}
-		dropped = -1
-	}
-	if b.DropThrough >= 0 {
-		if err := deleteDocs(ctx, tx, sk, b.DropThrough, false); err != nil {
-			return err
+		cur, dropped := int64(-1), int64(-1)
+		switch err := tx.QueryRowContext(ctx, `SELECT seq, dropped FROM main.cursors WHERE sk = ?`, sk).Scan(&cur, &dropped); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, err
 		}
-		dropped = b.DropThrough
-	}
-	if len(b.Docs) > 0 {
-		if err := insertDocs(ctx, tx, sk, b.Docs); err != nil {
-			return err
+		if cur != b.From {
+			moved = append(moved, i)
+			continue
 		}
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO main.cursors (sk, seq, dropped) VALUES (?, ?, ?)
+		if b.Reset {
+			if err := deleteDocs(ctx, tx, sk, -1, true); err != nil {
+				return nil, err
+			}
+			dropped = -1
+		}
+		if b.DropThrough >= 0 {
+			if err := deleteDocs(ctx, tx, sk, b.DropThrough, false); err != nil {
+				return nil, err
+			}
+			dropped = b.DropThrough
+		}
+		if err := ins.docs(ctx, sk, b.Docs); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO main.cursors (sk, seq, dropped) VALUES (?, ?, ?)
         ON CONFLICT (sk) DO UPDATE SET seq = excluded.seq, dropped = excluded.dropped`, sk, b.Through, dropped); err != nil {
-		return err
+			return nil, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("search index: commit session %q through %d: %w", b.SessionID, b.Through, err)
+		return nil, fmt.Errorf("search index: commit %d sessions: %w", len(bs), err)
 	}
-	return nil
+	return moved, nil
 }
 
-func insertDocs(ctx context.Context, tx *sql.Tx, sk int64, docs []search.Doc) error {
-	maxKey, err := tx.PrepareContext(ctx, `SELECT coalesce(max(key) + 1, ?1) FROM main.docs WHERE key >= ?1 AND key < ?2`)
-	if err != nil {
-		return err
+// inserts are the statements that add documents, prepared once per transaction.
+type inserts struct {
+	maxKey, doc, fts, sub *sql.Stmt
+}
+
+func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
+	var ins inserts
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&ins.maxKey, `SELECT coalesce(max(key) + 1, ?1) FROM main.docs WHERE key >= ?1 AND key < ?2`},
+		{&ins.doc, `INSERT INTO main.docs (key, sk, seq, run_id, kind, tool, code, hash, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&ins.fts, `INSERT INTO main.fts (rowid, text, title, tool, input, output, path, terminal, test, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&ins.sub, `INSERT INTO main.sub (rowid, s) VALUES (?, ?)`},
+	} {
+		st, err := tx.PrepareContext(ctx, p.sql)
+		if err != nil {
+			ins.close()
+			return nil, err
+		}
+		*p.dst = st
 	}
-	defer maxKey.Close()
-	doc, err := tx.PrepareContext(ctx, `INSERT INTO main.docs (key, sk, seq, run_id, kind, tool, code, hash, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
+	return &ins, nil
+}
+
+func (ins *inserts) close() {
+	for _, st := range []*sql.Stmt{ins.maxKey, ins.doc, ins.fts, ins.sub} {
+		if st != nil {
+			st.Close()
+		}
 	}
-	defer doc.Close()
-	fts, err := tx.PrepareContext(ctx, `INSERT INTO main.fts (rowid, text, title, tool, input, output, path, terminal, test, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer fts.Close()
-	sub, err := tx.PrepareContext(ctx, `INSERT INTO main.sub (rowid, s) VALUES (?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
+}
+
+// docs inserts the documents of session sk.
+func (ins *inserts) docs(ctx context.Context, sk int64, docs []search.Doc) error {
 	for i := range docs {
 		d := &docs[i]
 		base := search.KeyOf(d.At)
 		var key int64
-		if err := maxKey.QueryRowContext(ctx, base, base+1<<search.KeyShift).Scan(&key); err != nil {
+		if err := ins.maxKey.QueryRowContext(ctx, base, base+1<<search.KeyShift).Scan(&key); err != nil {
 			return err
 		}
 		if key >= base+1<<search.KeyShift {
@@ -314,17 +336,17 @@ func insertDocs(ctx context.Context, tx *sql.Tx, sk int64, docs []search.Doc) er
 		if !d.Empty() {
 			flag = 1
 			f := d.Fields
-			if _, err := fts.ExecContext(ctx, key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]); err != nil {
+			if _, err := ins.fts.ExecContext(ctx, key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]); err != nil {
 				return fmt.Errorf("search index: insert text: %w", err)
 			}
 			if s := d.Substring(); s != "" {
 				flag = 2
-				if _, err := sub.ExecContext(ctx, key, s); err != nil {
+				if _, err := ins.sub.ExecContext(ctx, key, s); err != nil {
 					return fmt.Errorf("search index: insert substrings: %w", err)
 				}
 			}
 		}
-		if _, err := doc.ExecContext(ctx, key, sk, d.Sequence, d.RunID, d.Kind, d.Tool, d.Code, search.FieldsHash(d), flag); err != nil {
+		if _, err := ins.doc.ExecContext(ctx, key, sk, d.Sequence, d.RunID, d.Kind, d.Tool, d.Code, search.FieldsHash(d), flag); err != nil {
 			return fmt.Errorf("search index: insert document: %w", err)
 		}
 	}
