@@ -29,6 +29,7 @@ import (
 // site is a sessiond server for one browser test.
 type site struct {
 	ts      *httptest.Server
+	srv     *server.Server
 	streams atomic.Int64 // stream requests that carried Last-Event-ID (reconnects)
 	mu      sync.Mutex
 	resumes []string // their Last-Event-ID values
@@ -70,8 +71,12 @@ func newSite(t testing.TB) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{ArchiveDir: t.TempDir()})
-	s := &site{}
+	ix, err := st.Search(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(st, server.Options{ArchiveDir: t.TempDir(), Search: ix})
+	s := &site{srv: srv}
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Last-Event-ID"); id != "" && strings.HasSuffix(r.URL.Path, "/events/stream") {
 			s.streams.Add(1)
