@@ -1,10 +1,7 @@
 package search
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -74,30 +71,24 @@ func (d *Doc) Substring() string {
 	return d.Fields[FieldPath] + "\n" + d.Fields[FieldInput]
 }
 
-// eventEnvelope is the part of a stored event Extract reads before its payload.
-type eventEnvelope struct {
-	RunID      string          `json:"runId"`
-	Sequence   int64           `json:"sequence"`
-	OccurredAt string          `json:"occurredAt"`
-	EventType  string          `json:"eventType"`
-	Payload    json.RawMessage `json:"payload"`
-}
+// parseLimits bound the parse of a stored event: twice the largest event the store accepts.
+var parseLimits = contract.Limits{MaxBytes: 2 * store.MaxEventBytes}
 
 // Extract returns the searchable document of a stored event. It is a pure function of the
 // event's bytes: indexing and a rebuild (fsck's comparison) agree because both call it. An
-// event whose bytes do not decode (never the case for an event the store accepted) is an error.
+// event whose bytes do not parse (never the case for an event the store accepted) is an error.
 func Extract(ev store.StoredEvent) (Doc, error) {
-	var env eventEnvelope
-	if err := json.Unmarshal(ev.Data, &env); err != nil {
-		return Doc{}, fmt.Errorf("extract event %d: %w", ev.Sequence, err)
+	v, err := contract.Parse(ev.Data, parseLimits)
+	if err != nil || v.Kind != contract.KindObject {
+		return Doc{}, fmt.Errorf("extract event %d: not a JSON object: %v", ev.Sequence, err)
 	}
-	d := Doc{Sequence: ev.Sequence, Kind: env.EventType, RunID: env.RunID}
-	if t, err := time.Parse(time.RFC3339Nano, env.OccurredAt); err == nil {
+	d := Doc{Sequence: ev.Sequence, Kind: str(&v, "eventType"), RunID: str(&v, "runId")}
+	if t, err := time.Parse(time.RFC3339Nano, str(&v, "occurredAt")); err == nil {
 		d.At = t.UTC().Truncate(time.Millisecond)
 	}
 	var b [NumFields]fieldBuilder
-	if err := extractPayload(&d, &b, env.EventType, env.Payload); err != nil {
-		return Doc{}, fmt.Errorf("extract event %d (%s): %w", ev.Sequence, env.EventType, err)
+	if p := v.Get("payload"); p != nil && p.Kind == contract.KindObject {
+		extractPayload(&d, &b, p)
 	}
 	for i := range b {
 		d.Fields[i] = b[i].String()
@@ -105,150 +96,85 @@ func Extract(ev store.StoredEvent) (Doc, error) {
 	return d, nil
 }
 
-func extractPayload(d *Doc, b *[NumFields]fieldBuilder, kind string, raw json.RawMessage) error {
-	switch kind {
-	case "message":
-		var p contract.MessagePayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		for _, part := range p.Parts {
-			strings_(&b[FieldText], part, "type")
-		}
-	case "reasoning":
-		var p contract.ReasoningPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldText].add(p.Text)
-	case "plan":
-		var p contract.PlanPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		if p.Title != nil {
-			b[FieldTitle].add(*p.Title)
-		}
-		for _, s := range p.Steps {
-			b[FieldTitle].add(s.Title)
-		}
-	case "task":
-		var p contract.TaskPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldTitle].add(p.Title)
-		if p.Detail != nil {
-			b[FieldText].add(*p.Detail)
-		}
-	case "tool":
-		var p contract.ToolPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		d.Tool = p.ToolName
-		b[FieldTool].add(p.ToolName)
-		strings_(&b[FieldInput], p.Input, "")
-		strings_(&b[FieldOutput], p.Output, "")
-		if p.Error != nil {
-			b[FieldError].add(*p.Error)
-		}
-	case "approval":
-		var p contract.ApprovalPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldTitle].add(p.Title)
-		if p.Description != nil {
-			b[FieldTitle].add(*p.Description)
-		}
-		strings_(&b[FieldInput], p.RequestedAction, "")
-	case "status":
-		var p contract.StatusPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		if p.Detail != nil {
-			b[FieldText].add(*p.Detail)
-		}
-	case "artifact":
-		var p contract.ArtifactPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldPath].add(p.Name)
-		b[FieldPath].add(p.URL)
-	case "resume":
-		var p contract.ResumePayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		if p.Reason != nil {
-			b[FieldText].add(*p.Reason)
-		}
-	case "error":
-		var p contract.ErrorPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		d.Code = p.Code
-		b[FieldError].add(p.Code)
-		b[FieldError].add(p.Message)
-	case "diff":
-		var p contract.DiffPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldPath].add(p.Path)
-		if p.Patch != nil {
-			b[FieldOutput].add(*p.Patch)
-		}
-	case "workspace-file":
-		var p contract.WorkspaceFilePayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldPath].add(p.Path)
-	case "terminal":
-		var p contract.TerminalPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldTerminal].add(p.Chunk)
-	case "test-result":
-		var p contract.TestResultPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldTest].add(p.Name)
-		if p.Output != nil {
-			b[FieldTest].add(*p.Output)
-		}
-	case "steer":
-		var p contract.SteerPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldText].add(p.Text)
-		if p.Error != nil {
-			d.Code = string(p.Error.Code)
-			b[FieldError].add(string(p.Error.Code))
-			b[FieldError].add(p.Error.Message)
-		}
-	case "summary":
-		var p contract.SummaryPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return err
-		}
-		b[FieldText].add(p.Text)
-		for _, h := range p.Highlights {
-			b[FieldText].add(h)
-		}
-		for _, h := range p.PendingItems {
-			b[FieldText].add(h)
+// str returns the string member key of v ("" when absent or not a string).
+func str(v *contract.Value, key string) string {
+	if m := v.Get(key); m != nil && m.Kind == contract.KindString {
+		return m.Str
+	}
+	return ""
+}
+
+// extractPayload fills the fields from an event's payload, by event type (the contract's
+// payload of each type: contract/types.go).
+func extractPayload(d *Doc, b *[NumFields]fieldBuilder, p *contract.Value) {
+	add := func(f int, key string) { b[f].add(str(p, key)) }
+	all := func(f int, key string) {
+		if m := p.Get(key); m != nil {
+			strings_(&b[f], m, "")
 		}
 	}
-	return nil
+	switch d.Kind {
+	case "message":
+		if parts := p.Get("parts"); parts != nil {
+			for i := range parts.Elems {
+				strings_(&b[FieldText], &parts.Elems[i], "type")
+			}
+		}
+	case "reasoning":
+		add(FieldText, "text")
+	case "plan":
+		add(FieldTitle, "title")
+		if steps := p.Get("steps"); steps != nil {
+			for i := range steps.Elems {
+				b[FieldTitle].add(str(&steps.Elems[i], "title"))
+			}
+		}
+	case "task":
+		add(FieldTitle, "title")
+		add(FieldText, "detail")
+	case "tool":
+		d.Tool = str(p, "toolName")
+		add(FieldTool, "toolName")
+		all(FieldInput, "input")
+		all(FieldOutput, "output")
+		add(FieldError, "error")
+	case "approval":
+		add(FieldTitle, "title")
+		add(FieldTitle, "description")
+		all(FieldInput, "requestedAction")
+	case "status":
+		add(FieldText, "detail")
+	case "artifact":
+		add(FieldPath, "name")
+		add(FieldPath, "url")
+	case "resume":
+		add(FieldText, "reason")
+	case "error":
+		d.Code = str(p, "code")
+		add(FieldError, "code")
+		add(FieldError, "message")
+	case "diff":
+		add(FieldPath, "path")
+		add(FieldOutput, "patch")
+	case "workspace-file":
+		add(FieldPath, "path")
+	case "terminal":
+		add(FieldTerminal, "chunk")
+	case "test-result":
+		add(FieldTest, "name")
+		add(FieldTest, "output")
+	case "steer":
+		add(FieldText, "text")
+		if e := p.Get("error"); e != nil && e.Kind == contract.KindObject {
+			d.Code = str(e, "code")
+			b[FieldError].add(d.Code)
+			b[FieldError].add(str(e, "message"))
+		}
+	case "summary":
+		add(FieldText, "text")
+		all(FieldText, "highlights")
+		all(FieldText, "pendingItems")
+	}
 }
 
 // fieldBuilder joins the values of one field with newlines, up to MaxFieldBytes.
@@ -275,52 +201,24 @@ func (f *fieldBuilder) add(s string) {
 
 func (f *fieldBuilder) String() string { return string(f.buf) }
 
-// strings_ adds every string value of the JSON value raw to f, in document order, leaving out
-// the values of the members named skip (a message part's "type").
-func strings_(f *fieldBuilder, raw json.RawMessage, skip string) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			f.add(v)
-		case json.Number:
-			// numbers are not text: an exit code or a line number would make every small
-			// number a common term
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		case map[string]any:
-			keys := make([]string, 0, len(v))
-			for k := range v {
-				keys = append(keys, k)
-			}
-			sortStrings(keys)
-			for _, k := range keys {
-				if k == skip && skip != "" {
-					continue
-				}
-				walk(v[k])
-			}
+// strings_ adds every string value of v to f, in document order (the stored canonical
+// order), leaving out the values of the members named skip (a message part's "type").
+// Numbers are not text: an exit code or a line number would make every small number a
+// common term.
+func strings_(f *fieldBuilder, v *contract.Value, skip string) {
+	switch v.Kind {
+	case contract.KindString:
+		f.add(v.Str)
+	case contract.KindArray:
+		for i := range v.Elems {
+			strings_(f, &v.Elems[i], "")
 		}
-	}
-	var v any
-	if dec.Decode(&v) == nil {
-		walk(v)
-	}
-}
-
-// sortStrings sorts keys (JSON objects are unordered; the canonical encoding sorts them too,
-// so the order here is the stored order).
-func sortStrings(keys []string) {
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	case contract.KindObject:
+		for i := range v.Members {
+			if skip != "" && v.Members[i].Key == skip {
+				continue
+			}
+			strings_(f, &v.Members[i].Value, "")
 		}
 	}
 }
@@ -337,5 +235,3 @@ func millis(t time.Time) int64 {
 func formatMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
-
-var _ = strconv.Itoa

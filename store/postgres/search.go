@@ -121,11 +121,16 @@ func (ix *SearchIndex) Trigram() bool { return ix.trigram != "" }
 
 // Pending implements search.Backend.
 func (ix *SearchIndex) Pending(ctx context.Context) ([]search.Pending, error) {
+	// Driven by the narrow tables (every session has a head), not the sessions' wide rows.
 	rows, err := ix.pool.Query(ctx, `
+WITH cand AS (
+    SELECT h.sk FROM session_heads AS h LEFT JOIN search_cursors AS c ON c.sk = h.sk WHERE h.last_seq > coalesce(c.seq, -1)
+    UNION SELECT l.sk FROM session_lifecycle AS l WHERE l.data->>'compactedThrough' IS NOT NULL
+    UNION SELECT c.sk FROM search_cursors AS c WHERE c.dropped >= 0)
 SELECT id, indexed, last, compacted, dropped FROM (
     SELECT s.id AS id, coalesce(c.seq, -1) AS indexed, coalesce(h.last_seq, -1) AS last,
         coalesce((l.data->>'compactedThrough')::bigint, -1) AS compacted, coalesce(c.dropped, -1) AS dropped
-    FROM sessions AS s
+    FROM cand JOIN sessions AS s ON s.sk = cand.sk
     LEFT JOIN session_heads AS h ON h.sk = s.sk
     LEFT JOIN session_lifecycle AS l ON l.sk = s.sk
     LEFT JOIN search_cursors AS c ON c.sk = s.sk) AS p

@@ -17,7 +17,7 @@ const SearchFile = "search.db"
 
 // searchVersion is the version of the search index's schema: an index of another version is
 // dropped and rebuilt (it is derived from the logs).
-const searchVersion = 1
+const searchVersion = 2
 
 // searchReaders is how many connections serve searches at once.
 const searchReaders = 4
@@ -146,7 +146,6 @@ CREATE TABLE docs (
     flags  INTEGER NOT NULL, -- 1: the document has text in fts; 2: also in sub
     UNIQUE (sk, seq)
 );
-CREATE INDEX docs_kind ON docs (kind, key);
 CREATE INDEX docs_tool ON docs (tool, key) WHERE tool <> '';
 CREATE INDEX docs_code ON docs (code, key) WHERE code <> '';
 CREATE VIRTUAL TABLE fts USING fts5(text, title, tool, input, output, path, terminal, test, error,
@@ -206,11 +205,20 @@ func (ix *SearchIndex) Pending(ctx context.Context) ([]search.Pending, error) {
 		return nil, err
 	}
 	defer put()
+	// Driven by the narrow tables, never by a scan of the sessions' wide rows: the heads (the
+	// last sequence of every session appended to) against the cursors, the few sessions with
+	// lifecycle state (compaction, restore) and the cursors that followed a compaction, and
+	// the sessions created since the newest one with a cursor (a new session, an import).
 	rows, err := c.QueryContext(ctx, `
+WITH cand(sk) AS (
+    SELECT h.sk FROM store.session_heads AS h LEFT JOIN main.cursors AS c ON c.sk = h.sk WHERE h.last_seq > coalesce(c.seq, -1)
+    UNION SELECT l.sk FROM store.session_lifecycle AS l WHERE json_extract(l.data, '$.compactedThrough') IS NOT NULL
+    UNION SELECT c.sk FROM main.cursors AS c WHERE c.dropped >= 0
+    UNION SELECT s.sk FROM store.sessions AS s WHERE s.sk > (SELECT coalesce(max(sk), -1) FROM main.cursors))
 SELECT id, indexed, last, compacted, dropped FROM (
     SELECT s.id AS id, coalesce(c.seq, -1) AS indexed, max(s.last_seq, coalesce(h.last_seq, -1)) AS last,
         coalesce(json_extract(l.data, '$.compactedThrough'), -1) AS compacted, coalesce(c.dropped, -1) AS dropped
-    FROM store.sessions AS s
+    FROM cand JOIN store.sessions AS s ON s.sk = cand.sk
     LEFT JOIN store.session_heads AS h ON h.sk = s.sk
     LEFT JOIN store.session_lifecycle AS l ON l.sk = s.sk
     LEFT JOIN main.cursors AS c ON c.sk = s.sk)
@@ -286,71 +294,116 @@ func (ix *SearchIndex) Apply(ctx context.Context, bs []*search.Batch) ([]int, er
 	return moved, nil
 }
 
-// inserts are the statements that add documents, prepared once per transaction.
+// insertRows is how many documents one INSERT statement adds: a statement's fixed cost (the
+// driver's call, binding, stepping) is most of the cost of a small row, so rows go in groups.
+const insertRows = 32
+
+// inserts adds documents in a transaction: multi-row statements prepared once per
+// transaction, and the next free key of each millisecond met.
 type inserts struct {
-	maxKey, doc, fts, sub *sql.Stmt
+	tx   *sql.Tx
+	next map[int64]int64 // a millisecond's base key → the next free key
+	// The statements for insertRows rows, and for fewer (the last group), by row count.
+	doc, fts, sub map[int]*sql.Stmt
 }
 
-func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
-	var ins inserts
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		{&ins.maxKey, `SELECT coalesce(max(key) + 1, ?1) FROM main.docs WHERE key >= ?1 AND key < ?2`},
-		{&ins.doc, `INSERT INTO main.docs (key, sk, seq, run_id, kind, tool, code, hash, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&ins.fts, `INSERT INTO main.fts (rowid, text, title, tool, input, output, path, terminal, test, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&ins.sub, `INSERT INTO main.sub (rowid, s) VALUES (?, ?)`},
-	} {
-		st, err := tx.PrepareContext(ctx, p.sql)
-		if err != nil {
-			ins.close()
-			return nil, err
-		}
-		*p.dst = st
-	}
-	return &ins, nil
+func prepareInserts(_ context.Context, tx *sql.Tx) (*inserts, error) {
+	return &inserts{tx: tx, next: map[int64]int64{}, doc: map[int]*sql.Stmt{}, fts: map[int]*sql.Stmt{}, sub: map[int]*sql.Stmt{}}, nil
 }
 
 func (ins *inserts) close() {
-	for _, st := range []*sql.Stmt{ins.maxKey, ins.doc, ins.fts, ins.sub} {
-		if st != nil {
+	for _, m := range []map[int]*sql.Stmt{ins.doc, ins.fts, ins.sub} {
+		for _, st := range m {
 			st.Close()
 		}
 	}
 }
 
+// stmt returns the statement inserting n rows of cols columns into table, prepared on first use.
+func (ins *inserts) stmt(ctx context.Context, cache map[int]*sql.Stmt, n int, head string, cols int) (*sql.Stmt, error) {
+	if st, ok := cache[n]; ok {
+		return st, nil
+	}
+	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	st, err := ins.tx.PrepareContext(ctx, head+" VALUES "+row+strings.Repeat(", "+row, n-1))
+	if err != nil {
+		return nil, err
+	}
+	cache[n] = st
+	return st, nil
+}
+
+// key returns the next free key of the document's millisecond.
+func (ins *inserts) key(ctx context.Context, at int64) (int64, error) {
+	next, ok := ins.next[at]
+	if !ok {
+		if err := ins.tx.QueryRowContext(ctx, `SELECT coalesce(max(key) + 1, ?1) FROM main.docs WHERE key >= ?1 AND key < ?2`,
+			at, at+1<<search.KeyShift).Scan(&next); err != nil {
+			return 0, err
+		}
+	}
+	if next >= at+1<<search.KeyShift {
+		return 0, fmt.Errorf("search index: more than %d documents in the millisecond %d", 1<<search.KeyShift, at>>search.KeyShift)
+	}
+	ins.next[at] = next + 1
+	return next, nil
+}
+
 // docs inserts the documents of session sk.
 func (ins *inserts) docs(ctx context.Context, sk int64, docs []search.Doc) error {
+	var docArgs, ftsArgs, subArgs []any
+	var nDoc, nFTS, nSub int
+	flush := func(force bool) error {
+		for _, g := range []struct {
+			n     *int
+			args  *[]any
+			cache map[int]*sql.Stmt
+			head  string
+			cols  int
+		}{
+			{&nFTS, &ftsArgs, ins.fts, `INSERT INTO main.fts (rowid, text, title, tool, input, output, path, terminal, test, error)`, 10},
+			{&nSub, &subArgs, ins.sub, `INSERT INTO main.sub (rowid, s)`, 2},
+			{&nDoc, &docArgs, ins.doc, `INSERT INTO main.docs (key, sk, seq, run_id, kind, tool, code, hash, flags)`, 9},
+		} {
+			if *g.n == 0 || (!force && *g.n < insertRows) {
+				continue
+			}
+			st, err := ins.stmt(ctx, g.cache, *g.n, g.head, g.cols)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(ctx, *g.args...); err != nil {
+				return fmt.Errorf("search index: insert documents: %w", err)
+			}
+			*g.n, *g.args = 0, (*g.args)[:0]
+		}
+		return nil
+	}
 	for i := range docs {
 		d := &docs[i]
-		base := search.KeyOf(d.At)
-		var key int64
-		if err := ins.maxKey.QueryRowContext(ctx, base, base+1<<search.KeyShift).Scan(&key); err != nil {
+		key, err := ins.key(ctx, search.KeyOf(d.At))
+		if err != nil {
 			return err
-		}
-		if key >= base+1<<search.KeyShift {
-			return fmt.Errorf("search index: more than %d documents at %s", 1<<search.KeyShift, d.At)
 		}
 		flag := 0
 		if !d.Empty() {
 			flag = 1
 			f := d.Fields
-			if _, err := ins.fts.ExecContext(ctx, key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]); err != nil {
-				return fmt.Errorf("search index: insert text: %w", err)
-			}
+			ftsArgs = append(ftsArgs, key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
+			nFTS++
 			if s := d.Substring(); s != "" {
 				flag = 2
-				if _, err := ins.sub.ExecContext(ctx, key, s); err != nil {
-					return fmt.Errorf("search index: insert substrings: %w", err)
-				}
+				subArgs = append(subArgs, key, s)
+				nSub++
 			}
 		}
-		if _, err := ins.doc.ExecContext(ctx, key, sk, d.Sequence, d.RunID, d.Kind, d.Tool, d.Code, search.FieldsHash(d), flag); err != nil {
-			return fmt.Errorf("search index: insert document: %w", err)
+		docArgs = append(docArgs, key, sk, d.Sequence, d.RunID, d.Kind, d.Tool, d.Code, search.FieldsHash(d), flag)
+		nDoc++
+		if err := flush(false); err != nil {
+			return err
 		}
 	}
-	return nil
+	return flush(true)
 }
 
 // deleteDocs deletes the session's documents with seq <= through (all when all).
