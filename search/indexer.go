@@ -50,6 +50,12 @@ type Indexer struct {
 
 	mu      sync.Mutex
 	waiting map[string]wait // sessions with commits not yet indexed, from Subscribe
+	// queued are the events commits carried (store.Capabilities.CommitCarriesEvents), by
+	// session, in order and without a gap, not yet indexed: a pass takes them from here
+	// instead of reading them back. At most maxQueued in all; beyond, a session's new events
+	// are not kept (and its queue is dropped), and the pass reads them.
+	queued  map[string][]store.StoredEvent
+	nQueued int
 	// behind is the number of events behind the index after the last pass's Pending.
 	behind  atomic.Int64
 	indexed atomic.Int64 // events indexed since New
@@ -59,6 +65,35 @@ type Indexer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	unsub  func()
+}
+
+// maxQueued bounds the events commits carried that the indexer keeps (about 10 MB of
+// 500-byte events).
+const maxQueued = 20000
+
+// takeQueued returns the queued events of the session after sequence after (at most limit),
+// when the queue continues the log right there; it drops the events at or before after.
+func (ix *Indexer) takeQueued(id string, after int64, limit int) []store.StoredEvent {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	q := ix.queued[id]
+	i := 0
+	for i < len(q) && q[i].Sequence <= after {
+		i++
+	}
+	if i > 0 {
+		ix.nQueued -= i
+		q = q[i:]
+		if len(q) == 0 {
+			delete(ix.queued, id)
+		} else {
+			ix.queued[id] = q
+		}
+	}
+	if len(q) == 0 || q[0].Sequence != after+1 {
+		return nil
+	}
+	return slices.Clone(q[:min(len(q), limit)])
 }
 
 // wait is the oldest commit of a session the index has not taken yet.
@@ -84,7 +119,7 @@ func NewIndexer(st store.Store, b Backend, opt IndexerOptions) *Indexer {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{st: st, b: b, opt: opt, kick: make(chan struct{}, 1), waiting: map[string]wait{}}
+	return &Indexer{st: st, b: b, opt: opt, kick: make(chan struct{}, 1), waiting: map[string]wait{}, queued: map[string][]store.StoredEvent{}}
 }
 
 // Start starts the indexing goroutine. It is a no-op when already started.
@@ -123,6 +158,17 @@ func (ix *Indexer) committed(c store.Commit) {
 	}
 	w.last = max(w.last, c.LastSequence)
 	ix.waiting[c.SessionID] = w
+	if len(c.Events) > 0 {
+		q := ix.queued[c.SessionID]
+		switch {
+		case ix.nQueued+len(c.Events) > maxQueued || (len(q) > 0 && q[len(q)-1].Sequence+1 != c.Events[0].Sequence):
+			ix.nQueued -= len(q)
+			delete(ix.queued, c.SessionID)
+		default:
+			ix.queued[c.SessionID] = append(q, c.Events...)
+			ix.nQueued += len(c.Events)
+		}
+	}
 	ix.mu.Unlock()
 	select {
 	case ix.kick <- struct{}{}:
@@ -308,12 +354,16 @@ func newSessionWork(p Pending) *sessionWork {
 // there is nothing to write) and whether the session may have more.
 func (ix *Indexer) chunk(ctx context.Context, w *sessionWork, limit int) (*Batch, bool, error) {
 	p := w.p
-	evs, err := ix.st.ReadEvents(ctx, p.SessionID, w.after, limit)
-	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("search index: read session %q after %d: %w", p.SessionID, w.after, err)
+	evs := ix.takeQueued(p.SessionID, w.after, limit)
+	if evs == nil {
+		var err error
+		evs, err = ix.st.ReadEvents(ctx, p.SessionID, w.after, limit)
+		if errors.Is(err, store.ErrSessionNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("search index: read session %q after %d: %w", p.SessionID, w.after, err)
+		}
 	}
 	b := &Batch{SessionID: p.SessionID, From: w.cursor, DropThrough: -1}
 	if w.first {

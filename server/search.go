@@ -66,12 +66,18 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	seen := map[string]bool{}
 	page, err := search.Find(ctx, s.search.b, s.search.st, q, func(id string) bool {
 		// The project filter already holds the caller to its project; a credential narrower
 		// than a project (one session) is held here too, as everywhere: another session is
 		// answered as if it did not exist, so it is left out.
-		sess, err := s.search.st.GetSession(ctx, id)
-		return err == nil && session.Permits(ctx, id, sess.Record.Project.Get())
+		ok, known := seen[id]
+		if !known {
+			sess, err := s.search.st.GetSession(ctx, id)
+			ok = err == nil && session.Permits(ctx, id, sess.Record.Project.Get())
+			seen[id] = ok
+		}
+		return ok
 	})
 	if err != nil {
 		writeError(w, storeError(err, ""))
