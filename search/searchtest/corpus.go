@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,19 +140,31 @@ func (c Corpus) event(tb testing.TB, s, k int) *contract.EncodedEvent {
 	return ev
 }
 
-// scrambleBy is the multiplier of scramble: a prime that divides no corpus size used.
-const scrambleBy = 7919
+// perms caches the permutation of each corpus size (scramble): size → *[2][]int32.
+var perms sync.Map
 
-// scramble maps an event's place in time g to what it holds, a bijection of [0, Events) (when
-// Events is not a multiple of scrambleBy), so that the vocabulary's frequencies are exact and
-// the terms are spread over sessions, projects and time.
-func (c Corpus) scramble(g int) int { return int(int64(g) * scrambleBy % int64(c.Events)) }
+// perm returns the corpus's permutation of [0, Events) and its inverse: a fixed random
+// permutation (seed 1).
+func (c Corpus) perm() *[2][]int32 {
+	if p, ok := perms.Load(c.Events); ok {
+		return p.(*[2][]int32)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	fwd, inv := make([]int32, c.Events), make([]int32, c.Events)
+	for i, v := range r.Perm(c.Events) {
+		fwd[i], inv[v] = int32(v), int32(i)
+	}
+	p, _ := perms.LoadOrStore(c.Events, &[2][]int32{fwd, inv})
+	return p.(*[2][]int32)
+}
+
+// scramble maps an event's place in time g to what it holds: a bijection of [0, Events), so
+// that the vocabulary's frequencies are exact and the terms are independent of session,
+// project and time.
+func (c Corpus) scramble(g int) int { return int(c.perm()[0][g]) }
 
 // unscramble is the inverse of scramble: the place in time of the event that holds h.
-func (c Corpus) unscramble(h int) int {
-	inv := new(big.Int).ModInverse(big.NewInt(scrambleBy), big.NewInt(int64(c.Events)))
-	return int(new(big.Int).Mod(new(big.Int).Mul(big.NewInt(int64(h)), inv), big.NewInt(int64(c.Events))).Int64())
-}
+func (c Corpus) unscramble(h int) int { return int(c.perm()[1][h]) }
 
 // BenchQuery is one kind of query of the benchmarks: Make returns the i-th query of the kind.
 type BenchQuery struct {
