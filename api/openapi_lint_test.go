@@ -55,3 +55,35 @@ func TestOpenAPILint(t *testing.T) {
 		t.Fatalf("redocly lint api/openapi.json: %v, %d errors, %d warnings; regenerate the document with go test ./internal/openapigen/ -run TestOpenAPIDocument -update after fixing internal/openapigen", err, report.Totals.Errors, report.Totals.Warnings)
 	}
 }
+
+// TestOpenAPISpectral lints api/openapi.json with Spectral's spectral:oas ruleset, pinned by
+// testdata/spectral/package-lock.json (installed by `npm ci --prefix api/testdata/spectral` in
+// .ci/run, else in a temporary directory): no result of any severity.
+func TestOpenAPISpectral(t *testing.T) {
+	if doc, err := os.ReadFile("openapi.json"); err != nil || len(doc) == 0 {
+		t.Fatalf("read api/openapi.json: %v", err)
+	}
+	testenv.Need(t, "node", "Spectral runs on Node", "")
+	bin := filepath.Join(testenv.NpmPackages(t, "testdata/spectral"), "node_modules", ".bin", "spectral")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "lint", "--ruleset", "testdata/spectral/ruleset.yaml", "--format", "json", "--quiet", "openapi.json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var results []struct {
+		Code     string   `json:"code"`
+		Message  string   `json:"message"`
+		Severity int      `json:"severity"`
+		Path     []string `json:"path"`
+	}
+	if jerr := json.Unmarshal(out, &results); jerr != nil {
+		t.Fatalf("spectral lint api/openapi.json: %v (%v)\n%s%s", err, jerr, out, stderr.String())
+	}
+	for _, r := range results {
+		t.Errorf("spectral lint api/openapi.json: %s (severity %d) at %s: %s", r.Code, r.Severity, strings.Join(r.Path, "."), r.Message)
+	}
+	if err != nil || len(results) > 0 {
+		t.Fatalf("spectral lint api/openapi.json: %v, %d results; regenerate the document with go test ./internal/openapigen/ -run TestOpenAPIDocument -update after fixing internal/openapigen", err, len(results))
+	}
+}

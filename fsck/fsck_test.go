@@ -137,7 +137,7 @@ func drivers(t *testing.T, fn func(t *testing.T, d *driver)) {
 func fixture(t *testing.T, st store.Store, archiveDir string) {
 	t.Helper()
 	ctx := context.Background()
-	svc := session.New(st, nil)
+	svc := session.New(st, session.Options{})
 	defer svc.Close()
 	for _, id := range []string{"S-run", "S-gap", "S-edit", "S-last", "S-arch"} {
 		sess := &store.Session{

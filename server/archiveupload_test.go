@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/archive"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 )
 
 // TestArchiveUploadVerified: an uploaded archive is kept only when it passes everything
@@ -21,7 +22,7 @@ import (
 // stored, the upload was read into memory up to 1 GiB, and the list showed absolute paths.
 func TestArchiveUploadVerified(t *testing.T) {
 	ctx := context.Background()
-	src := setup(t, server.Options{ArchiveDir: t.TempDir()})
+	src := setup(t, server.Options{}, session.Options{ArchiveDir: t.TempDir()})
 	src.createSession(t, "S-up")
 	src.do(t, "POST", "/v1/sessions/S-up/events", "", event("S-up", 1))
 	ar, err := src.cl.Archive(ctx, "S-up", api.ArchiveRequest{})
@@ -61,7 +62,7 @@ func TestArchiveUploadVerified(t *testing.T) {
 	})
 
 	dir := t.TempDir()
-	dst := setup(t, server.Options{ArchiveDir: dir, MaxArchiveBytes: int64(len(good)) + 100})
+	dst := setup(t, server.Options{MaxArchiveBytes: int64(len(good)) + 100}, session.Options{ArchiveDir: dir})
 	for name, data := range map[string][]byte{"path-traversal session id": traversal, "event that breaks the contract": badEvent} {
 		_, err := dst.cl.UploadArchive(ctx, data)
 		if apiCode(err) != api.CodeArchiveInvalid {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 )
 
 // What authentication costs (issue 14: at most 5% on HTTP append throughput and stream
@@ -29,7 +30,7 @@ import (
 func authBundle(b *testing.B, on bool) *bundle {
 	// No lease expirer: nothing runs in the background of BenchmarkAuthCheck, whose
 	// instruction counts (callgrind) would count it.
-	bd := setup(b, server.Options{Auth: on, LeaseExpiryInterval: -1})
+	bd := setup(b, server.Options{Auth: on}, session.Options{LeaseExpiryInterval: -1})
 	if on {
 		key, _, err := auth.NewKeyring(bd.st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: "bench", Scopes: auth.AllScopes})
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres"
 	"github.com/sessiond/sessiond/store/postgres/pgtest"
@@ -58,10 +59,10 @@ func drivers(t *testing.T, f func(t *testing.T, open func(t *testing.T) store.St
 	})
 }
 
-func newAuthEnv(t *testing.T, st store.Store, opt server.Options, validate bool) *authEnv {
+func newAuthEnv(t *testing.T, st store.Store, opt server.Options, validate bool, sopt ...session.Options) *authEnv {
 	t.Helper()
 	opt.Auth = true
-	srv := server.New(st, opt)
+	srv := newServer(t, st, opt, sopt...)
 	var h http.Handler = srv
 	if validate {
 		h = validated(t, srv)
@@ -702,7 +703,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer st.Close()
-	srv := server.New(st, server.Options{Auth: true})
+	srv := newServer(f, st, server.Options{Auth: true})
 	defer srv.Close()
 	secret, _, err := auth.NewKeyring(st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: "*", Scopes: auth.AllScopes})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/postgres"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -447,7 +448,7 @@ func TestEveryIDIsAuthorized(t *testing.T) {
 // project).
 func TestArchiveListFollowsTheProjectRule(t *testing.T) {
 	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
-		e := newAuthEnv(t, open(t), server.Options{ArchiveDir: t.TempDir()}, true)
+		e := newAuthEnv(t, open(t), server.Options{}, true, session.Options{ArchiveDir: t.TempDir()})
 		root := bearer(e.key(t, "root", store.AllProjects, "read,append,admin", 0))
 		dash := bearer(e.key(t, "dash", "-", "read", 0))
 		alpha := bearer(e.key(t, "alpha", "alpha", "read", 0))

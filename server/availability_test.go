@@ -89,7 +89,7 @@ func TestStoreUnavailableAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &unavailableStore{Store: sq}
-	srv := server.New(st, server.Options{})
+	srv := newServer(t, st, server.Options{})
 	ts := httptest.NewServer(validated(t, srv))
 	t.Cleanup(func() { srv.Close(); ts.Close(); sq.Close() })
 	b := &bundle{st: sq, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
@@ -143,7 +143,7 @@ func TestStoreFullAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{})
+	srv := newServer(t, st, server.Options{})
 	ts := httptest.NewServer(validated(t, srv))
 	t.Cleanup(func() { srv.Close(); ts.Close(); st.Close() })
 	b := &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}

@@ -210,7 +210,7 @@ func setupFanout(b *testing.B, opt server.Options, maxEvents int) *fanoutBundle 
 			}
 		}
 	})
-	srv := server.New(st, opt)
+	srv := newServer(b, st, opt)
 	ts := httptest.NewServer(srv)
 	b.Cleanup(func() {
 		srv.Close()

@@ -55,7 +55,7 @@ func (s *Server) decodeChecked(w http.ResponseWriter, r *http.Request, sid, what
 	return true
 }
 
-func (s *Server) bridges() *bridge.Service { return &bridge.Service{Svc: s.svc, Now: s.opt.Now} }
+func (s *Server) bridges() *bridge.Service { return &bridge.Service{Svc: s.svc, Now: s.svc.Now} }
 
 // bridgeError maps what the bridge service returns to the API error.
 func bridgeError(err error, sid string) *api.Error {

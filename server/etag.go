@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"strings"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
@@ -25,23 +24,11 @@ func writeJSONTagged(w http.ResponseWriter, r *http.Request, v any) {
 	tag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "no-cache")
-	if etagListed(r.Header.Get("If-None-Match"), tag) {
+	if api.ETagListed(r.Header.Get("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
-}
-
-// etagListed reports whether an If-None-Match header lists tag (weakly compared, as RFC 9110
-// says for If-None-Match) or is "*".
-func etagListed(header, tag string) bool {
-	for v := range strings.SplitSeq(header, ",") {
-		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
-		if v == tag || v == "*" {
-			return true
-		}
-	}
-	return false
 }

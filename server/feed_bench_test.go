@@ -93,7 +93,7 @@ func newFeedBench(b *testing.B, changes int) *feedBench {
 		}
 		stamped.Store(max(stamped.Load(), seq))
 	})
-	srv := server.New(st, server.Options{})
+	srv := newServer(b, st, server.Options{})
 	ts := httptest.NewServer(srv)
 	fb.addr = strings.TrimPrefix(ts.URL, "http://")
 	fb.close = func() { srv.Close(); ts.Close(); stopSub(); st.Close() }

@@ -104,7 +104,7 @@ func TestChangeFeedResumesAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := server.New(st, server.Options{})
+		srv := newServer(t, st, server.Options{})
 		b := &bundle{st: st, srv: srv}
 		b.ts = httptest.NewServer(srv)
 		return b
@@ -329,7 +329,7 @@ func TestChangeFeedPumpPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := &readCounting{Store: st}
-	srv := server.New(rc, server.Options{})
+	srv := newServer(t, rc, server.Options{})
 	b := &bundle{st: st, srv: srv, ts: httptest.NewServer(srv)}
 	t.Cleanup(func() { srv.Close(); b.ts.Close(); st.Close() })
 

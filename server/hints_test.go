@@ -33,17 +33,21 @@ type hintEnv struct {
 	*bundle
 	data, archives string
 	opt            server.Options
+	sopt           session.Options
 	closers        []func()
 }
 
-func newHintEnv(t *testing.T, opt server.Options) *hintEnv {
+func newHintEnv(t *testing.T, opt server.Options, sopt ...session.Options) *hintEnv {
 	t.Helper()
 	dir := t.TempDir()
 	e := &hintEnv{data: filepath.Join(dir, "data"), archives: filepath.Join(dir, "archives"), opt: opt}
-	if e.opt.ArchiveDir == "-" {
-		e.opt.ArchiveDir = ""
-	} else if e.opt.ArchiveDir == "" {
-		e.opt.ArchiveDir = e.archives
+	if len(sopt) > 0 {
+		e.sopt = sopt[0]
+	}
+	if e.sopt.ArchiveDir == "-" {
+		e.sopt.ArchiveDir = ""
+	} else if e.sopt.ArchiveDir == "" {
+		e.sopt.ArchiveDir = e.archives
 	}
 	t.Cleanup(func() {
 		for i := len(e.closers) - 1; i >= 0; i-- {
@@ -64,9 +68,13 @@ func (e *hintEnv) start(t *testing.T, st *sqlite.Store) {
 		}
 		e.closers = append(e.closers, func() { st.Close() })
 	}
-	srv := server.New(st, e.opt)
+	svc := session.New(st, e.sopt)
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(svc, e.opt)
 	ts := httptest.NewServer(validated(t, srv))
-	e.closers = append(e.closers, func() { srv.Close(); ts.Close() })
+	e.closers = append(e.closers, func() { srv.Close(); ts.Close(); svc.Close() })
 	e.bundle = &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 }
 
@@ -147,6 +155,7 @@ type hintCase struct {
 	hint string
 	code contract.ErrorCode
 	opt  server.Options
+	sopt session.Options // the session service's settings
 	// provoke makes the API answer the error.
 	provoke func(t *testing.T, e *hintEnv) failure
 	// follow does what the hint says and fails the test unless it works.
@@ -409,11 +418,11 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: api.CodeNotConfigured, opt: server.Options{ArchiveDir: "-"},
+		name: "no archive directory", hint: "restart sessiond serve with --archive-dir DIR", code: api.CodeNotConfigured, sopt: session.Options{ArchiveDir: "-"},
 		provoke: func(t *testing.T, e *hintEnv) failure { return e.call(t, "GET", "/v1/archives", "", "") },
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
 			e.srv.Close()
-			e.opt.ArchiveDir = e.archives
+			e.sopt.ArchiveDir = e.archives
 			e.start(t, e.st)
 			e.ok(t, "GET", "/v1/archives", "", "")
 		},
@@ -548,7 +557,7 @@ var hintCases = []hintCase{
 			return e.call(t, "POST", "/v1/archives/restore", "", `{"project":"-"}`)
 		},
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
-			other := &hintEnv{data: filepath.Join(t.TempDir(), "other"), opt: server.Options{ArchiveDir: e.archives}}
+			other := &hintEnv{data: filepath.Join(t.TempDir(), "other"), sopt: session.Options{ArchiveDir: e.archives}}
 			t.Cleanup(func() {
 				for _, c := range other.closers {
 					c()
@@ -610,7 +619,7 @@ var hintCases = []hintCase{
 			return e.call(t, "POST", "/v1/archives/restore", "", `{"name":"`+ar.Archive.Name+`"}`)
 		},
 		follow: func(t *testing.T, e *hintEnv, _ failure) {
-			other := &hintEnv{data: filepath.Join(t.TempDir(), "other"), opt: server.Options{ArchiveDir: e.archives}}
+			other := &hintEnv{data: filepath.Join(t.TempDir(), "other"), sopt: session.Options{ArchiveDir: e.archives}}
 			t.Cleanup(func() {
 				for _, c := range other.closers {
 					c()
@@ -697,7 +706,7 @@ var hintCases = []hintCase{
 		},
 	},
 	{
-		name: "heartbeat lost", hint: "retry it with a retry command once the runtime is back", code: session.HeartbeatLost, opt: server.Options{StaleAfter: time.Millisecond},
+		name: "heartbeat lost", hint: "retry it with a retry command once the runtime is back", code: session.HeartbeatLost, sopt: session.Options{StaleAfter: time.Millisecond},
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			r := e.runtime(t, "S-h", allCaps)
 			r.message("m1", "user", "go")
@@ -767,7 +776,7 @@ func restoreLatest(t *testing.T, e *hintEnv, id string) {
 func TestErrorHintsWork(t *testing.T) {
 	for _, tc := range hintCases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newHintEnv(t, tc.opt)
+			e := newHintEnv(t, tc.opt, tc.sopt)
 			f := tc.provoke(t, e)
 			if f.code != tc.code {
 				t.Fatalf("code %s (%d), want %s: %s", f.code, f.status, tc.code, f.message)

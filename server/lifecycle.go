@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -33,25 +32,6 @@ func (s *Server) lifecycleRoutes() []route {
 // archiveUpload is the route of archive uploads: their bodies are streamed to a file, outside
 // the budget of request bodies in memory (transport.go).
 const archiveUpload = "POST /v1/archives"
-
-// startSweeper runs Sweep every SweepInterval until Close.
-func (s *Server) startSweeper() {
-	if s.opt.SweepInterval <= 0 {
-		return
-	}
-	s.every(s.opt.SweepInterval, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.opt.SweepInterval+time.Minute)
-		start := time.Now()
-		res, err := s.sweep(ctx)
-		cancel()
-		switch {
-		case err != nil:
-			s.opt.Logger.Error("sweep failed; retrying at the next interval", "err", err)
-		case res.Expired > 0:
-			s.opt.Logger.Info("sweep", "expired", res.Expired, "stale", res.Stale, "runsFailed", res.RunsFailed, "skipped", res.Skipped, "took_ms", milliseconds(time.Since(start)))
-		}
-	}, nil)
-}
 
 // serviceError maps an error of the session service to the API error: a document that
 // breaks the contract to a 400 or 422 with its problems, a refusal to its code, anything
@@ -115,10 +95,10 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Hours < 0 || req.Hours > 24*7 {
-		writeError(w, api.Errorf(api.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.opt.Window))
+		writeError(w, api.Errorf(api.CodeMalformed, "hours=%v must be from 0 (the default, %s) to 168", req.Hours, s.svc.Options().Window))
 		return
 	}
-	opt := session.WarmOptions{Window: s.opt.Window, Restart: req.Restart}
+	opt := session.WarmOptions{Restart: req.Restart}
 	if req.Hours > 0 {
 		opt.Window = time.Duration(req.Hours * float64(time.Hour))
 	}
@@ -132,7 +112,7 @@ func (s *Server) handleWarm(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	rep, err := s.svc.Status(r.Context(), id, s.opt.StaleAfter)
+	rep, err := s.svc.Status(r.Context(), id)
 	if err != nil {
 		writeError(w, serviceError(err, id))
 		return
@@ -141,10 +121,11 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) archiveDir() (string, *api.Error) {
-	if s.opt.ArchiveDir == "" {
+	dir := s.svc.Options().ArchiveDir
+	if dir == "" {
 		return "", api.Errorf(api.CodeNotConfigured, "this server has no archive directory (it was started with --archive-dir -); restart sessiond serve with --archive-dir DIR, or without the flag for <data>/archives")
 	}
-	return s.opt.ArchiveDir, nil
+	return dir, nil
 }
 
 func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
@@ -283,15 +264,8 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	ps.answer(http.StatusOK, api.RestoreResponse{Archive: res.Archive, Events: res.Events, Replaced: res.Replaced, How: res.How, Session: s.resource(r.Context(), res.Session)})
 }
 
-// sweep runs one sweep and counts it in the metrics.
-func (s *Server) sweep(ctx context.Context) (session.SweepResult, error) {
-	res, err := s.svc.Sweep(ctx, session.SweepOptions{StaleAfter: s.opt.StaleAfter})
-	s.opt.Metrics.sweep(res.Expired, res.Stale, res.RunsFailed, res.Skipped, err)
-	return res, err
-}
-
 func (s *Server) handleSweep(w http.ResponseWriter, r *http.Request) {
-	res, err := s.sweep(r.Context())
+	res, err := s.svc.Sweep(r.Context(), session.SweepOptions{}) // counted in the metrics (OnPass)
 	if err != nil {
 		writeError(w, storeError(err, ""))
 		return

@@ -37,7 +37,7 @@ func apiCode(err error) contract.ErrorCode {
 func TestLifecycleEndpoints(t *testing.T) {
 	ctx := context.Background()
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	b := setup(t, server.Options{Now: clk.Now, ArchiveDir: filepath.Join(t.TempDir(), "archives")})
+	b := setup(t, server.Options{}, session.Options{Clock: session.ClockFunc(clk.Now), ArchiveDir: filepath.Join(t.TempDir(), "archives")})
 	b.createSession(t, "S-life")
 
 	// An append is a heartbeat.
@@ -115,7 +115,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 	}
 	// Another server: upload the file, restore it; a tampered upload is refused.
 	data, _ := os.ReadFile(ar.Archive.Path)
-	b2 := setup(t, server.Options{Now: clk.Now, ArchiveDir: t.TempDir()})
+	b2 := setup(t, server.Options{}, session.Options{Clock: session.ClockFunc(clk.Now), ArchiveDir: t.TempDir()})
 	if _, err := b2.cl.UploadArchive(ctx, data[:len(data)-10]); apiCode(err) != api.CodeArchiveInvalid {
 		t.Errorf("truncated upload: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 func TestBackgroundSweeper(t *testing.T) {
 	ctx := context.Background()
 	clk := &fakeClock{t: time.Now()}
-	b := setup(t, server.Options{Now: clk.Now, StaleAfter: time.Minute, SweepInterval: 5 * time.Millisecond})
+	b := setup(t, server.Options{}, session.Options{Clock: session.ClockFunc(clk.Now), StaleAfter: time.Minute, SweepInterval: 5 * time.Millisecond})
 	b.createSession(t, "S-bg")
 	clk.Add(2 * time.Minute)
 	deadline := time.Now().Add(5 * time.Second)

@@ -362,6 +362,19 @@ func (m *Metrics) command(typ, outcome string) {
 	}
 }
 
+// pass records a pass of the session service's background work (session.Service.OnPass);
+// pol is the service's retention policy.
+func (m *Metrics) pass(p session.Pass, pol session.RetentionPolicy) {
+	switch p.Kind {
+	case session.PassSweep:
+		m.sweep(p.Sweep.Expired, p.Sweep.Stale, p.Sweep.RunsFailed, p.Sweep.Skipped, p.Err)
+	case session.PassLeaseExpiry:
+		m.leaseExpiry(p.Leases.Expired, p.Leases.Failed, p.Leases.Requeued, p.Leases.Skipped, p.Err)
+	case session.PassRetention:
+		m.retained(p.Retention, pol.DeleteArchivesAfter > 0 || pol.MaxArchiveBytes > 0, p.Err)
+	}
+}
+
 func (m *Metrics) sweep(expired, stale, runsFailed, skipped int, err error) {
 	if m == nil {
 		return
@@ -391,6 +404,8 @@ func (m *Metrics) leaseExpiry(expired, failed, requeued, skipped int, err error)
 	m.leaseExpiries.WithLabelValues("skipped").Add(float64(skipped))
 }
 
+// retained records a retention pass; measured: the policy deletes archives, so the pass
+// measured the archive directory (ArchiveBytesAfter).
 func (m *Metrics) retained(p *session.RetentionPlan, measured bool, err error) {
 	if m == nil {
 		return

@@ -70,7 +70,7 @@ func setupObserved(t testing.TB) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{Metrics: m})
+	srv := newServer(t, st, server.Options{Metrics: m})
 	var h http.Handler = srv
 	if _, bench := t.(*testing.B); !bench {
 		h = validated(t, srv) // benchmarks measure the server alone
@@ -271,7 +271,7 @@ func TestMetricsPoolState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := server.New(poolStore{st, store.PoolState{AcquiredConns: 2, IdleConns: 3, TotalConns: 5, MaxConns: 8, EmptyAcquires: 7, ListenerUp: true, ListenerReconnects: 4}}, server.Options{})
+	srv := newServer(t, poolStore{st, store.PoolState{AcquiredConns: 2, IdleConns: 3, TotalConns: 5, MaxConns: 8, EmptyAcquires: 7, ListenerUp: true, ListenerReconnects: 4}}, server.Options{})
 	defer srv.Close()
 	for _, c := range []struct {
 		metric string

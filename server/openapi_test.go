@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,9 @@ var (
 	docErr  error
 	docMu   sync.Mutex // the validator is not documented as safe for concurrent use
 	docOps  map[string]bool
+	// docHeaders: for each "METHOD /path" of the document, each status's declared headers
+	// (lower case).
+	docHeaders map[string]map[string]map[string]bool
 )
 
 // openAPI returns the validator of api/openapi.json, and the set of "METHOD /path" it has.
@@ -55,16 +59,29 @@ func openAPI(t testing.TB) (validator.Validator, map[string]bool) {
 		}
 		docVal = v
 		var raw struct {
-			Paths map[string]map[string]json.RawMessage `json:"paths"`
+			Paths map[string]map[string]struct {
+				Responses map[string]struct {
+					Headers map[string]json.RawMessage `json:"headers"`
+				} `json:"responses"`
+			} `json:"paths"`
 		}
 		if err := json.Unmarshal(api.OpenAPI, &raw); err != nil {
 			docErr = err
 			return
 		}
 		docOps = map[string]bool{}
+		docHeaders = map[string]map[string]map[string]bool{}
 		for path, item := range raw.Paths {
-			for method := range item {
-				docOps[strings.ToUpper(method)+" "+path] = true
+			for method, op := range item {
+				key := strings.ToUpper(method) + " " + path
+				docOps[key] = true
+				docHeaders[key] = map[string]map[string]bool{}
+				for status, r := range op.Responses {
+					docHeaders[key][status] = map[string]bool{}
+					for h := range r.Headers {
+						docHeaders[key][status][strings.ToLower(h)] = true
+					}
+				}
 			}
 		}
 	})
@@ -145,6 +162,9 @@ func check(v validator.Validator, req *http.Request, reqBody []byte, resp *http.
 	if !okResp {
 		return "the answer is not what the document describes:" + describe(respErrs)
 	}
+	if msg := undeclaredHeaders(req, resp); msg != "" {
+		return msg
+	}
 	if mt := resp.Header.Get("Content-Type"); strings.HasPrefix(mt, api.ProgressMediaType) {
 		final, msg := progressStream(respBody)
 		if msg != "" {
@@ -166,6 +186,76 @@ func check(v validator.Validator, req *http.Request, reqBody []byte, resp *http.
 		}
 	}
 	return ""
+}
+
+// unannounced are the headers an answer may carry without the document declaring them: the
+// representation's and the connection's (HTTP's own), the nosniff every body carries, and the
+// CORS headers, which depend on the request's Origin (docs/security.md describes them).
+func unannounced(h string) bool {
+	switch h {
+	case "content-type", "content-length", "date", "transfer-encoding", "connection", "x-content-type-options", "vary":
+		return true
+	}
+	return strings.HasPrefix(h, "access-control-")
+}
+
+// undeclaredHeaders returns what the answer carries that its operation's response in the
+// document does not declare, or "".
+func undeclaredHeaders(req *http.Request, resp *http.Response) string {
+	op := docOperation(req.Method, req.URL.Path)
+	declared, ok := docHeaders[op][strconv.Itoa(resp.StatusCode)]
+	if !ok {
+		return "" // the response validator has judged the status
+	}
+	var missing []string
+	for name := range resp.Header {
+		h := strings.ToLower(name)
+		if !unannounced(h) && !declared[h] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Sprintf("the answer carries headers %v that %s %d does not declare", missing, op, resp.StatusCode)
+	}
+	return ""
+}
+
+// docOperation returns the document's "METHOD /path" that serves a request's path: the one
+// with the most literal segments among those that match ({name} takes one segment, a last
+// {file} the rest).
+func docOperation(method, path string) string {
+	segs := strings.Split(path, "/")
+	best, bestLit := "", -1
+	for op := range docOps {
+		m, tmpl, _ := strings.Cut(op, " ")
+		if m != method {
+			continue
+		}
+		ts := strings.Split(tmpl, "/")
+		lit, ok := 0, true
+		for i, t := range ts {
+			if i >= len(segs) {
+				ok = false
+				break
+			}
+			if t == "{file}" && i == len(ts)-1 {
+				break
+			}
+			if strings.HasPrefix(t, "{") {
+				continue
+			}
+			if t != segs[i] {
+				ok = false
+				break
+			}
+			lit++
+		}
+		if ok && (len(ts) == len(segs) || ts[len(ts)-1] == "{file}") && lit > bestLit {
+			best, bestLit = op, lit
+		}
+	}
+	return best
 }
 
 // pathUnknown reports whether the request was refused for a path or method the document has

@@ -26,9 +26,7 @@ import (
 func progressBundle(t *testing.T, opt server.Options, sid string, n int) (*bundle, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "archives")
-	opt.ArchiveDir = dir
-	opt.Now = (&fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}).Now
-	b := setup(t, opt)
+	b := setup(t, opt, session.Options{ArchiveDir: dir, Clock: session.ClockFunc((&fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}).Now)})
 	b.createSession(t, sid)
 	for i := 0; i < n; {
 		var nd strings.Builder
@@ -232,7 +230,7 @@ func TestProgressStreamEndsWithTheErrorAnswer(t *testing.T) {
 		b, _ := progressBundle(t, server.Options{ProgressInterval: interval}, "S-err", n)
 		dirs[i] = broken(t)
 		// The same store behind a server whose archive directory is broken.
-		srv := server.New(b.st, server.Options{ArchiveDir: dirs[i], ProgressInterval: interval})
+		srv := newServer(t, b.st, server.Options{ProgressInterval: interval}, session.Options{ArchiveDir: dirs[i]})
 		ts := httptest.NewServer(validated(t, srv))
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		bundles[i] = &bundle{st: b.st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}

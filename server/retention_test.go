@@ -18,7 +18,7 @@ import (
 // stays.
 func TestRetentionPass(t *testing.T) {
 	dir := t.TempDir()
-	b := setup(t, server.Options{ArchiveDir: dir, RetentionInterval: 20 * time.Millisecond,
+	b := setup(t, server.Options{}, session.Options{ArchiveDir: dir, RetentionInterval: 20 * time.Millisecond,
 		Retention: session.RetentionPolicy{ArchiveClosedAfter: 24 * time.Hour, DeleteArchivesAfter: 48 * time.Hour}})
 	for id, closedAt := range map[string]string{"S-old": "2020-01-01T00:00:00.000Z", "S-new": contract.FormatTime(time.Now())} {
 		b.createSession(t, id)

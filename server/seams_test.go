@@ -20,12 +20,12 @@ import (
 // expiry, the sweeper and the lease expirer, a backlog and staleness (docs/runtime.md,
 // "Where features meet"). Each test runs on both drivers.
 
-// onDrivers runs f with a server of opt over a fresh store of each driver. The bundle's st is
-// nil (it is SQLite's type): f gets the store itself.
-func onDrivers(t *testing.T, opt server.Options, f func(t *testing.T, b *bundle, st store.Store)) {
+// onDrivers runs f with a server over a fresh store of each driver, its session service with
+// the settings sopt. The bundle's st is nil (it is SQLite's type): f gets the store itself.
+func onDrivers(t *testing.T, sopt session.Options, f func(t *testing.T, b *bundle, st store.Store)) {
 	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		st := open(t)
-		srv := server.New(st, opt)
+		srv := newServer(t, st, server.Options{}, sopt)
 		ts := httptest.NewServer(validated(t, srv))
 		t.Cleanup(func() { srv.Close(); ts.Close() })
 		f(t, &bundle{srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}, st)
@@ -61,7 +61,7 @@ func stoppings(t *testing.T, b *bundle, sid string) map[string]int {
 // run started is answered from the log: every event a duplicate, no interruption named, and
 // the later run goes on.
 func TestInterruptRetryStopsNothing(t *testing.T) {
-	onDrivers(t, server.Options{}, func(t *testing.T, b *bundle, _ store.Store) {
+	onDrivers(t, session.Options{}, func(t *testing.T, b *bundle, _ store.Store) {
 		b.queueRun(t, "S-1")
 		c := b.claim(t, `{}`, http.StatusOK)
 		if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "s1", "r1", "running")); resp.status != http.StatusCreated {
@@ -108,7 +108,7 @@ func TestInterruptRetryStopsNothing(t *testing.T) {
 func TestRacingInterrupts(t *testing.T) {
 	for _, running := range []bool{false, true} {
 		t.Run(map[bool]string{false: "queued", true: "running"}[running], func(t *testing.T) {
-			onDrivers(t, server.Options{}, func(t *testing.T, b *bundle, _ store.Store) {
+			onDrivers(t, session.Options{}, func(t *testing.T, b *bundle, _ store.Store) {
 				b.queueRun(t, "S-1")
 				if running {
 					c := b.claim(t, `{}`, http.StatusOK)
@@ -189,7 +189,7 @@ func waitTerminal(t *testing.T, b *bundle, sid, runID string) []api.RunResource 
 func TestStoppedRunStaysStoppedWhenItsLeaseExpires(t *testing.T) {
 	for _, how := range []string{"stop", "interrupt"} {
 		t.Run(how, func(t *testing.T) {
-			onDrivers(t, server.Options{MaxAttempts: 2, LeaseExpiryInterval: 20 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
+			onDrivers(t, session.Options{MaxAttempts: 2, LeaseExpiryInterval: 20 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
 				b.queueRun(t, "S-1")
 				c := b.claim(t, `{"leaseTtl":"1s"}`, http.StatusOK)
 				if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "s1", "r1", "running")); resp.status != http.StatusCreated {
@@ -229,7 +229,7 @@ func TestStoppedRunStaysStoppedWhenItsLeaseExpires(t *testing.T) {
 // a session silent past --stale-after is not failed by the sweeper (HEARTBEAT_LOST, no new
 // attempt) but by the lease expirer: LEASE_EXPIRED and the next attempt queued.
 func TestSweeperLeavesALeasedRunToTheExpirer(t *testing.T) {
-	onDrivers(t, server.Options{StaleAfter: 100 * time.Millisecond, LeaseExpiryInterval: -1}, func(t *testing.T, b *bundle, st store.Store) {
+	onDrivers(t, session.Options{StaleAfter: 100 * time.Millisecond, LeaseExpiryInterval: -1}, func(t *testing.T, b *bundle, st store.Store) {
 		b.queueRun(t, "S-1")
 		c := b.claim(t, `{"leaseTtl":"1s"}`, http.StatusOK)
 		for _, ev := range []string{statusEvent("S-1", "s1", "r1", "running"), statusEvent("S-1", "s2", "r1", "waiting_approval")} {
@@ -246,7 +246,7 @@ func TestSweeperLeavesALeasedRunToTheExpirer(t *testing.T) {
 		if got := b.runStatuses(t, "S-1"); got != "r1:waiting_approval" {
 			t.Fatalf("runs after the sweep = %s; the sweeper took the leased run", got)
 		}
-		res, err := session.New(st, nil).ExpireLeases(t.Context(), session.LeaseExpiryOptions{MaxAttempts: 2})
+		res, err := session.New(st, session.Options{}).ExpireLeases(t.Context(), session.LeaseExpiryOptions{MaxAttempts: 2})
 		if err != nil || res.Failed != 1 || res.Requeued != 1 {
 			t.Fatalf("ExpireLeases = %+v, %v; want r1 failed and requeued", res, err)
 		}
@@ -263,7 +263,7 @@ func TestSweeperLeavesALeasedRunToTheExpirer(t *testing.T) {
 // TestSweeperLeavesTheBacklog: a queued run no worker has claimed is not failed however long
 // its session is silent: the sweeper marks the session stale and the run stays claimable.
 func TestSweeperLeavesTheBacklog(t *testing.T) {
-	onDrivers(t, server.Options{StaleAfter: 100 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
+	onDrivers(t, session.Options{StaleAfter: 100 * time.Millisecond}, func(t *testing.T, b *bundle, _ store.Store) {
 		b.queueRun(t, "S-1")
 		time.Sleep(200 * time.Millisecond)
 		b.mustDo(t, "POST", "/v1/sweep", "", "", http.StatusOK)

@@ -65,7 +65,7 @@ func newUpkeep(b *testing.B, on bool) *upkeep {
 			b.Fatal(err)
 		}
 	}
-	u := &upkeep{on: on, srv: server.New(st, opt)}
+	u := &upkeep{on: on, srv: newServer(b, st, opt)}
 	u.ts = httptest.NewServer(u.srv)
 	u.bd = &bundle{st: st, srv: u.srv, ts: u.ts}
 	u.hc = &http.Client{Transport: benchTransport(8)}

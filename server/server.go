@@ -48,25 +48,6 @@ type Options struct {
 	RingSize int
 	// Logger receives request and lifecycle logs (default: discard).
 	Logger *slog.Logger
-	// Now returns the current time (default time.Now); tests may replace it.
-	Now func() time.Time
-	// StaleAfter is the heartbeat TTL: running and paused sessions silent for longer are
-	// marked stale by the sweeper (default 10m).
-	StaleAfter time.Duration
-	// SweepInterval is how often the sweeper runs; 0 runs no background sweeper (POST
-	// /v1/sweep still sweeps on demand).
-	SweepInterval time.Duration
-	// ArchiveDir is where archive writes and restore reads archive files; empty disables
-	// the archive endpoints (NOT_CONFIGURED).
-	ArchiveDir string
-	// Window is the default length of the work window warm opens (default 5h).
-	Window time.Duration
-	// MaxAttempts is how many attempts a run gets when its lease expires (default 1: the run
-	// is failed; above 1 a new attempt is queued until the count is reached).
-	MaxAttempts int
-	// LeaseExpiryInterval is how often expired leases are looked for (default 500ms; negative:
-	// never, for tests that drive ExpireLeases themselves).
-	LeaseExpiryInterval time.Duration
 	// Metrics are the Prometheus metrics the server records and serves at GET /metrics
 	// (default: a fresh set, [NewMetrics]). Pass the same ones to the store driver through
 	// [Metrics.StoreObserver] to have its group commits and syncs measured too.
@@ -74,12 +55,6 @@ type Options struct {
 	// DisableMetrics records no metrics (GET /metrics answers NOT_CONFIGURED): for the
 	// benchmark that measures what metrics cost.
 	DisableMetrics bool
-	// Retention is the retention policy the server applies (docs/operations.md, "Retention");
-	// the zero policy applies nothing. It needs ArchiveDir.
-	Retention session.RetentionPolicy
-	// RetentionInterval is how often a retention pass runs when Retention has a rule
-	// (default 1h; the first pass runs one interval after New).
-	RetentionInterval time.Duration
 	// HeaderTimeout bounds the arrival of a request's line and headers (default 10s;
 	// [Server.HTTPServer]).
 	HeaderTimeout time.Duration
@@ -192,32 +167,14 @@ func (o Options) withDefaults() Options {
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 200 * time.Millisecond
 	}
-	if o.RetentionInterval <= 0 {
-		o.RetentionInterval = time.Hour
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.StaleAfter <= 0 {
-		o.StaleAfter = session.DefaultStaleAfter
-	}
-	if o.Window <= 0 {
-		o.Window = session.DefaultWindow
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 1
 	}
 	if o.StreamTokenTTL <= 0 {
 		o.StreamTokenTTL = 5 * time.Minute
 	}
 	if o.LoginTTL <= 0 {
 		o.LoginTTL = 12 * time.Hour
-	}
-	if o.LeaseExpiryInterval == 0 {
-		o.LeaseExpiryInterval = 500 * time.Millisecond
 	}
 	switch {
 	case o.DisableMetrics:
@@ -231,11 +188,12 @@ func (o Options) withDefaults() Options {
 // DefaultMaxArchiveBytes is the default of Options.MaxArchiveBytes.
 const DefaultMaxArchiveBytes = 256 << 20
 
-// Server serves the v1 HTTP API over a store. Create it with [New]; it is an http.Handler.
+// Server serves the v1 HTTP API over a session service. Create it with [New]; it is an
+// http.Handler.
 //
-// The server reaches the store only through the session service, but for one thing: the live
-// stream hub subscribes to the store's commit notifications (New), which is transport (the
-// events it fans out are already committed and encoded).
+// The server reaches the store only through the session service, but for transport: the live
+// stream hub and the change feed subscribe to the store's commit notifications and read
+// committed events (New), and the keyring keeps API keys in it.
 type Server struct {
 	svc      *session.Service
 	opt      Options
@@ -247,7 +205,7 @@ type Server struct {
 	shutdown chan struct{}
 	streamMu sync.Mutex      // orders streams.Add against Close's streams.Wait
 	streams  sync.WaitGroup  // streams on connections taken over from net/http
-	sweeper  sync.WaitGroup  // the background sweeper (lifecycle.go) and lease expirer (workers.go)
+	sweeper  sync.WaitGroup  // the server's background work: the key flusher (keys.go)
 	life     context.Context // ends when the server closes: ends waiting claims (workers.go)
 	endLife  context.CancelFunc
 	// metricsHandler serves GET /metrics; nil without metrics.
@@ -263,28 +221,31 @@ type Server struct {
 	search         *searcher         // the search index and its indexer (search.go); nil without
 }
 
-// New returns a server over st. Call Close when done, before closing the store.
-func New(st store.Store, opt Options) *Server {
+// New returns a server of the session service svc, which its owner made (session.New) and
+// whose background work (sweeper, lease expirer, retention) its owner starts and stops
+// (session.Service.Start, Close); the server records that work's passes in its metrics. Call
+// Close when done, before closing the service and its store.
+func New(svc *session.Service, opt Options) *Server {
 	s := &Server{opt: opt.withDefaults(), mux: http.NewServeMux(), shutdown: make(chan struct{}), uploads: make(chan struct{}, 1)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.bodies = newBodyBudget(s.opt.MaxInflightBodyBytes, s.opt.MaxInflightBodyBytesPerClient, s.opt.MaxBodyBytes, s.opt.BodyQueueWait)
-	s.svc = session.New(st, s.opt.Now)
+	s.svc = svc
+	st := svc.Store()
 	s.hub = newHub(s.opt.RingSize)
 	s.reqPrefix = newRequestIDPrefix()
 	if s.opt.Metrics != nil {
 		s.metricsHandler = s.opt.Metrics.Handler()
 		s.svc.OnStored(s.opt.Metrics.stored)
+		pol := svc.Options().Retention
+		s.svc.OnPass(func(p session.Pass) { s.opt.Metrics.pass(p, pol) })
 		s.opt.Metrics.observeStore(st)
 	}
-	s.keys = auth.NewKeyring(st, auth.KeyringOptions{Now: s.opt.Now})
+	s.keys = auth.NewKeyring(st, auth.KeyringOptions{Now: svc.Now})
 	s.authn = newAuthn(s.opt, s.keys)
 	s.projects = map[string]string{}
 	s.stopSub = st.Subscribe(s.hub.publish)
 	s.feed = newFeed(st, feedRing, s.opt.Logger)
 	s.register(s.routes())
-	s.startSweeper()
-	s.startLeaseExpirer()
-	s.startRetention()
 	s.startKeyFlusher()
 	s.startSearch(st)
 	return s
@@ -414,7 +375,7 @@ func hostName(host string) string {
 // Close ends every live stream cleanly and stops new requests (health checks keep answering).
 // It returns when the streams have sent their final message (each bounded by the write
 // timeout), as http.Server.Shutdown does not wait for streams, whose connections the server
-// takes over. It does not close the store.
+// takes over. It closes neither the session service nor the store.
 func (s *Server) Close() {
 	if s.closing.Swap(true) {
 		return
@@ -424,7 +385,6 @@ func (s *Server) Close() {
 	s.stopSearch()
 	s.stopSub()
 	s.feed.close()
-	s.svc.Close()
 	// A stream that checked closing before it was set has called streams.Add by the time
 	// this lock is free; later ones see closing and do not take their connection over.
 	s.streamMu.Lock()

@@ -18,6 +18,8 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -32,13 +34,33 @@ type bundle struct {
 	authz string
 }
 
-func setup(t testing.TB, opt server.Options) *bundle {
+// newServer returns a server of a new session service over st with the settings sopt (none:
+// the defaults), whose background work is started, as sessiond serve does; the service is
+// closed when t ends, after the cleanups registered later (the caller's, which close the
+// server and the store).
+func newServer(t testing.TB, st store.Store, opt server.Options, sopt ...session.Options) *server.Server {
+	t.Helper()
+	var o session.Options
+	if len(sopt) > 0 {
+		o = sopt[0]
+	}
+	svc := session.New(st, o)
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	return server.New(svc, opt)
+}
+
+// setup starts a server with opt over a new SQLite store, its session service with sopt (none:
+// the defaults).
+func setup(t testing.TB, opt server.Options, sopt ...session.Options) *bundle {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, opt)
+	srv := newServer(t, st, opt, sopt...)
 	var h http.Handler = srv
 	if _, bench := t.(*testing.B); !bench {
 		h = validated(t, srv) // benchmarks measure the server alone

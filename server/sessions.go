@@ -94,7 +94,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resourceOf(d *session.Detail) api.Session {
 	return api.Session{Record: d.Record, Snapshot: d.Snapshot, LastSequence: d.LastSequence,
 		Lineage: d.Lineage, ActiveBranch: d.ActiveBranch, CurrentRun: d.CurrentRun, Lifecycle: d.Lifecycle,
-		Advice: s.svc.Advise(d, s.opt.StaleAfter)}
+		Advice: s.svc.Advise(d)}
 }
 
 // resource builds the session resource of a session a lifecycle operation returned.

@@ -12,6 +12,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -78,7 +79,7 @@ func TestPatchSnapshotIsDurableAndJudgesCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{})
+	srv := newServer(t, st, server.Options{})
 	ts := httptest.NewServer(validated(t, srv))
 	b := &bundle{st: st, srv: srv, ts: ts, cl: client.New(ts.URL, ts.Client())}
 	r := b.runtime(t, "S-cap", `{"tools":true}`) // the README tour's snapshot: no approval
@@ -124,7 +125,7 @@ func TestPatchSnapshotIsDurableAndJudgesCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	srv2 := server.New(st2, server.Options{})
+	srv2 := newServer(t, st2, server.Options{})
 	defer srv2.Close()
 	ts2 := httptest.NewServer(validated(t, srv2))
 	defer ts2.Close()
@@ -137,7 +138,7 @@ func TestPatchSnapshotIsDurableAndJudgesCommands(t *testing.T) {
 // TestPatchSnapshotOfAnArchivedSession checks that an archived session's snapshot cannot change
 // (its archive keeps it), and that following the hint (restore, then PATCH) works.
 func TestPatchSnapshotOfAnArchivedSession(t *testing.T) {
-	b := setup(t, server.Options{ArchiveDir: t.TempDir()})
+	b := setup(t, server.Options{}, session.Options{ArchiveDir: t.TempDir()})
 	b.createSession(t, "S-arc")
 	ctx := context.Background()
 	ar, err := b.cl.Archive(ctx, "S-arc", api.ArchiveRequest{})

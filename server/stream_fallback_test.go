@@ -28,7 +28,7 @@ func TestStreamWithoutHijack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{})
+	srv := newServer(t, st, server.Options{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.ServeHTTP(flushOnly{w}, r)
 	}))

@@ -52,7 +52,7 @@ func serveTLS(t *testing.T, opt server.Options) *tlsServed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, opt)
+	srv := newServer(t, st, opt)
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -42,7 +42,7 @@ func serveReal(t *testing.T, opt server.Options, validate bool) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, opt)
+	srv := newServer(t, st, opt)
 	hs := srv.HTTPServer()
 	if validate {
 		hs.Handler = validated(t, srv)

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -37,7 +38,7 @@ func finish(job *client.Job) []contract.Event {
 // sessions, each once, and completes it under its lease; one run outlives its lease's length
 // and keeps it by the background renewal.
 func TestWorkerServesManySessions(t *testing.T) {
-	b := setup(t, server.Options{LeaseExpiryInterval: 20 * time.Millisecond})
+	b := setup(t, server.Options{}, session.Options{LeaseExpiryInterval: 20 * time.Millisecond})
 	const sessions = 12
 	for i := range sessions {
 		b.queueRun(t, fmt.Sprintf("S-%02d", i))
@@ -115,7 +116,7 @@ func ptrNumber(s string) *json.Number { n := json.Number(s); return &n }
 // release the lease (a released run would stay running, unheld, until the session's heartbeat
 // runs out): the lease expires and the server fails the run.
 func TestWorkerFailedRunExpires(t *testing.T) {
-	b := setup(t, server.Options{LeaseExpiryInterval: 20 * time.Millisecond})
+	b := setup(t, server.Options{}, session.Options{LeaseExpiryInterval: 20 * time.Millisecond})
 	b.queueRun(t, "S-1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -163,7 +164,7 @@ func (l *lateRenewals) RoundTrip(r *http.Request) (*http.Response, error) {
 // started run would stay running with no lease, which the expirer never looks at; left held,
 // the expirer fails it.
 func TestWorkerLostLeaseIsNotReleased(t *testing.T) {
-	b := setup(t, server.Options{LeaseExpiryInterval: time.Hour}) // the expirer waits
+	b := setup(t, server.Options{}, session.Options{LeaseExpiryInterval: time.Hour}) // the expirer waits
 	b.queueRun(t, "S-1")
 	late := &lateRenewals{next: b.ts.Client().Transport, delay: 1500 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -206,22 +206,3 @@ func runResource(run contract.Run, rl *store.RunLease) api.RunResource {
 	}
 	return out
 }
-
-// startLeaseExpirer runs ExpireLeases every LeaseExpiryInterval until Close.
-func (s *Server) startLeaseExpirer() {
-	if s.opt.LeaseExpiryInterval < 0 {
-		return
-	}
-	s.every(s.opt.LeaseExpiryInterval, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		res, err := s.svc.ExpireLeases(ctx, session.LeaseExpiryOptions{MaxAttempts: s.opt.MaxAttempts})
-		cancel()
-		s.opt.Metrics.leaseExpiry(res.Expired, res.Failed, res.Requeued, res.Skipped, err)
-		switch {
-		case err != nil:
-			s.opt.Logger.Error("lease expiry failed; retrying at the next interval", "err", err)
-		case res.Expired > 0:
-			s.opt.Logger.Info("leases expired", "expired", res.Expired, "failed", res.Failed, "requeued", res.Requeued, "skipped", res.Skipped)
-		}
-	}, nil)
-}

@@ -230,7 +230,7 @@ func (b *bundle) waitRuns(t testing.TB, sid string, n int, status string) []api.
 // LEASE_EXPIRED error naming the lease and, below the attempts limit, queued again as a new
 // run with the next attempt; at the limit it stays failed.
 func TestLeaseExpiry(t *testing.T) {
-	b := setup(t, server.Options{MaxAttempts: 2, LeaseExpiryInterval: 20 * time.Millisecond})
+	b := setup(t, server.Options{}, session.Options{MaxAttempts: 2, LeaseExpiryInterval: 20 * time.Millisecond})
 	b.queueRun(t, "S-1")
 	c := b.claim(t, `{"leaseTtl":"1s"}`, 200)
 	if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "run1", "r1", "running")); resp.status != 201 {
@@ -286,7 +286,7 @@ func TestLeaseExpiry(t *testing.T) {
 // TestSweeperSparesALeasedRun: a run waiting for a person, whose worker renews its lease, is
 // not failed by the stale sweeper however long the session is silent; without the lease it is.
 func TestSweeperSparesALeasedRun(t *testing.T) {
-	b := setup(t, server.Options{StaleAfter: 50 * time.Millisecond, LeaseExpiryInterval: -1})
+	b := setup(t, server.Options{}, session.Options{StaleAfter: 50 * time.Millisecond, LeaseExpiryInterval: -1})
 	b.queueRun(t, "S-1")
 	c := b.claim(t, `{"leaseTtl":"1m"}`, 200)
 	for i, st := range []string{"running", "waiting_approval"} {
@@ -347,7 +347,7 @@ func init() {
 			},
 		},
 		hintCase{
-			name: "lease expired", hint: "retry it with a retry command", code: session.LeaseExpired, opt: server.Options{LeaseExpiryInterval: 20 * time.Millisecond},
+			name: "lease expired", hint: "retry it with a retry command", code: session.LeaseExpired, sopt: session.Options{LeaseExpiryInterval: 20 * time.Millisecond},
 			provoke: func(t *testing.T, e *hintEnv) failure {
 				e.queueRun(t, "S-h")
 				e.claim(t, `{"leaseTtl":"1s"}`, 200)
@@ -392,7 +392,7 @@ func (s *staleRunStore) Run(ctx context.Context, sessionID, runID string) (contr
 // append the same events, so the second's is a duplicate: neither fails, the run is failed
 // once and one new attempt is queued.
 func TestRacingExpirersAgree(t *testing.T) {
-	b := setup(t, server.Options{LeaseExpiryInterval: -1})
+	b := setup(t, server.Options{}, session.Options{LeaseExpiryInterval: -1})
 	b.queueRun(t, "S-1")
 	c := b.claim(t, `{"leaseTtl":"1s"}`, 200)
 	if resp := b.doLease(t, "POST", "/v1/sessions/S-1/events", c.Lease.Header, statusEvent("S-1", "run1", "r1", "running")); resp.status != 201 {
@@ -400,7 +400,7 @@ func TestRacingExpirersAgree(t *testing.T) {
 	}
 	opt := session.LeaseExpiryOptions{MaxAttempts: 2}
 	slow := &staleRunStore{Store: b.st, read: make(chan struct{}), release: make(chan struct{})}
-	second := session.New(slow, func() time.Time { return time.Now().Add(2 * time.Minute) })
+	second := session.New(slow, session.Options{Clock: session.ClockFunc(func() time.Time { return time.Now().Add(2 * time.Minute) })})
 	var secondErr error
 	done := make(chan struct{})
 	go func() {
@@ -408,7 +408,7 @@ func TestRacingExpirersAgree(t *testing.T) {
 		_, secondErr = second.ExpireLeases(context.Background(), opt)
 	}()
 	<-slow.read
-	first := session.New(b.st, func() time.Time { return time.Now().Add(time.Minute) })
+	first := session.New(b.st, session.Options{Clock: session.ClockFunc(func() time.Time { return time.Now().Add(time.Minute) })})
 	if _, err := first.ExpireLeases(context.Background(), opt); err != nil {
 		t.Errorf("first expirer: %v", err)
 	}

@@ -46,7 +46,7 @@ func TestSaveArchiveChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := session.New(st, nil)
+	svc := session.New(st, session.Options{})
 	before := vmHWM(t)
 	info, err := svc.SaveArchive(os.Getenv(dirEnv), upload)
 	if err != nil {
@@ -112,7 +112,7 @@ func writeBigArchive(t testing.TB, dir string, size int64) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	svc := session.New(st, func() time.Time { return t0 })
+	svc := session.New(st, session.Options{Clock: session.ClockFunc(func() time.Time { return t0 })})
 	res, err := svc.Archive(ctx, sid, session.ArchiveOptions{Dir: filepath.Join(t.TempDir(), "a")})
 	if err != nil {
 		t.Fatal(err)

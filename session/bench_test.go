@@ -308,7 +308,7 @@ func BenchmarkTerminalRestore(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				svc := session.New(st, nil)
+				svc := session.New(st, session.Options{})
 				b.StartTimer()
 				got, err := svc.Restore(context.Background(), dir, session.RestoreRequest{Name: res.Name})
 				if err != nil {

@@ -28,7 +28,7 @@ func TestCommandExecutionFailed(t *testing.T) {
 	b.append(t, b.event(t, "message", "", `{"messageId":"u1","role":"user","operation":"append","parts":["go"]}`),
 		b.event(t, "status", `"runId":"r1","sourceMessageId":"u1"`, `{"status":"running","startedAt":"2026-03-01T12:00:01Z"}`))
 	moving := &movingLog{Store: b.st}
-	svc := session.New(moving, nil)
+	svc := session.New(moving, session.Options{})
 	c := &contract.Command{Contract: "AgentSessionCommand", CommandID: "c1", SessionID: b.sid, RunID: "r1",
 		IdempotencyKey: "k1", ExpectedSequence: 1, IssuedAt: "2026-03-01T12:05:00Z", CommandType: "stop",
 		Payload: &contract.StopCommand{}}

@@ -12,6 +12,8 @@
 //   - fork.go: forks and continuations, and the lineage tree.
 //   - transcript.go, decode.go: the fold of a log into a [Transcript] and the event decoding
 //     it uses.
+//   - runtime.go: the service's settings ([Options]), its [Clock], and its background work
+//     (Start, Stop: the sweeper, the lease expirer, retention, each on the clock).
 //   - lifecycle.go: lifecycle defaults, which statuses are live, and heartbeats.
 //   - sweep.go: the sweeper (stale sessions, runs failed with HEARTBEAT_LOST).
 //   - window.go: the work window (warm).

@@ -50,7 +50,7 @@ func TestRepeatedContinuationFinishesTheThread(t *testing.T) {
 				b.event(t, "tool", `"runId":"r1"`, `{"toolCallId":"t1","toolName":"shell","status":"completed","input":{"cmd":"make"},"output":"ok"}`),
 				b.event(t, "message", `"runId":"r1"`, `{"messageId":"a1","role":"assistant","operation":"append","parts":["done"]}`))
 			st := &crashStore{Store: b.st, source: b.sid, armed: c.interrupted}
-			svc := session.New(st, nil)
+			svc := session.New(st, session.Options{})
 			req := &contract.ContinuationRequest{IdempotencyKey: "cont-1", SourceMessageID: "a1", SourceRunID: "r1",
 				Inheritance: contract.Inheritance{Messages: "through-source-message", Attachments: "inherit", Summaries: "inherit", ToolResults: "inherit", CodeChanges: "inherit"}}
 

@@ -37,7 +37,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // the fixtures' started_a
 func lifecycleSetup(t *testing.T) (*bundle, *clock) {
 	b := setup(t)
 	c := &clock{t: t0}
-	b.svc = session.New(b.st, c.Now)
+	b.svc = session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now)})
 	return b, c
 }
 
@@ -102,7 +102,7 @@ func TestSweepMarksStaleAndFailsTheActiveRun(t *testing.T) {
 	}
 	c.Add(time.Second)
 	// A second instance sweeping at the same time must not append twice.
-	other := session.New(b.st, c.Now)
+	other := session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now)})
 	var wg sync.WaitGroup
 	results := make([]session.SweepResult, 2)
 	for i, svc := range []*session.Service{b.svc, other} {
@@ -188,7 +188,7 @@ func TestSweepLeavesASessionThatSpokeUp(t *testing.T) {
 func TestWarmAndStatus(t *testing.T) {
 	b, c := lifecycleSetup(t)
 	ctx := context.Background()
-	rep, err := b.svc.Status(ctx, b.sid, 0)
+	rep, err := b.svc.Status(ctx, b.sid)
 	if err != nil || rep.Recommendation != "ok" || rep.Window.HoursLeft != nil || rep.HoursSinceLastArchive != nil {
 		t.Fatalf("Status of a new session = %+v, %v", rep, err)
 	}
@@ -200,6 +200,7 @@ func TestWarmAndStatus(t *testing.T) {
 	if w2, _ := b.svc.Warm(ctx, b.sid, session.WarmOptions{}); w2.Started || w2.ClosesAt != w.ClosesAt || *w2.HoursLeft != 4 {
 		t.Errorf("Warm while a window is open = %+v; want it unchanged", w2)
 	}
+	staleIn3h := session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now), StaleAfter: 3 * time.Hour})
 	for _, c2 := range []struct {
 		at      time.Duration // since t0
 		rec     string
@@ -211,7 +212,7 @@ func TestWarmAndStatus(t *testing.T) {
 		{6 * time.Hour, "archive_now", 3},                // window closed
 	} {
 		c.t = t0.Add(c2.at)
-		rep, err := b.svc.Status(ctx, b.sid, 3*time.Hour)
+		rep, err := staleIn3h.Status(ctx, b.sid)
 		if err != nil || rep.Recommendation != c2.rec || len(rep.Reasons) != c2.reasons {
 			t.Errorf("Status at +%s = %+v, %v; want %s with %d reasons", c2.at, rep, err, c2.rec, c2.reasons)
 		}
@@ -223,7 +224,7 @@ func TestWarmAndStatus(t *testing.T) {
 	if _, err := b.svc.Warm(ctx, b.sid, session.WarmOptions{}); rejectCode(t, err) != "INVALID_SESSION_STATE" {
 		t.Errorf("Warm of a closed session: %v", err)
 	}
-	if rep, _ := b.svc.Status(ctx, b.sid, 0); rep.Recommendation != "ok" {
+	if rep, _ := b.svc.Status(ctx, b.sid); rep.Recommendation != "ok" {
 		t.Errorf("Status of a closed session recommends %s", rep.Recommendation)
 	}
 }
@@ -331,7 +332,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	}
 	defer st2.Close()
 	dir2 := t.TempDir()
-	svc2 := session.New(st2, c.Now)
+	svc2 := session.New(st2, session.Options{Clock: session.ClockFunc(c.Now)})
 	info, err := svc2.SaveArchive(dir2, writeTemp(t, data))
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func TestArchiveRestoreRoundTripIntoAnotherDataDirectory(t *testing.T) {
 	if r.Status != "paused" || r.UpdatedByGate.Get() != "handoff" || r.LastHeartbeatAt.Get() != "2026-03-01T14:00:00.000Z" || r.ArchivePath.Get() != info.Path {
 		t.Errorf("restored record = %+v", r)
 	}
-	rep, _ := svc2.Status(ctx, b.sid, 0)
+	rep, _ := svc2.Status(ctx, b.sid)
 	if rep.HoursSinceLastArchive == nil || *rep.HoursSinceLastArchive != 1 || rep.Window.ClosesAt != "2026-03-01T17:00:00.000Z" {
 		t.Errorf("status after restore = %+v; want the archive 1 h old and the window kept", rep)
 	}
@@ -428,7 +429,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 	good, _ := os.ReadFile(res.Path)
 	st2, _ := sqlite.Open(ctx, t.TempDir())
 	defer st2.Close()
-	svc2 := session.New(st2, nil)
+	svc2 := session.New(st2, session.Options{})
 	tampered := bytes.Replace(good, []byte("fix the build"), []byte("fix the bills"), 1)
 	for name, data := range map[string][]byte{
 		"truncated":      good[:len(good)/2],
@@ -486,7 +487,7 @@ func TestArchivePathsStayInTheArchiveDirectory(t *testing.T) {
 		}
 		root := t.TempDir()
 		dir := filepath.Join(root, "archives")
-		svc := session.New(st, func() time.Time { return t0 })
+		svc := session.New(st, session.Options{Clock: session.ClockFunc(func() time.Time { return t0 })})
 		res, err := svc.Archive(ctx, "S-x", session.ArchiveOptions{Dir: dir})
 		if err != nil {
 			t.Fatalf("project %q: Archive: %v", c.project, err)
@@ -572,7 +573,7 @@ func TestArchiveAndRestoreHaveAWayOutInEveryState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	if rr2, err := session.New(st2, c.Now).Restore(ctx, dir, session.RestoreRequest{Name: a1.Name}); err != nil || rr2.How != session.RestoredNew {
+	if rr2, err := session.New(st2, session.Options{Clock: session.ClockFunc(c.Now)}).Restore(ctx, dir, session.RestoreRequest{Name: a1.Name}); err != nil || rr2.How != session.RestoredNew {
 		t.Errorf("restore into another data directory = %+v, %v", rr2, err)
 	}
 
@@ -618,7 +619,7 @@ func TestRestoreRefusesAnArchiveOfAnotherCopy(t *testing.T) {
 	other.st.UpdateSession(ctx, other.sid, func(s *store.Session) error { s.Record.Project = contract.Some("demo"); return nil })
 	other.append(t, other.event(t, "terminal", "", `{"terminalId":"x","stream":"stdout","chunk":"elsewhere"}`))
 	c.Add(time.Minute)
-	oa, err := session.New(other.st, c.Now).Archive(ctx, other.sid, session.ArchiveOptions{Dir: t.TempDir()})
+	oa, err := session.New(other.st, session.Options{Clock: session.ClockFunc(c.Now)}).Archive(ctx, other.sid, session.ArchiveOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,7 +735,7 @@ func TestConcurrentChangesSayToTryAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, c, dir := archiveSetup(t)
 			hs := &hookStore{Store: b.st, on: tc.on}
-			svc := session.New(hs, c.Now)
+			svc := session.New(hs, session.Options{Clock: session.ClockFunc(c.Now)})
 			name := ""
 			if tc.prepare != nil {
 				name = tc.prepare(t, svc, dir)
@@ -784,7 +785,7 @@ func TestRestoreWakesWaitingClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	svc2 := session.New(st2, c.Now)
+	svc2 := session.New(st2, session.Options{Clock: session.ClockFunc(c.Now)})
 	defer svc2.Close()
 	dir2 := t.TempDir()
 	info, err := svc2.SaveArchive(dir2, writeTemp(t, data))

@@ -92,7 +92,7 @@ func TestArchiveAndRestoreReportProgress(t *testing.T) {
 			}
 			defer st2.Close()
 			got = nil
-			rr, err := session.New(st2, nil).Restore(ctx, dir, session.RestoreRequest{Name: res.Name, Progress: func(p session.Progress) { got = append(got, p) }})
+			rr, err := session.New(st2, session.Options{}).Restore(ctx, dir, session.RestoreRequest{Name: res.Name, Progress: func(p session.Progress) { got = append(got, p) }})
 			if err != nil {
 				t.Fatal(err)
 			}

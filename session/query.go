@@ -93,7 +93,12 @@ func (s *Service) LastSequence(ctx context.Context, id string) (int64, error) {
 	return s.st.LastSequence(ctx, id)
 }
 
+// Store returns the store the service works on: for transport that follows committed events
+// (live streams, the change feed) and keeps what is not the domain's (API keys).
+func (s *Service) Store() store.Store { return s.st }
+
 // StoreDriver is the name of the storage driver the service runs on ("sqlite", "postgres").
+
 func (s *Service) StoreDriver() string { return s.st.Capabilities().Driver }
 
 // Events returns up to limit events of a session's log after the sequence after (a page of

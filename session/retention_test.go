@@ -98,9 +98,9 @@ func TestRetention(t *testing.T) {
 		ctx := context.Background()
 		dir := t.TempDir()
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-		past := session.New(st, func() time.Time { return now.AddDate(0, 0, -100) })
+		past := session.New(st, session.Options{Clock: session.ClockFunc(func() time.Time { return now.AddDate(0, 0, -100) })})
 		defer past.Close()
-		svc := session.New(st, func() time.Time { return now })
+		svc := session.New(st, session.Options{Clock: session.ClockFunc(func() time.Time { return now })})
 		defer svc.Close()
 
 		retentionSession(t, st, "S-closed-old", contract.SessionStatusClosed, "2026-01-01T00:00:00.000Z")
@@ -134,7 +134,7 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		retentionSession(t, other, "S-elsewhere", contract.SessionStatusPaused, "")
-		elsewhere, err := session.New(other, func() time.Time { return now.AddDate(0, 0, -90) }).Archive(ctx, "S-elsewhere", session.ArchiveOptions{Dir: t.TempDir()})
+		elsewhere, err := session.New(other, session.Options{Clock: session.ClockFunc(func() time.Time { return now.AddDate(0, 0, -90) })}).Archive(ctx, "S-elsewhere", session.ArchiveOptions{Dir: t.TempDir()})
 		other.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,10 @@ const StatusIdle = contract.StatusIdle
 // view model of each session as projections of its log. It is safe for concurrent use.
 type Service struct {
 	st  store.Store
-	now func() time.Time
+	opt Options // the settings, defaults filled in (runtime.go)
+
+	maint  maintainer // the background work (runtime.go)
+	onPass func(Pass) // told of every pass of background work; nil: nobody
 
 	queue queueSignal // wakes waiting claims (workers.go)
 
@@ -42,13 +45,14 @@ type sessionLock struct {
 	used uint64 // Service.clock at the last unlock; guarded by Service.mu
 }
 
-// New returns a service over st. now may be nil (time.Now).
-func New(st store.Store, now func() time.Time) *Service {
-	if now == nil {
-		now = time.Now
-	}
-	return &Service{st: st, now: now, locks: map[string]*sessionLock{}}
+// New returns a service over st with the settings opt. Its background work (the sweeper, the
+// lease expirer, retention) runs once Start is called; Close stops it.
+func New(st store.Store, opt Options) *Service {
+	return &Service{st: st, opt: opt.withDefaults(), locks: map[string]*sessionLock{}}
 }
+
+// now is the service's clock's time.
+func (s *Service) now() time.Time { return s.opt.Clock.Now() }
 
 func (s *Service) lock(id string) *sessionLock {
 	s.mu.Lock()

@@ -29,7 +29,7 @@ func setup(t testing.TB) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := &bundle{st: st, svc: session.New(st, nil), sid: "S-t"}
+	b := &bundle{st: st, svc: session.New(st, session.Options{}), sid: "S-t"}
 	sess := &store.Session{
 		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: b.sid, AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
 		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},

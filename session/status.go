@@ -18,9 +18,9 @@ const (
 // Status reports where the session stands: staleness, hours since the last archive, time left
 // in the window, and the recommendation archive_now when a live session's last archive (or its
 // start, when it was never archived) is over ArchiveEvery old, or its window has less than
-// WindowNearlyOver left (or is over); ok otherwise. staleAfter is the heartbeat TTL (default
-// DefaultStaleAfter).
-func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duration) (*StatusReport, error) {
+// WindowNearlyOver left (or is over); ok otherwise. Staleness is judged with the service's
+// Options.StaleAfter.
+func (s *Service) Status(ctx context.Context, id string) (*StatusReport, error) {
 	sess, err := s.st.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
@@ -29,13 +29,13 @@ func (s *Service) Status(ctx context.Context, id string, staleAfter time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	return statusOf(&sess.Record, lc, s.now(), staleAfter), nil
+	return statusOf(&sess.Record, lc, s.now(), s.opt.StaleAfter), nil
 }
 
 // Advise is the part of Status a list of sessions shows: the recommendation, its reasons and
-// staleness, from a detail already read (no I/O). staleAfter as for Status.
-func (s *Service) Advise(d *Detail, staleAfter time.Duration) Advice {
-	r := statusOf(&d.Record, d.Lifecycle, s.now(), staleAfter)
+// staleness, from a detail already read (no I/O), judged as Status does.
+func (s *Service) Advise(d *Detail) Advice {
+	r := statusOf(&d.Record, d.Lifecycle, s.now(), s.opt.StaleAfter)
 	return Advice{Recommendation: r.Recommendation, Stale: r.Stale, Reasons: r.Reasons}
 }
 

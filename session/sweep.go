@@ -16,7 +16,7 @@ import (
 
 // SweepOptions configure [Service.Sweep].
 type SweepOptions struct {
-	// StaleAfter is the heartbeat TTL (default DefaultStaleAfter).
+	// StaleAfter is the heartbeat TTL (default the service's Options.StaleAfter).
 	StaleAfter time.Duration
 	// Batch is how many expired sessions are fetched per store query (default 500).
 	Batch int
@@ -40,9 +40,15 @@ var errAlive = errors.New("the session is alive again")
 // sweeper read, and the stale mark on the heartbeat still being old, so a session that speaks
 // up meanwhile is left alone. Only expired sessions are read: the cost is in proportion to
 // them, not to the sessions in the store.
-func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, error) {
+func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (res SweepResult, err error) {
+	start := s.now()
+	defer func() {
+		if err == nil || ctx.Err() == nil {
+			s.report(Pass{Kind: PassSweep, Sweep: res, Err: err, Took: s.now().Sub(start)})
+		}
+	}()
 	if opt.StaleAfter <= 0 {
-		opt.StaleAfter = DefaultStaleAfter
+		opt.StaleAfter = s.opt.StaleAfter
 	}
 	if opt.Batch <= 0 {
 		opt.Batch = 500
@@ -50,7 +56,6 @@ func (s *Service) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, err
 	if opt.Workers <= 0 {
 		opt.Workers = 8
 	}
-	var res SweepResult
 	cutoff := s.now().Add(-opt.StaleAfter)
 	for {
 		batch, err := s.st.ExpiredSessions(ctx, cutoff, opt.Batch)

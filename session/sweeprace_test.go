@@ -53,13 +53,13 @@ func TestSweepRacesAHeartbeat(t *testing.T) {
 			ctx := context.Background()
 			b.append(t, b.story(t)[:3]...) // r1 is running
 			c.Add(11 * time.Minute)
-			hb := session.New(b.st, c.Now) // the heartbeat endpoint's service
+			hb := session.New(b.st, session.Options{Clock: session.ClockFunc(c.Now)}) // the heartbeat endpoint's service
 			h := &hooked{Store: b.st, at: tc.at, hook: func() {
 				if _, err := hb.Heartbeat(ctx, b.sid); err != nil {
 					t.Errorf("heartbeat: %v", err)
 				}
 			}}
-			res, err := session.New(h, c.Now).Sweep(ctx, session.SweepOptions{})
+			res, err := session.New(h, session.Options{Clock: session.ClockFunc(c.Now)}).Sweep(ctx, session.SweepOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 
 // WarmOptions configure [Service.Warm].
 type WarmOptions struct {
-	// Window is the window's length (default DefaultWindow).
+	// Window is the window's length (default the service's Options.Window).
 	Window time.Duration
 	// Restart opens a new window even when one is still open.
 	Restart bool
@@ -28,7 +28,7 @@ func hoursBetween(from, to time.Time) float64 {
 // archived session (*RejectError INVALID_SESSION_STATE).
 func (s *Service) Warm(ctx context.Context, id string, opt WarmOptions) (*Window, error) {
 	if opt.Window <= 0 {
-		opt.Window = DefaultWindow
+		opt.Window = s.opt.Window
 	}
 	now := s.now()
 	var rej *RejectError

@@ -82,9 +82,10 @@ func (s *Service) subscribe() {
 	}
 }
 
-// Close releases the service's store subscription, if it took one. The service must not be
-// used afterwards.
+// Close stops the background work (Stop) and releases the service's store subscription, if
+// it took one. The service must not be used afterwards.
 func (s *Service) Close() {
+	s.Stop()
 	s.queue.mu.Lock()
 	cancel := s.queue.cancel
 	s.queue.cancel = nil
@@ -169,8 +170,9 @@ func (s *Service) RunLeases(ctx context.Context, sessionID string) ([]store.RunL
 
 // LeaseExpiryOptions configure [Service.ExpireLeases].
 type LeaseExpiryOptions struct {
-	// MaxAttempts is how many attempts a run gets (default 1): a run whose lease expired on
-	// an attempt below it is queued again as a new run with the next attempt.
+	// MaxAttempts is how many attempts a run gets (default the service's
+	// Options.MaxAttempts): a run whose lease expired on an attempt below it is queued again
+	// as a new run with the next attempt.
 	MaxAttempts int
 	// Batch is how many expired leases are fetched per store query (default 500).
 	Batch int
@@ -198,14 +200,19 @@ type LeaseExpiryResult struct {
 // in one append fenced by the expired lease (store.Fence.ExpiredBy), so a renewal, a release
 // or the run's end in between wins, and several instances racing on one lease append it once
 // (the events' ids derive from the lease). Only expired leases are read (an index).
-func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (LeaseExpiryResult, error) {
+func (s *Service) ExpireLeases(ctx context.Context, opt LeaseExpiryOptions) (res LeaseExpiryResult, err error) {
+	start := s.now()
+	defer func() {
+		if err == nil || ctx.Err() == nil {
+			s.report(Pass{Kind: PassLeaseExpiry, Leases: res, Err: err, Took: s.now().Sub(start)})
+		}
+	}()
 	if opt.MaxAttempts <= 0 {
-		opt.MaxAttempts = 1
+		opt.MaxAttempts = s.opt.MaxAttempts
 	}
 	if opt.Batch <= 0 {
 		opt.Batch = 500
 	}
-	var res LeaseExpiryResult
 	cutoff := s.now()
 	for {
 		batch, err := s.st.ExpiredLeases(ctx, cutoff, opt.Batch)

@@ -24,7 +24,7 @@ func BenchmarkClaimWake(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := session.New(st, nil)
+	svc := session.New(st, session.Options{})
 	defer svc.Close()
 	storetest.BenchWake(b, func(ctx context.Context) error {
 		c, err := svc.Claim(ctx, store.ClaimFilter{}, 10*time.Second, time.Minute)

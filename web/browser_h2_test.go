@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -31,7 +32,7 @@ func TestBrowserManyStreamsOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{})
+	srv := server.New(session.New(st, session.Options{}), server.Options{})
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/internal/testenv"
 	"github.com/sessiond/sessiond/server"
+	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store/sqlite"
 )
 
@@ -75,7 +76,7 @@ func newSite(t testing.TB) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{ArchiveDir: t.TempDir(), Search: ix})
+	srv := server.New(session.New(st, session.Options{ArchiveDir: t.TempDir()}), server.Options{Search: ix})
 	s := &site{srv: srv}
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Last-Event-ID"); id != "" && strings.HasSuffix(r.URL.Path, "/events/stream") {
@@ -632,7 +633,7 @@ func TestLoginWithAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := server.New(st, server.Options{Auth: true})
+	srv := server.New(session.New(st, session.Options{}), server.Options{Auth: true})
 	ts := httptest.NewServer(srv)
 	defer func() { ts.CloseClientConnections(); srv.Close(); ts.Close() }()
 	key, _, err := auth.NewKeyring(st, auth.KeyringOptions{}).Create(context.Background(), auth.KeySpec{Project: "demo", Scopes: auth.AllScopes})

@@ -93,3 +93,18 @@ func TestPolicyJSONIsThePolicyTable(t *testing.T) {
 		t.Errorf("terminal %v, defaults %v", got.TerminalStatuses, got.CapabilityDefaults)
 	}
 }
+
+// TestAssetRangeIgnored: a file of the UI is always answered whole (200, or 304 by its ETag),
+// never 206 or 416, statuses the API's document does not have.
+func TestAssetRangeIgnored(t *testing.T) {
+	for _, rng := range []string{"bytes=0-9", "bytes=999999999-"} {
+		req := httptest.NewRequest("GET", "/ui/app.js", nil)
+		req.SetPathValue("file", "app.js")
+		req.Header.Set("Range", rng)
+		rec := httptest.NewRecorder()
+		web.ServeAsset(rec, req)
+		if rec.Code != http.StatusOK || rec.Body.Len() < 100 || rec.Header().Get("Content-Range") != "" || rec.Header().Get("Accept-Ranges") != "" {
+			t.Errorf("Range %s: %d, %d bytes, Content-Range %q, Accept-Ranges %q; want 200 with the whole file", rng, rec.Code, rec.Body.Len(), rec.Header().Get("Content-Range"), rec.Header().Get("Accept-Ranges"))
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/benchkit"
+	"github.com/sessiond/sessiond/session"
 
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/store/sqlite"
@@ -23,7 +24,7 @@ func TestWorkloadsInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{})
+	srv := server.New(session.New(st, session.Options{}), server.Options{})
 	ts := httptest.NewServer(srv)
 	sys := NewSessiondClient("sessiond-sqlite", ts.URL, nil, nil)
 	t.Cleanup(func() {

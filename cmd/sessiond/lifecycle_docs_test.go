@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/server/servertest"
+	"github.com/sessiond/sessiond/session"
 )
 
 // docsServer serves a real server with an archive directory, its clock at 13:00 on the day of
@@ -24,7 +25,7 @@ func docsServer(t *testing.T) (url string, set func(time.Time)) {
 	set = func(at time.Time) { clock.Store(at.UnixNano()) }
 	set(time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC))
 	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
-	url = servertest.Start(t, server.Options{ArchiveDir: t.TempDir(), Now: now})
+	url = servertest.Start(t, server.Options{}, session.Options{ArchiveDir: t.TempDir(), Clock: session.ClockFunc(now)})
 	t.Setenv("SESSIOND_SERVER", url)
 	var out, errb bytes.Buffer
 	if code := run([]string{"create", "--id", "S-demo", "--agent", "demo-agent"}, nil, &out, &errb); code != 0 {

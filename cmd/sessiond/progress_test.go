@@ -115,9 +115,10 @@ func TestArchiveAndRestoreQuietWhenNotATerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(t.TempDir(), "archives")
-		srv := server.New(st, server.Options{ArchiveDir: dir, ProgressInterval: time.Nanosecond})
+		svc := session.New(st, session.Options{ArchiveDir: dir})
+		srv := server.New(svc, server.Options{ProgressInterval: time.Nanosecond})
 		ts := httptest.NewServer(srv)
-		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
+		t.Cleanup(func() { ts.Close(); srv.Close(); svc.Close(); st.Close() })
 		return ts.URL, dir
 	}
 	urlA, _ := newServer()

@@ -145,8 +145,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: %v\nhint: %s\n", err, dataDirHint(*data))
 		return 1
 	}
-	opts := server.Options{Logger: log, Metrics: metrics, StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window, MaxAttempts: *maxAttempts,
-		Retention: *retention, RetentionInterval: *retentionInterval,
+	opts := server.Options{Logger: log, Metrics: metrics,
 		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxInflightBodyBytesPerClient: *maxInflightClient, MaxArchiveBytes: *maxArchive}
 	opts.AllowedHosts = hostAllowList(*addr, *a.on, allowedHosts)
 	if *searchOn {
@@ -161,9 +160,20 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
 		return 1
 	}
-	srv := server.New(st, opts)
+	// The domain and its background work (sweeper, lease expirer, retention): one owner, this
+	// function, which starts it once the server records its passes and stops it before the
+	// store closes.
+	svc := session.New(st, session.Options{StaleAfter: *staleAfter, SweepInterval: *sweepInterval, ArchiveDir: *archiveDir, Window: *window,
+		MaxAttempts: *maxAttempts, Retention: *retention, RetentionInterval: *retentionInterval, Logger: log})
+	srv := server.New(svc, opts)
+	if err := svc.Start(context.Background()); err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)
+		return 1
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
+		svc.Close()
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with --addr\n", *addr, err)
 		return 1
@@ -197,6 +207,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				hs.Close()
 			}
 			srv.Close()
+			svc.Close()
 			st.Close()
 			fmt.Fprintf(stderr, "sessiond serve: listen on %s: %v\nhint: pick a free address with %s\n", l.addr, err, l.flag)
 			return 1
@@ -232,6 +243,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	for _, ss := range side {
 		ss.Shutdown(sctx)
 	}
+	svc.Close() // the background work ends before the store closes
 	if err := st.Close(); err != nil {
 		log.Error("close store", "err", err)
 		code = 1

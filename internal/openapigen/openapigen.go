@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/web"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -48,12 +50,16 @@ type answer struct {
 	// negotiated are other media types the answer has when the Accept header asks for them,
 	// with the same schema.
 	negotiated []string
-	schema     any // reflect.Type, obj, or func(*schemas) obj
+	// negotiatedSchemas are other media types the answer may have, each with its own schema.
+	negotiatedSchemas map[string]any
+	schema            any // reflect.Type, obj, or func(*schemas) obj
 	// progress: the answer may also be a progress stream (Accept: application/x-ndjson).
 	progress bool
 	// line is the schema of each data line of a stream (x-sessiond-line): an obj, or a
 	// func(*schemas) obj.
 	line any
+	// headers are the answer's headers beyond X-Request-Id (which every answer has).
+	headers obj
 }
 
 // operation is one endpoint of the document.
@@ -101,23 +107,29 @@ var operations = []operation{
 		},
 		errors: []contract.ErrorCode{contract.CodeStoreUnwritable, contract.CodeStoreFull, contract.CodeStoreUnavailable}},
 	{pattern: "GET /{$}", id: "webUI", public: true, summary: "The web UI's page (docs/api.md, Web UI)",
-		answers: []answer{{status: 200, media: "text/html", desc: "the page", schema: obj{"type": "string"}}}},
+		params: []param{{name: "If-None-Match", in: "header", desc: "the ETag of a copy the client has", schema: strParam}},
+		answers: []answer{
+			{status: 200, media: "text/html", desc: "the page", schema: obj{"type": "string"}, headers: assetHeaders},
+			{status: 304, desc: "the client's copy (If-None-Match) is current", headers: obj{"ETag": etagHeader}},
+		}},
 	{pattern: "GET /ui/{file...}", id: "webUIFile", public: true, summary: "A file of the web UI: its scripts, styles, vendored libraries and policy table",
 		params: []param{{name: "If-None-Match", in: "header", desc: "the ETag of a copy the client has", schema: strParam}},
 		answers: []answer{
-			{status: 200, media: "*/*", desc: "the file, with its ETag", schema: obj{"type": "string"}},
-			{status: 304, desc: "the client's copy (If-None-Match) is current"},
+			{status: 200, media: "*/*", desc: "the file, with its ETag (application/json: policy.json, the policy table; every other file is a script, a style sheet or a text)", schema: obj{"type": "string"},
+				negotiatedSchemas: map[string]any{"application/json": typ[web.Policy]()}, headers: assetHeaders},
+			{status: 304, desc: "the client's copy (If-None-Match) is current", headers: obj{"ETag": etagHeader}},
 		},
 		errors: []contract.ErrorCode{contract.CodeNotFound}},
 	{pattern: "GET /v1/openapi.json", id: "openapi", public: true, summary: "This document",
 		answers: []answer{{status: 200, desc: "the OpenAPI 3.1 document", schema: obj{"type": "object"}}}},
 	{pattern: "GET /metrics", id: "metrics", summary: "Prometheus metrics (docs/operations.md lists them)",
 		answers: []answer{{status: 200, media: "text/plain", negotiated: []string{"application/openmetrics-text"}, schema: obj{"type": "string"},
-			desc: "the Prometheus text exposition format (version 0.0.4), or OpenMetrics (1.0.0) when the Accept header asks for application/openmetrics-text"}},
+			desc:    "the Prometheus text exposition format (version 0.0.4), or OpenMetrics (1.0.0) when the Accept header asks for application/openmetrics-text",
+			headers: obj{"Content-Encoding": obj{"description": "gzip when the Accept-Encoding header allows it", "schema": obj{"const": "gzip"}}}}},
 		errors: []contract.ErrorCode{contract.CodeNotConfigured}},
 	{pattern: "POST /v1/sessions", id: "createSession", summary: "Create a session from record fields and a snapshot",
 		body:    &body{media: []string{"application/json"}, schema: []any{typ[api.CreateSessionRequest]()}},
-		answers: []answer{{status: 201, desc: "created", schema: typ[api.Session]()}},
+		answers: []answer{{status: 201, desc: "created", schema: typ[api.Session](), headers: obj{"Location": locationHeader("the session's URL: /v1/sessions/{id}")}}},
 		errors:  []contract.ErrorCode{contract.CodeSessionExists}},
 	{pattern: "GET /v1/sessions", id: "listSessions", summary: "List sessions, newest first, a page at a time",
 		params: []param{
@@ -129,8 +141,8 @@ var operations = []operation{
 			{name: "If-None-Match", in: "header", desc: "the ETag of the page the client has", schema: strParam},
 		},
 		answers: []answer{
-			{status: 200, desc: "one page, with its ETag", schema: typ[api.SessionList]()},
-			{status: 304, desc: "the page is unchanged since the ETag given in If-None-Match"},
+			{status: 200, desc: "one page, with its ETag", schema: typ[api.SessionList](), headers: obj{"ETag": etagHeader, "Cache-Control": cacheControl("no-cache")}},
+			{status: 304, desc: "the page is unchanged since the ETag given in If-None-Match", headers: obj{"ETag": etagHeader, "Cache-Control": cacheControl("no-cache")}},
 		}},
 	{pattern: "GET /v1/sessions/{id}", id: "getSession", summary: "The session resource",
 		answers: []answer{{status: 200, desc: "the session", schema: typ[api.Session]()}}},
@@ -168,7 +180,7 @@ var operations = []operation{
 			{name: "token", in: "query", desc: "a stream token of this session (POST /v1/sessions/{id}/stream-token), for an EventSource, which cannot send an Authorization header; no other credential is taken in the URL", schema: strParam},
 			{name: "Last-Event-ID", in: "header", desc: "resume after this sequence (EventSource sends it on reconnect); wins over after and tail", schema: obj{"type": "string", "pattern": `^-?[0-9]+$`}},
 		},
-		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: sseDescription,
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: sseDescription, headers: sseHeaders,
 			// Each block's data: an event, or the final stream.error's error envelope.
 			line: obj{"oneOf": []any{ref("AgentSessionEvent"), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
 				"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}}}},
@@ -179,7 +191,7 @@ var operations = []operation{
 			{name: "after", in: "query", desc: "start after this change number (0: from the first; default: only changes from now on)", schema: intParam(0, contract.MaxSafeInteger)},
 			{name: "Last-Event-ID", in: "header", desc: "resume after this change number (EventSource sends it on reconnect); wins over after", schema: obj{"type": "string", "pattern": `^[0-9]+$`}},
 		},
-		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, headers: sseHeaders,
 			desc: "blocks named change.<kind> with the change number as id (docs/api.md, The change feed), and a final stream.error block",
 			line: func(s *schemas) obj {
 				return obj{"oneOf": []any{s.inline(typ[store.Change]()), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
@@ -238,14 +250,14 @@ var operations = []operation{
 		answers: []answer{{status: 200, desc: "the lineage tree", schema: typ[wire.Lineage]()}}},
 	{pattern: "POST /v1/sessions/{id}/chat", id: "chat", summary: "The Vercel AI SDK's chat (useChat's DefaultChatTransport): a new user message queues a run, approvals answered in the client are approval commands; answers the run's UI message stream (docs/bridges.md)",
 		body: &body{media: []string{"application/json"}, schema: []any{chatRequestSchema}},
-		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, headers: aiSDKStreamHeaders,
 			desc: `the AI SDK UI message stream (protocol v1, header x-vercel-ai-ui-message-stream: v1): "data: <chunk>" blocks, from "start" to "finish", then "data: [DONE]"`}},
 		errors: bridgeErrors},
 	{pattern: "GET /v1/sessions/{id}/chat", id: "chatHistory", summary: "The chat's UIMessages, folded from the log (docs/bridges.md)",
 		answers: []answer{{status: 200, desc: "the messages, oldest first: the user's as sent, one assistant message per run", schema: messagesSchema("a UIMessage: id, role, parts")}}},
 	{pattern: "GET /v1/sessions/{id}/chat/{chatId}/stream", id: "chatResume", summary: "Resume the chat's stream (the AI SDK's reconnectToStream): the active run replayed from its start, then live",
 		answers: []answer{
-			{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, desc: "the active run's UI message stream, replayed from its start, then live"},
+			{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, headers: aiSDKStreamHeaders, desc: "the active run's UI message stream, replayed from its start, then live"},
 			{status: 204, desc: "no run is active"},
 		},
 		errors: []contract.ErrorCode{contract.CodeNotFound}},
@@ -255,7 +267,7 @@ var operations = []operation{
 		resultErrors: []contract.ErrorCode{contract.CodeActiveRunNotFound, contract.CodeRunAlreadyFinished, contract.CodeCommandExecutionFailed}},
 	{pattern: "POST /v1/sessions/{id}/agui", id: "agui", summary: "AG-UI (HttpAgent): a RunAgentInput; its new user message queues a run, resume[] answers approvals; answers the run as AG-UI events (docs/bridges.md)",
 		body: &body{media: []string{"application/json"}, schema: []any{runAgentInputSchema}},
-		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"},
+		answers: []answer{{status: 200, media: "text/event-stream", schema: obj{"type": "string"}, headers: sseHeaders,
 			desc: `AG-UI events as "data: <event>" blocks: RUN_STARTED, MESSAGES_SNAPSHOT, the run's events, then RUN_FINISHED or RUN_ERROR`}},
 		errors: bridgeErrors},
 	{pattern: "GET /v1/sessions/{id}/agui/messages", id: "aguiMessages", summary: "The session's AG-UI messages, folded from the log (docs/bridges.md)",
@@ -307,16 +319,17 @@ var operations = []operation{
 	{pattern: "POST /v1/sessions/{id}/stream-token", id: "createStreamToken", summary: "A short-lived read-only token for this session's event stream, for a browser's EventSource (docs/security.md)",
 		answers: []answer{{status: 201, desc: "the token, its expiry and the stream URL that carries it", schema: typ[wire.StreamToken]()}}},
 	{pattern: "POST /v1/login", id: "login", summary: "Set the web UI's login cookie from the key in the Authorization header (docs/security.md)",
-		answers: []answer{{status: 200, desc: "who the cookie acts as (no cookie on a server without authentication)", schema: typ[wire.Whoami]()}}},
+		answers: []answer{{status: 200, desc: "who the cookie acts as (no cookie on a server without authentication)", schema: typ[wire.Whoami](),
+			headers: obj{"Set-Cookie": obj{"description": "sessiond_login=<token>; Path=/; HttpOnly; SameSite=Strict (Secure over TLS or with --cookie-secure); absent on a server without authentication", "schema": strParam}}}}},
 	{pattern: "POST /v1/logout", id: "logout", summary: "Clear the web UI's login cookie", public: true,
-		answers: []answer{{status: 204, desc: "cleared"}}},
+		answers: []answer{{status: 204, desc: "cleared", headers: obj{"Set-Cookie": obj{"description": "sessiond_login=; Max-Age=0: the browser drops the cookie", "required": true, "schema": strParam}}}}},
 	{pattern: "GET /v1/whoami", id: "whoami", summary: "Who the request's credential acts as",
 		answers: []answer{{status: 200, desc: "the subject, project and scopes", schema: typ[wire.Whoami]()}}},
 	{pattern: "GET /v1/keys", id: "listKeys", summary: "List the API keys (of the caller's project, or all for a key of every project)",
 		answers: []answer{{status: 200, desc: "the keys, oldest first, without their secrets", schema: typ[wire.KeyList]()}}},
 	{pattern: "POST /v1/keys", id: "createKey", summary: "Make an API key; its secret is in this answer only",
 		body:    &body{media: []string{"application/json"}, schema: []any{typ[wire.CreateKeyRequest]()}},
-		answers: []answer{{status: 201, desc: "the key and its secret", schema: typ[wire.CreatedKey]()}}},
+		answers: []answer{{status: 201, desc: "the key and its secret", schema: typ[wire.CreatedKey](), headers: obj{"Location": locationHeader("the key's URL: /v1/keys/{keyId}")}}}},
 	{pattern: "GET /v1/keys/{keyId}", id: "getKey", summary: "One API key, without its secret",
 		answers: []answer{{status: 200, desc: "the key", schema: typ[wire.Key]()}},
 		errors:  []contract.ErrorCode{contract.CodeKeyNotFound}},
@@ -337,6 +350,72 @@ var (
 		"schema": obj{"type": "string", "minLength": 1, "maxLength": 128, "pattern": `^[A-Za-z0-9._:-]+$`}}}
 )
 
+// Headers answers carry, declared where they are sent.
+var (
+	etagHeader = obj{"description": "the answer's entity tag: send it back in If-None-Match to get 304 while it is unchanged", "required": true,
+		"schema": obj{"type": "string"}}
+	sseHeaders = obj{
+		"Cache-Control":     cacheControl("no-store"),
+		"X-Accel-Buffering": obj{"description": "no: a reverse proxy (nginx) must pass the stream through unbuffered", "required": true, "schema": obj{"const": "no"}},
+	}
+	aiSDKStreamHeaders = obj{
+		"Cache-Control":                 cacheControl("no-store"),
+		"X-Accel-Buffering":             sseHeaders["X-Accel-Buffering"],
+		"x-vercel-ai-ui-message-stream": obj{"description": "the AI SDK's UI message stream protocol version", "required": true, "schema": obj{"const": "v1"}},
+	}
+	// assetHeaders are the web UI's files': revalidated on every load, never sniffed, under the
+	// page's Content-Security-Policy.
+	assetHeaders = obj{
+		"ETag":                    etagHeader,
+		"Cache-Control":           cacheControl("no-cache"),
+		"Referrer-Policy":         obj{"description": "no-referrer: the page leaks no URL to other origins", "required": true, "schema": obj{"const": "no-referrer"}},
+		"Content-Security-Policy": obj{"description": "scripts and styles from this server only (the import map by its hash), images from it or data: URLs, connections to it only", "required": true, "schema": obj{"type": "string"}},
+	}
+)
+
+func cacheControl(v string) obj {
+	return obj{"description": v, "required": true, "schema": obj{"const": v}}
+}
+
+func locationHeader(desc string) obj {
+	return obj{"description": desc, "required": true, "schema": obj{"type": "string"}}
+}
+
+// withRequestID returns the headers of an answer: X-Request-Id and extra.
+func withRequestID(extra obj) obj {
+	out := obj{}
+	maps.Copy(out, requestIDHeader)
+	maps.Copy(out, extra)
+	return out
+}
+
+// errorHeaders are the headers of the error answers with status st and these codes.
+func errorHeaders(st int, codes []string) obj {
+	h := obj{}
+	for _, c := range codes {
+		if contract.RetryFor(contract.ErrorCode(c)).AfterSeconds > 0 || c == string(contract.CodeRateLimited) {
+			h["Retry-After"] = obj{"description": "seconds to wait before retrying (" + strings.Join(retryable(codes), ", ") + ")", "schema": obj{"type": "string", "pattern": "^[0-9]+$"}}
+		}
+	}
+	switch st {
+	case 401:
+		h["WWW-Authenticate"] = obj{"description": `the challenge of RFC 6750: Bearer realm="sessiond", with error="invalid_request" (a malformed credential) or error="invalid_token" (one refused)`, "schema": strParam}
+	case 405:
+		h["Allow"] = obj{"description": "the methods the path takes, comma-separated", "required": true, "schema": strParam}
+	}
+	return withRequestID(h)
+}
+
+func retryable(codes []string) []string {
+	var out []string
+	for _, c := range codes {
+		if contract.RetryFor(contract.ErrorCode(c)).AfterSeconds > 0 || c == string(contract.CodeRateLimited) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 var acceptProgress = param{name: "Accept", in: "header", desc: "list application/x-ndjson to have the answer streamed as progress lines once the operation runs for the progress interval", schema: strParam}
 
 const sseDescription = `A text/event-stream (server-sent events). The first block is "retry: 1000" and "id: <the starting cursor>"
@@ -351,6 +430,14 @@ without gap or repeat.`
 const progressDescription = `With Accept: application/x-ndjson, once the operation has run for the progress interval the
 answer is a stream of lines: {"progress":{"phase":…,"done":N,"total":M}} (ProgressLine), then one final line that is exactly
 the ordinary answer body (the result, or an ErrorBody).`
+
+func tagList() []any {
+	out := make([]any, len(tags))
+	for i, t := range tags {
+		out[i] = obj{"name": t.name, "description": t.desc}
+	}
+	return out
+}
 
 func anyList(ss []string) []any {
 	out := make([]any, len(ss))
@@ -398,12 +485,14 @@ func Generate() ([]byte, error) {
 			"version":     "1",
 			"description": "The v1 HTTP API of sessiond: sessions, their append-only event logs, live streams, runs, commands, forks and lifecycle. docs/api.md explains it; the contract's rules are in docs/reference.md. Generated by " + RegenerateCommand + "; do not edit by hand.",
 			"license":     obj{"name": "See LICENSE in the repository", "identifier": "Apache-2.0"},
+			"contact":     obj{"name": "the sessiond maintainers", "url": "https://github.com/sessiond/sessiond/issues"},
 		},
 		// Authentication is optional: a loopback server without --auth takes none (the empty
 		// requirement); with --auth, an API key or OIDC token as a bearer token, or the web
 		// UI's login cookie (docs/security.md). Public operations say security: [].
 		"security": []any{obj{}, obj{"bearer": []any{}}, obj{"loginCookie": []any{}}},
 		"servers":  []any{obj{"url": "http://127.0.0.1:7420", "description": "sessiond serve's default address"}},
+		"tags":     tagList(),
 		"paths":    paths,
 		"components": obj{"schemas": s.defs, "securitySchemes": obj{
 			"bearer":      obj{"type": "http", "scheme": "bearer", "description": "an API key (sk_<id>_<secret>, sessiond keys create) or, with --oidc-issuer, a JWT of the identity provider; a stream token (POST /v1/sessions/{id}/stream-token) also works in the stream's ?token="},
@@ -434,7 +523,11 @@ func (s *schemas) schemaOf(v any) obj {
 }
 
 func (s *schemas) operation(op operation, path string) obj {
-	out := obj{"operationId": op.id, "summary": op.summary}
+	d, ok := described[op.id]
+	if !ok || d.desc == "" || !slices.ContainsFunc(tags, func(t struct{ name, desc string }) bool { return t.name == d.tag }) {
+		s.fail(fmt.Errorf("operation %s has no description or no known tag: add it to described (internal/openapigen/described.go)", op.id))
+	}
+	out := obj{"operationId": op.id, "summary": op.summary, "description": d.desc, "tags": []any{d.tag}}
 	if op.public {
 		out["security"] = []any{}
 	}
@@ -490,12 +583,15 @@ func (s *schemas) operation(op operation, path string) obj {
 		}
 		if a.schema == nil {
 			// No body: 204 and 304.
-			responses[strconv.Itoa(a.status)] = obj{"description": a.desc, "headers": requestIDHeader}
+			responses[strconv.Itoa(a.status)] = obj{"description": a.desc, "headers": withRequestID(a.headers)}
 			continue
 		}
 		content := obj{mt: obj{"schema": s.schemaOf(a.schema)}}
 		for _, other := range a.negotiated {
 			content[other] = obj{"schema": s.schemaOf(a.schema)}
+		}
+		for other, sch := range a.negotiatedSchemas {
+			content[other] = obj{"schema": s.schemaOf(sch)}
 		}
 		if a.line != nil {
 			content[mt].(obj)["x-sessiond-line"] = s.schemaOf(a.line)
@@ -505,11 +601,16 @@ func (s *schemas) operation(op operation, path string) obj {
 			// No JSON Schema describes a stream of lines; x-sessiond-line names each line's.
 			content[api.ProgressMediaType] = obj{"x-sessiond-line": obj{"oneOf": []any{s.inline(typ[api.ProgressLine]()), s.schemaOf(a.schema), ref("ErrorBody")}}}
 			desc += ". " + progressDescription
+			h := obj{"Cache-Control": obj{"description": "no-store, on a progress stream", "schema": obj{"const": "no-store"}}}
+			maps.Copy(h, a.headers)
+			a.headers = h
 		}
-		responses[strconv.Itoa(a.status)] = obj{"description": desc, "content": content, "headers": requestIDHeader}
+		responses[strconv.Itoa(a.status)] = obj{"description": desc, "content": content, "headers": withRequestID(a.headers)}
 	}
 	// Error responses, grouped by status; each lists its codes.
-	codes := []contract.ErrorCode{contract.CodeMalformed, contract.CodeInternal, contract.CodeUnavailable, contract.CodeHeadersTooLarge}
+	// METHOD_NOT_ALLOWED: the operation's path with another method (the Allow header lists
+	// the methods it takes).
+	codes := []contract.ErrorCode{contract.CodeMalformed, contract.CodeInternal, contract.CodeUnavailable, contract.CodeHeadersTooLarge, contract.CodeMethodNotAllowed}
 	if op.body != nil {
 		codes = append(codes, contract.CodeTooLarge, contract.CodeUnsupportedMedia, contract.CodeContractViolation, contract.CodeOverloaded, contract.CodeRequestTimeout)
 	}
@@ -555,7 +656,7 @@ func (s *schemas) operation(op operation, path string) obj {
 			s.fail(fmt.Errorf("operation %s: status %d is both an answer and an error", op.id, st))
 		}
 		responses[strconv.Itoa(st)] = obj{"description": desc + "; see docs/api.md for what each code means",
-			"content": obj{"application/json": obj{"schema": sch}}, "headers": requestIDHeader}
+			"content": obj{"application/json": obj{"schema": sch}}, "headers": errorHeaders(st, cs)}
 	}
 	out["responses"] = responses
 	return out
@@ -574,7 +675,13 @@ func (s *schemas) errorComponents() {
 }
 
 // streamErrorCode is the code of a stream's final block (never an HTTP status).
-var streamErrorCode = obj{"type": "string", "enum": []any{string(contract.CodeSubscriberTooSlow), string(contract.CodeShuttingDown), string(contract.CodeStreamFailed)}}
+var streamErrorCode = obj{"type": "string", "enum": func() []any {
+	var out []any
+	for _, c := range contract.StreamErrorCodes {
+		out = append(out, string(c))
+	}
+	return out
+}()}
 
 // inline returns the schema of an API struct written out in place rather than as a component:
 // for shapes only an x-sessiond-line names, which no linter counts as a use of a component.

@@ -24,12 +24,16 @@ import (
 	"github.com/sessiond/sessiond/store"
 )
 
-// Simulated settings of the server: every run gets two attempts, and a session is stale after
-// a minute without a heartbeat.
+// Simulated settings of the server: every run gets two attempts, a session is stale after a
+// minute without a heartbeat, the lease expirer runs every second and the sweeper every 20
+// seconds of simulated time (the two intervals must differ: the model tells the passes apart
+// by them).
 const (
-	MaxAttempts = 2
-	StaleAfter  = time.Minute
-	sessionID   = "S-sim"
+	MaxAttempts    = 2
+	StaleAfter     = time.Minute
+	ExpiryInterval = time.Second
+	SweepInterval  = 20 * time.Second
+	sessionID      = "S-sim"
 )
 
 // t0 is when the simulated session starts.
@@ -66,7 +70,7 @@ type sim struct {
 	ctx    context.Context
 	st     store.Store
 	svc    *session.Service
-	now    time.Time
+	clock  *Clock
 	m      *model.Model
 	sent   map[int]*request
 	leases map[string]map[int64]string // run id -> token -> lease id, from the claims
@@ -125,10 +129,27 @@ func start(ctx context.Context, st store.Store) (*sim, error) {
 	if err := st.CreateSession(ctx, sess); err != nil {
 		return nil, fmt.Errorf("create the simulated session: %w", err)
 	}
-	s := &sim{ctx: ctx, st: st, now: t0, m: model.New(t0, MaxAttempts, StaleAfter), sent: map[int]*request{},
+	s := &sim{ctx: ctx, st: st, clock: NewClock(t0), m: model.New(t0, MaxAttempts, StaleAfter), sent: map[int]*request{},
 		leases: map[string]map[int64]string{}, ended: map[string]string{}, tokens: map[string]int64{}}
-	s.svc = session.New(st, func() time.Time { return s.now })
+	s.svc = session.New(st, session.Options{Clock: s.clock, MaxAttempts: MaxAttempts, StaleAfter: StaleAfter,
+		LeaseExpiryInterval: ExpiryInterval, SweepInterval: SweepInterval})
+	if err := s.svc.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.clock.WaitArmed(2) // the lease expirer's and the sweeper's timers
 	return s, nil
+}
+
+// tick is the model's side of a pass of the service's background work, called by the clock
+// just before the timer of that pass fires at at.
+func (s *sim) tick(interval time.Duration, at time.Time) {
+	s.m.Now = at
+	switch interval {
+	case ExpiryInterval:
+		s.m.ExpireLeases(func(r *model.Run) string { return "attempt-of-" + r.ID })
+	case SweepInterval:
+		s.m.Sweep()
+	}
 }
 
 // step runs one op on both sides and compares them.
@@ -144,8 +165,9 @@ func (s *sim) step(i int, op Op) (*Divergence, error) {
 	duplicateOK := false
 	switch op.Kind {
 	case OpAdvance:
-		s.now = s.now.Add(time.Duration(op.Ms) * time.Millisecond)
-		s.m.Now = s.now
+		// The background passes due meanwhile run at their instants, on both sides.
+		s.clock.Advance(time.Duration(op.Ms)*time.Millisecond, s.tick)
+		s.m.Now = s.clock.Now()
 	case OpExpire:
 		if _, err := s.svc.ExpireLeases(s.ctx, session.LeaseExpiryOptions{MaxAttempts: MaxAttempts}); err != nil {
 			return nil, err
@@ -235,7 +257,7 @@ func (s *sim) leaseRef(choice string, r *model.Run) (*store.LeaseRef, *model.Lea
 // request builds the request of an append or command op, or returns nil when the run it is
 // about does not exist.
 func (s *sim) request(op Op) *request {
-	ts := contract.FormatTime(s.now)
+	ts := contract.FormatTime(s.clock.Now())
 	key := fmt.Sprintf("op%d", op.ID)
 	event := func(n int, header, eventType, payload string) *contract.EncodedEvent {
 		raw := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"%s-%d","sessionId":%q,"sequence":0,"idempotencyKey":"%s-%d","occurredAt":%q%s,"eventType":%q,"payload":%s}`,

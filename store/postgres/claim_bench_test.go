@@ -38,7 +38,7 @@ func BenchmarkClaimWakeAcrossInstances(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.Schema(b)
 	waiter, queuer := openURL(b, url), openURL(b, url)
-	svc := session.New(waiter, nil)
+	svc := session.New(waiter, session.Options{})
 	defer svc.Close()
 	storetest.BenchWake(b, waitingClaim(svc), func(i int) {
 		id := fmt.Sprintf("S-w%d", i)

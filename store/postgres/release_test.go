@@ -47,7 +47,7 @@ func TestReleaseWakesAClaimOnAnotherInstance(t *testing.T) {
 	url := pgtest.Schema(t)
 	a, b := openURL(t, url), openURL(t, url)
 	leases := heldRuns(t, a, 1)
-	svc := session.New(b, nil)
+	svc := session.New(b, session.Options{})
 	defer svc.Close()
 	got := make(chan *store.Claim, 1)
 	go func() {
@@ -59,7 +59,7 @@ func TestReleaseWakesAClaimOnAnotherInstance(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the claim parks
 	released := time.Now()
-	if err := session.New(a, nil).ReleaseLease(context.Background(), "S-h0", "R-1", leases["S-h0"].Ref()); err != nil {
+	if err := session.New(a, session.Options{}).ReleaseLease(context.Background(), "S-h0", "R-1", leases["S-h0"].Ref()); err != nil {
 		t.Fatal(err)
 	}
 	c := <-got
@@ -79,9 +79,9 @@ func BenchmarkClaimWakeOnReleaseAcrossInstances(b *testing.B) {
 	url := pgtest.Schema(b)
 	waiter, releaser := openURL(b, url), openURL(b, url)
 	leases := heldRuns(b, releaser, b.N)
-	svc := session.New(waiter, nil)
+	svc := session.New(waiter, session.Options{})
 	defer svc.Close()
-	rel := session.New(releaser, nil)
+	rel := session.New(releaser, session.Options{})
 	storetest.BenchWake(b, waitingClaim(svc), func(i int) {
 		id := fmt.Sprintf("S-h%d", i)
 		if err := rel.ReleaseLease(context.Background(), id, "R-1", leases[id].Ref()); err != nil {

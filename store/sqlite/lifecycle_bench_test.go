@@ -93,7 +93,7 @@ func BenchmarkSweepNothingExpired(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	svc := session.New(s, func() time.Time { return sweepBase.Add(-time.Hour) })
+	svc := session.New(s, session.Options{Clock: session.ClockFunc(func() time.Time { return sweepBase.Add(-time.Hour) })})
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -126,7 +126,7 @@ func BenchmarkSweepExpire(b *testing.B) {
 	next := first[0].Heartbeat
 	var mu sync.Mutex
 	now := next
-	svc := session.New(s, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	svc := session.New(s, session.Options{Clock: session.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })})
 	stale := 0
 	b.ResetTimer()
 	for b.Loop() {

@@ -6,6 +6,7 @@
 import { useState, useEffect, useRef } from "preact/hooks";
 import { getTagged, getJSON } from "./api.js";
 import { html, Badge, Conn, Time } from "./render.js";
+import { follow } from "./live.js";
 
 const STATUSES = ["", "running", "paused", "closed", "stale", "archived"];
 const POLL_MS = 10000; // the slow poll
@@ -68,14 +69,17 @@ export function ListPage() {
     const fq = new URLSearchParams();
     if (f.project) fq.set("project", f.project);
     if (f.agent) fq.set("agent", f.agent);
-    const es = new EventSource("/v1/events/stream" + (fq.size ? "?" + fq : ""));
     // After a reconnection the changes missed meanwhile are replayed (Last-Event-ID), so each
-    // causes a reload as usual; opening (or reopening) the feed reloads too.
-    es.onopen = () => { setConn("live"); changed(); };
-    es.onerror = () => setConn(es.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
-    for (const k of CHANGES) es.addEventListener("change." + k, changed);
+    // causes a reload as usual; opening (or reopening, or joining) the feed reloads too. The
+    // feed is one connection for all the tabs that follow it with these filters (live.js).
+    const unfollow = follow("/v1/events/stream" + (fq.size ? "?" + fq : ""), {
+      names: CHANGES.map((k) => "change." + k),
+      onOpen: () => { setConn("live"); changed(); },
+      onError: (state) => setConn(state),
+      onEvent: changed,
+    });
     load();
-    return () => { stop = true; clearTimeout(timer); clearTimeout(settle); es.close(); };
+    return () => { stop = true; clearTimeout(timer); clearTimeout(settle); unfollow(); };
   }, [f.status, f.project, f.agent]);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
   const find = (e) => { e.preventDefault(); setF({ ...f, find: e.currentTarget.elements.find.value.trim() }); };

@@ -84,10 +84,12 @@ export function safeURL(url) {
 
 export const Badge = ({ s, label }) => html`<span class="badge st-${s}" title=${label || s}>${(s || "").replaceAll("_", " ")}</span>`;
 
-const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected" };
+const CONN_LABEL = { connecting: "connecting…", live: "live", polled: "live (polled)", reconnecting: "reconnecting…", closed: "disconnected" };
 
 // Conn is the indicator of a live connection (what: "live stream", "live updates"); state is
-// connecting, live, reconnecting or closed (data-state carries it for tests and styles).
+// connecting, live, polled (read every second: the browser's connections to this server are
+// taken by other tabs' streams), reconnecting or closed (data-state carries it for tests and
+// styles).
 export const Conn = ({ state, what }) => html`<span class=${"conn conn-" + state} data-state=${state} role="status" aria-live="polite" title=${what + ": " + CONN_LABEL[state]}><span aria-hidden="true">●</span> ${CONN_LABEL[state]}</span>`;
 
 // Markdown renders text as sanitized markdown; it re-renders only when the text changes.

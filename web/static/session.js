@@ -8,6 +8,7 @@ import { allowed, isTerminal } from "./policy.js";
 import * as R from "./render.js";
 import { LineagePanel, LifecyclePanel } from "./panels.js";
 import { Timeline, Transcript } from "./timeline.js";
+import { follow } from "./live.js";
 
 const html = R.html;
 const RECENT = 500; // events kept for the event log and for finding event ids (retry)
@@ -31,7 +32,7 @@ function useLiveSession(id) {
   const recent = useRef([]);
 
   useEffect(() => {
-    let closed = false, es = null, chain = Promise.resolve(), refreshTimer = null;
+    let closed = false, unfollow = null, chain = Promise.resolve(), refreshTimer = null;
     fold.current = null;
     tl.current = null;
     recent.current = [];
@@ -96,20 +97,24 @@ function useLiveSession(id) {
         tl.current = timeline;
         if (closed) return;
         setRes(r);
-        es = new EventSource(`/v1/sessions/${enc(id)}/events/stream?after=${last}`);
-        es.onopen = () => { setConn("live"); setStreamNote(""); };
-        es.onerror = () => setConn(es.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
-        for (const k of KINDS) es.addEventListener("ev." + k, (e) => receive(JSON.parse(e.data)));
-        es.addEventListener("stream.error", (e) => {
-          const { code, message } = JSON.parse(e.data);
-          setStreamNote(`the server ended the stream (${code}): ${message}`);
+        // One connection per stream for all the tabs (live.js): a tab that joins a stream
+        // already open may see events it has (ignored) or miss some (filled by receive).
+        unfollow = follow(`${base}/events/stream`, {
+          after: last, poll: `${base}/events`, names: [...KINDS.map((k) => "ev." + k), "stream.error"],
+          onOpen: (mode) => { setConn(mode === "polled" ? "polled" : "live"); setStreamNote(""); },
+          onError: (state) => setConn(state),
+          onEvent: (name, data) => {
+            if (name !== "stream.error") return receive(JSON.parse(data));
+            const { code, message } = JSON.parse(data);
+            setStreamNote(`the server ended the stream (${code}): ${message}`);
+          },
         });
       } catch (e) {
         if (!closed) setErr(e);
       }
     })();
     const poll = setInterval(() => !document.hidden && refresh(), 5000);
-    return () => { closed = true; clearInterval(poll); clearTimeout(refreshTimer); if (es) es.close(); };
+    return () => { closed = true; clearInterval(poll); clearTimeout(refreshTimer); if (unfollow) unfollow(); };
   }, [id]);
   const bump = () => setVersion((v) => v + 1);
   return { res, setRes, err, conn, streamNote, fold: fold.current, tl: tl.current, recent: recent.current, bump };
