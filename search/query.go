@@ -116,7 +116,7 @@ func DecodeCursor(s string, q *Query) (*Cursor, error) {
 	var c Cursor
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || c.Offset < 0 {
+	if err := dec.Decode(&c); err != nil || c.Offset < 0 || dec.More() || dec.InputOffset() != int64(len(b)) {
 		return nil, fmt.Errorf("is not a cursor this server made; pass the next value of the previous page as it came")
 	}
 	if c.Query != q.Hash() {
