@@ -17,7 +17,7 @@ const SearchFile = "search.db"
 
 // searchVersion is the version of the search index's schema: an index of another version is
 // dropped and rebuilt (it is derived from the logs).
-const searchVersion = 2
+const searchVersion = 3
 
 // searchReaders is how many connections serve searches at once.
 const searchReaders = 4
@@ -32,8 +32,9 @@ const searchReaders = 4
 // the hash of its fields), fts (FTS5, contentless, one column per field, unicode61 tokens),
 // sub (FTS5 trigram, contentless: paths and tool inputs, for substrings) and cursors (per
 // session: the last sequence indexed and how far a compaction was followed). A document's key
-// is its occurredAt in milliseconds << 20 plus a tie-breaker, and is the rowid of all three:
-// recency order is the FTS5 rowid order, walked from the newest end.
+// is its occurredAt in milliseconds << 20 plus a tie-breaker: the rowid of docs, and negated,
+// the rowid of fts and sub, so that newest first is FTS5's ascending rowid order, which it
+// walks without loading a term's whole document list (descending order loads it first).
 type SearchIndex struct {
 	w     *sql.Conn      // the one writing connection
 	wmu   sync.Mutex     // guards w
@@ -389,11 +390,11 @@ func (ins *inserts) docs(ctx context.Context, sk int64, docs []search.Doc) error
 		if !d.Empty() {
 			flag = 1
 			f := d.Fields
-			ftsArgs = append(ftsArgs, key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
+			ftsArgs = append(ftsArgs, -key, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
 			nFTS++
 			if s := d.Substring(); s != "" {
 				flag = 2
-				subArgs = append(subArgs, key, s)
+				subArgs = append(subArgs, -key, s)
 				nSub++
 			}
 		}
@@ -412,8 +413,8 @@ func deleteDocs(ctx context.Context, tx *sql.Tx, sk, through int64, all bool) er
 		through = 1 << 40
 	}
 	for _, q := range []string{
-		`DELETE FROM main.fts WHERE rowid IN (SELECT key FROM main.docs WHERE sk = ? AND seq <= ? AND flags > 0)`,
-		`DELETE FROM main.sub WHERE rowid IN (SELECT key FROM main.docs WHERE sk = ? AND seq <= ? AND flags > 1)`,
+		`DELETE FROM main.fts WHERE rowid IN (SELECT -key FROM main.docs WHERE sk = ? AND seq <= ? AND flags > 0)`,
+		`DELETE FROM main.sub WHERE rowid IN (SELECT -key FROM main.docs WHERE sk = ? AND seq <= ? AND flags > 1)`,
 		`DELETE FROM main.docs WHERE sk = ? AND seq <= ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, sk, through); err != nil {
@@ -502,24 +503,37 @@ const bm25Weights = `1.0, 2.0, 2.0, 0.5, 0.5, 1.0, 0.5, 1.0, 2.0`
 func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Result, error) {
 	var (
 		from  string
-		key   string
+		rowid string // the driving table's rowid: -key for fts and sub, key for docs
+		sign  = int64(-1)
 		where []string
 		args  []any
 		score = "0.0"
 	)
 	switch {
 	case len(q.Terms) > 0:
-		from, key = `main.fts JOIN main.docs AS d ON d.key = fts.rowid`, "fts.rowid"
+		from, rowid = `main.fts JOIN main.docs AS d ON d.key = -fts.rowid`, "fts.rowid"
 		where, args = append(where, "fts MATCH ?"), append(args, search.FTS5(q.Terms))
 		score = `-bm25(fts, ` + bm25Weights + `)`
 		if q.Contains != "" {
 			where, args = append(where, "fts.rowid IN (SELECT rowid FROM main.sub WHERE sub MATCH ?)"), append(args, search.FTS5Substring(q.Contains))
 		}
 	case q.Contains != "":
-		from, key = `main.sub JOIN main.docs AS d ON d.key = sub.rowid`, "sub.rowid"
+		from, rowid = `main.sub JOIN main.docs AS d ON d.key = -sub.rowid`, "sub.rowid"
 		where, args = append(where, "sub MATCH ?"), append(args, search.FTS5Substring(q.Contains))
 	default:
-		from, key = `main.docs AS d`, "d.key"
+		from, rowid, sign = `main.docs AS d`, "d.key", 1
+	}
+	// Newest first is ascending rowid order for fts and sub (keys negated), descending for docs.
+	order := " ASC"
+	if sign > 0 {
+		order = " DESC"
+	}
+	// keyBound adds "key op k" as a bound on the driving table's rowid.
+	keyBound := func(op string, k int64) {
+		if sign < 0 {
+			op = map[string]string{">=": "<=", "<": ">", "<=": ">=", ">": "<"}[op]
+		}
+		where, args = append(where, rowid+" "+op+" ?"), append(args, sign*k)
 	}
 	from += ` JOIN store.sessions AS s ON s.sk = d.sk`
 	eq := func(col, v string) {
@@ -538,29 +552,29 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 		where, args = append(where, "d.run_id <> '' AND EXISTS (SELECT 1 FROM store.runs AS r WHERE r.sk = d.sk AND r.run_id = d.run_id AND r.status = ?)"), append(args, q.RunStatus)
 	}
 	if !q.From.IsZero() {
-		where, args = append(where, key+" >= ?"), append(args, search.KeyOf(q.From))
+		keyBound(">=", search.KeyOf(q.From))
 	}
 	if !q.To.IsZero() {
-		where, args = append(where, key+" < ?"), append(args, search.KeyOf(q.To))
+		keyBound("<", search.KeyOf(q.To))
 	}
-	cols := key + ` AS k, s.id AS sid, d.seq AS seq, d.run_id AS run_id, d.kind AS kind, ` + score + ` AS score`
+	cols := `d.key AS k, s.id AS sid, d.seq AS seq, d.run_id AS run_id, d.kind AS kind, ` + score + ` AS score`
 	var stmt string
 	if q.Order == search.OrderRelevance {
 		if q.After != nil && q.After.Anchor != 0 {
-			where, args = append(where, key+" <= ?"), append(args, q.After.Anchor)
+			keyBound("<=", q.After.Anchor)
 		}
 		offset := 0
 		if q.After != nil {
 			offset = q.After.Offset
 		}
 		stmt = `SELECT k, sid, seq, run_id, kind, score, max(k) OVER () FROM (SELECT ` + cols + ` FROM ` + from + whereSQL(where) +
-			` ORDER BY ` + key + ` DESC LIMIT ` + fmt.Sprint(search.Candidates) + `) ORDER BY score DESC, k DESC LIMIT ? OFFSET ?`
+			` ORDER BY ` + rowid + order + ` LIMIT ` + fmt.Sprint(search.Candidates) + `) ORDER BY score DESC, k DESC LIMIT ? OFFSET ?`
 		args = append(args, q.Limit+1, offset)
 	} else {
 		if q.After != nil {
-			where, args = append(where, key+" < ?"), append(args, q.After.Key)
+			keyBound("<", q.After.Key)
 		}
-		stmt = `SELECT ` + cols + `, 0 FROM ` + from + whereSQL(where) + ` ORDER BY ` + key + ` DESC LIMIT ?`
+		stmt = `SELECT ` + cols + `, 0 FROM ` + from + whereSQL(where) + ` ORDER BY ` + rowid + order + ` LIMIT ?`
 		args = append(args, q.Limit+1)
 	}
 	c, put, err := ix.reader(ctx)
