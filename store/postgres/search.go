@@ -377,24 +377,65 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 	}
 	from := ` FROM search_docs AS d JOIN sessions AS s ON s.sk = d.sk`
 	cols := `d.key AS k, s.id AS sid, d.seq AS seq, d.run_id AS run_id, d.kind AS kind, ` + score + ` AS score`
-	var stmt string
+	var offset int
 	if q.Order == search.OrderRelevance {
 		if q.After != nil && q.After.Anchor != 0 {
 			where = append(where, "d.key <= "+arg(q.After.Anchor))
 		}
-		offset := 0
 		if q.After != nil {
 			offset = q.After.Offset
 		}
-		stmt = `SELECT k, sid, seq, run_id, kind, score, max(k) OVER () FROM (SELECT ` + cols + from + whereClause(where) +
-			fmt.Sprintf(` ORDER BY d.key DESC LIMIT %d) AS c ORDER BY score DESC, k DESC LIMIT %s OFFSET %s`, search.Candidates, arg(q.Limit+1), arg(offset))
-	} else {
-		if q.After != nil {
-			where = append(where, "d.key < "+arg(q.After.Key))
-		}
-		stmt = `SELECT ` + cols + `, 0::bigint` + from + whereClause(where) + ` ORDER BY d.key DESC LIMIT ` + arg(q.Limit+1)
+	} else if q.After != nil {
+		where = append(where, "d.key < "+arg(q.After.Key))
 	}
-	rows, err := ix.pool.Query(ctx, stmt, args...)
+	// The page comes from the newest `want` matches: the page itself in recency order, the
+	// candidate set in relevance order.
+	want := q.Limit + 1
+	if q.Order == search.OrderRelevance {
+		want = search.Candidates
+	}
+	tx, err := ix.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	// Which plan is right depends on how many documents match, which the planner cannot
+	// know for a word it has no statistics of: walking the key index from the newest end
+	// finds a page of a common word at once and never ends for a rare one; the GIN (or
+	// trigram) bitmap finds a rare word's few documents at once and sorts every match of a
+	// common one. So: first the bitmap, at most probeRows matches, unordered; fewer means
+	// these are all the matches (sorted here); otherwise the word is common, and the key
+	// index is walked.
+	var matches string
+	if len(q.Terms) > 0 || q.Contains != "" {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+			return nil, err
+		}
+		var n int
+		probe := `SELECT count(*) FROM (SELECT 1` + from + whereClause(where) + fmt.Sprintf(` LIMIT %d) AS p`, probeRows)
+		if err := tx.QueryRow(ctx, probe, args...).Scan(&n); err != nil {
+			return nil, fmt.Errorf("search index: probe: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `RESET enable_indexscan; RESET enable_seqscan`); err != nil {
+			return nil, err
+		}
+		if n < probeRows {
+			if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+				return nil, err
+			}
+		} else if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
+			return nil, err
+		}
+	}
+	matches = `SELECT ` + cols + from + whereClause(where) + ` ORDER BY d.key DESC LIMIT ` + arg(want)
+	var stmt string
+	if q.Order == search.OrderRelevance {
+		stmt = `SELECT k, sid, seq, run_id, kind, score, max(k) OVER () FROM (` + matches + `) AS c ORDER BY score DESC, k DESC LIMIT ` +
+			arg(q.Limit+1) + ` OFFSET ` + arg(offset)
+	} else {
+		stmt = `SELECT k, sid, seq, run_id, kind, score, 0::bigint FROM (` + matches + `) AS c ORDER BY k DESC`
+	}
+	rows, err := tx.Query(ctx, stmt, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search index: query: %w", err)
 	}
@@ -409,6 +450,10 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 	}
 	return out, rows.Err()
 }
+
+// probeRows is how many matches Search's first, unordered look takes at most: fewer are sorted
+// as they are; as many or more mean a common word, found newest first by the key index.
+const probeRows = 5000
 
 func whereClause(where []string) string {
 	if len(where) == 0 {
