@@ -359,10 +359,7 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 			where = append(where, col+" = "+arg(v))
 		}
 	}
-	eq("s.project", q.Project)
-	eq("s.agent_id", q.Agent)
-	eq("s.status", q.Status)
-	eq("s.record->>'role'", q.Role)
+
 	eq("d.kind", q.Kind)
 	eq("d.tool", q.Tool)
 	eq("d.code", q.Code)
@@ -388,6 +385,19 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 	} else if q.After != nil {
 		where = append(where, "d.key < "+arg(q.After.Key))
 	}
+	// The session's conditions apart, their arguments last: the first look below reads
+	// search_docs alone, with the arguments before them.
+	nDocArgs := len(args)
+	var swhere []string
+	seq := func(col, v string) {
+		if v != "" {
+			swhere = append(swhere, col+" = "+arg(v))
+		}
+	}
+	seq("s.project", q.Project)
+	seq("s.agent_id", q.Agent)
+	seq("s.status", q.Status)
+	seq("s.record->>'role'", q.Role)
 	// The page comes from the newest `want` matches: the page itself in recency order, the
 	// candidate set in relevance order.
 	want := q.Limit + 1
@@ -412,22 +422,23 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 			return nil, err
 		}
 		var n int
-		probe := `SELECT count(*) FROM (SELECT 1` + from + whereClause(where) + fmt.Sprintf(` LIMIT %d) AS p`, probeRows)
-		if err := tx.QueryRow(ctx, probe, args...).Scan(&n); err != nil {
+		probe := `SELECT count(*) FROM (SELECT 1 FROM search_docs AS d` + whereClause(where) + fmt.Sprintf(` LIMIT %d) AS p`, probeRows)
+		if err := tx.QueryRow(ctx, probe, args[:nDocArgs]...).Scan(&n); err != nil {
 			return nil, fmt.Errorf("search index: probe: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `RESET enable_indexscan; RESET enable_seqscan`); err != nil {
 			return nil, err
 		}
 		if n < probeRows {
-			if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+			// The few documents through the bitmap, and their sessions looked up one by one.
+			if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`); err != nil {
 				return nil, err
 			}
 		} else if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
 			return nil, err
 		}
 	}
-	matches = `SELECT ` + cols + from + whereClause(where) + ` ORDER BY d.key DESC LIMIT ` + arg(want)
+	matches = `SELECT ` + cols + from + whereClause(append(where, swhere...)) + ` ORDER BY d.key DESC LIMIT ` + arg(want)
 	var stmt string
 	if q.Order == search.OrderRelevance {
 		stmt = `SELECT k, sid, seq, run_id, kind, score, max(k) OVER () FROM (` + matches + `) AS c ORDER BY score DESC, k DESC LIMIT ` +
