@@ -4,10 +4,10 @@ PKGS ?= ./...
 # staticcheck, pinned (2026.2.2); .ci/run runs the same version.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test bench lint fuzz sim
+.PHONY: help build run test bench lint fuzz sim failover
 
 help: ## show this help
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 build: ## build the sessiond binary into ./sessiond
 	$(GO) build -o sessiond ./cmd/sessiond
@@ -39,3 +39,7 @@ OPS ?= 5000
 DURATION ?= 1m
 sim: ## simulate the session semantics against the model: seeds from SEED, OPS ops each, for DURATION (SQLite; PostgreSQL too when SESSIOND_TEST_POSTGRES is set)
 	$(GO) test -run '^TestSimulation$$' -count 1 -v -timeout 0 ./internal/sim/ -args -sim.seed $(SEED) -sim.ops $(OPS) -sim.duration $(DURATION)
+
+SWITCHES ?= 20
+failover: ## switch a PostgreSQL primary and its synchronous standby SWITCHES times under two sessiond instances (docs/deploy.md)
+	$(GO) test -run '^TestFailover$$' -count 1 -v -timeout 0 ./internal/failover/ -args -failover.switches $(SWITCHES)

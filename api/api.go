@@ -227,6 +227,11 @@ const (
 	Duplicate = "duplicate"
 )
 
+// LastSequenceHeader is the response header of GET /v1/sessions/{id}/events/export: the
+// log's last sequence when the read began, the sequence of the body's last line once the whole
+// body has arrived.
+const LastSequenceHeader = "Sessiond-Last-Sequence"
+
 // Names of the SSE blocks of GET /v1/sessions/{id}/events/stream. They never collide with
 // each other, nor with the names EventSource itself dispatches ("message" for an unnamed
 // block, "error" for a connection failure, "open"), so a browser tells them apart by name.

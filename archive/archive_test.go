@@ -2,9 +2,13 @@ package archive
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +40,7 @@ func TestDecodeRefusesAsInvalid(t *testing.T) {
 	for _, tc := range []struct{ name, from, to string }{
 		{"truncated", "", ""},
 		{"other format", `"format":"sessiond-archive"`, `"format":"zip"`},
-		{"newer version", `"version":1`, `"version":2`},
+		{"newer version", `"version":2`, `"version":3`},
 		{"other checksum", `"checksum":"sha256:`, `"checksum":"sha256:00`},
 		{"header disagrees", `"sessionId":"S-1","project"`, `"sessionId":"S-2","project"`},
 	} {
@@ -86,5 +90,67 @@ func TestDirectory(t *testing.T) {
 	}
 	if err := Within(dir, filepath.Join(dir, "..", "x")); err == nil {
 		t.Error("Within accepted a path outside the directory")
+	}
+}
+
+// TestChainHeadChecked: an archive records the hash chain's head over its events (version 2);
+// a file whose events were altered and whose checksum was made to match again is refused by
+// Decode and VerifyFile, since its events no longer chain to the recorded head; a version 1
+// file (no chainHead) still reads, and a version 2 file without one is refused.
+func TestChainHeadChecked(t *testing.T) {
+	p := "demo"
+	c := &Content{SessionID: "S-1", Project: &p, ArchivedAt: "2026-03-01T12:00:00.000Z",
+		Record: contract.SessionRecord{SessionID: "S-1"}, LastSequence: 1, Runs: []contract.Run{},
+		Events: []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":2}`)}}
+	good, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ChainHead) != 64 {
+		t.Fatalf("chainHead %q", c.ChainHead)
+	}
+	// rewrap makes a file of content with a header that matches it (checksum and length).
+	rewrap := func(version int, content []byte) []byte {
+		sum := sha256.Sum256(content)
+		h := header{Format: Format, Version: version, SessionID: "S-1", Project: &p, ArchivedAt: c.ArchivedAt,
+			Checksum: "sha256:" + hex.EncodeToString(sum[:]), ContentBytes: len(content)}
+		hb, _ := json.Marshal(h)
+		return append(append(append(hb[:len(hb)-1:len(hb)-1], `,"content":`...), content...), "}\n"...)
+	}
+	content := func(data []byte) []byte {
+		var f file
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.Content
+	}(good)
+	for _, tc := range []struct {
+		name    string
+		version int
+		content []byte
+		says    string
+	}{
+		{"as written", 2, content, ""},
+		{"an event altered", 2, bytes.Replace(content, []byte(`{"b":2}`), []byte(`{"b":3}`), 1), "do not chain"},
+		{"no chainHead", 2, bytes.Replace(content, []byte(`,"chainHead":"`+c.ChainHead+`"`), nil, 1), "no chainHead"},
+		{"version 1 without chainHead", 1, bytes.Replace(content, []byte(`,"chainHead":"`+c.ChainHead+`"`), nil, 1), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := rewrap(tc.version, tc.content)
+			path := filepath.Join(t.TempDir(), "a.json")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, _, derr := Decode(data)
+			_, _, verr := VerifyFile(path, func(int, []byte) error { return nil })
+			for what, err := range map[string]error{"Decode": derr, "VerifyFile": verr} {
+				switch {
+				case tc.says == "" && err != nil:
+					t.Errorf("%s: %v", what, err)
+				case tc.says != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.says)):
+					t.Errorf("%s = %v, want ErrInvalid saying %q", what, err, tc.says)
+				}
+			}
+		})
 	}
 }

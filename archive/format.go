@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/wire"
 )
 
@@ -15,8 +16,9 @@ import (
 const (
 	// Format is the "format" of every archive file.
 	Format = "sessiond-archive"
-	// Version is the version this code writes and the newest it reads.
-	Version = 1
+	// Version is the version this code writes and the newest it reads. Version 2 added the
+	// content's chainHead.
+	Version = 2
 	// noProject is the directory of the archives of sessions without a project.
 	noProject = "_no-project"
 	// maxNameBytes bounds a file or directory name built from a session id or project.
@@ -50,6 +52,40 @@ type Content struct {
 	Runs         []contract.Run         `json:"runs"`
 	// Events are the stored events, byte for byte, in sequence order.
 	Events []json.RawMessage `json:"events"`
+	// ChainHead is the hash chain's head over Events (store/chain.go: from store.ChainGenesis,
+	// the hash of the last event), 64 hexadecimal digits: the session's head hash as the store
+	// held it at LastSequence when the log was archived. Set by Encode (SetChainHead);
+	// required from version 2 on, absent from version 1 files. Decode and VerifyFile refuse an
+	// archive whose events do not chain to it, and fsck compares it with the store's head.
+	ChainHead string `json:"chainHead,omitempty"`
+}
+
+// SetChainHead sets c.ChainHead to the chain's head over c.Events.
+func (c *Content) SetChainHead() {
+	h := store.ChainGenesis
+	for _, e := range c.Events {
+		h = store.ChainNext(h, e)
+	}
+	c.ChainHead = hex.EncodeToString(h[:])
+}
+
+// checkChainHead compares the chain's head over the events (head) with the recorded one, which
+// a file of version 2 or later must have.
+func (c *Content) checkChainHead(version int, head store.ChainHash) error {
+	if c.ChainHead == "" {
+		if version >= 2 {
+			return invalid("the content has no chainHead (required from archive version 2 on): the file was edited")
+		}
+		return nil
+	}
+	want, err := store.ParseChainHash(c.ChainHead)
+	if err != nil {
+		return invalid("chainHead: %v", err)
+	}
+	if want != head {
+		return invalid("the events do not chain to the archive's chainHead %s (they chain to %x): an event was altered after the archive was written; restore another archive", c.ChainHead, head[:])
+	}
+	return nil
 }
 
 // header is the envelope of an archive file. The header fields repeat facts of the
@@ -69,8 +105,10 @@ type file struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// Encode returns the bytes of an archive file holding c.
+// Encode returns the bytes of an archive file holding c, with its chainHead computed over
+// c.Events (c.SetChainHead: c is updated).
 func Encode(c *Content) ([]byte, error) {
+	c.SetChainHead()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // events stay byte for byte
@@ -123,6 +161,13 @@ func Decode(data []byte) (*Content, string, error) {
 	}
 	if c.SessionID != f.SessionID || c.ArchivedAt != f.ArchivedAt || !sameProject(c.Project, f.Project) || c.Record.SessionID != c.SessionID {
 		return nil, "", invalid("the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", f.SessionID, f.ArchivedAt, c.SessionID, c.ArchivedAt)
+	}
+	head := store.ChainGenesis
+	for _, e := range c.Events {
+		head = store.ChainNext(head, e)
+	}
+	if err := c.checkChainHead(f.Version, head); err != nil {
+		return nil, "", err
 	}
 	return &c, f.Checksum, nil
 }

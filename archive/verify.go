@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sessiond/sessiond/store"
 )
 
 // VerifyFile checks the archive file at path as [Decode] does — the header, the content's
@@ -49,12 +51,22 @@ func VerifyFile(path string, visit func(i int, raw []byte) error) (*Content, str
 	if t := bytes.TrimSpace(tail[:m]); m == len(tail) || !bytes.Equal(t, []byte("}")) {
 		return nil, "", invalid("not a complete archive file (truncated or corrupt): the content is not the file's last member")
 	}
-	c, err := decodeContent(bufio.NewReaderSize(io.NewSectionReader(f, start, int64(h.ContentBytes)), 64<<10), visit)
+	head := store.ChainGenesis
+	c, err := decodeContent(bufio.NewReaderSize(io.NewSectionReader(f, start, int64(h.ContentBytes)), 64<<10), func(i int, raw []byte) error {
+		head = store.ChainNext(head, raw)
+		if visit == nil {
+			return nil
+		}
+		return visit(i, raw)
+	})
 	if err != nil {
 		return nil, "", err
 	}
 	if c.SessionID != h.SessionID || c.ArchivedAt != h.ArchivedAt || !sameProject(c.Project, h.Project) || c.Record.SessionID != c.SessionID {
 		return nil, "", invalid("the header (session %q, archived at %s) disagrees with the content (session %q, archived at %s)", h.SessionID, h.ArchivedAt, c.SessionID, c.ArchivedAt)
+	}
+	if err := c.checkChainHead(h.Version, head); err != nil {
+		return nil, "", err
 	}
 	return c, h.Checksum, nil
 }
@@ -159,6 +171,7 @@ func decodeContent(r io.Reader, visit func(i int, raw []byte) error) (*Content, 
 		"record": &c.Record, "snapshot": &c.Snapshot, "lineage": &c.Lineage,
 		"activeBranch": &c.ActiveBranch, "lastSequence": &c.LastSequence,
 		"lifecycle": &c.Lifecycle, "note": &c.Note, "summary": &c.Summary, "runs": &c.Runs,
+		"chainHead": &c.ChainHead,
 	}
 	for dec.More() {
 		t, err := dec.Token()

@@ -16,6 +16,7 @@ type archiveFile struct {
 	sessionID string
 	checksum  string
 	lastSeq   int64
+	chainHead string // the content's chainHead ("" in a version 1 archive)
 	// problem is why the file failed verification; "" when it verified.
 	problem string
 }
@@ -63,7 +64,7 @@ func scanArchives(ctx context.Context, dir string, counted func()) (*archives, [
 			} else if c, sum, err := archive.Decode(data); err != nil {
 				f.problem = err.Error()
 			} else {
-				f.sessionID, f.checksum, f.lastSeq = c.SessionID, sum, c.LastSequence
+				f.sessionID, f.checksum, f.lastSeq, f.chainHead = c.SessionID, sum, c.LastSequence, c.ChainHead
 			}
 			if f.problem != "" {
 				findings = append(findings, Finding{Check: CheckArchive, Archive: fe.Name(), Message: f.problem})

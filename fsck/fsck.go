@@ -25,6 +25,11 @@ const (
 	// CheckSequence: the log has a gap, does not end at the session's last acknowledged
 	// sequence, holds a sequence twice, or holds events at or before its compaction point.
 	CheckSequence = "sequence"
+	// CheckChain: the log's hash chain does not hold (store/chain.go): a stored event's hash is
+	// not SHA-256 of its predecessor's hash and its stored bytes (the event, or its hash, or
+	// its predecessor was rewritten), or the session's head records another hash than its
+	// last event's, or none.
+	CheckChain = "chain"
 	// CheckDuplicate: an eventId or idempotencyKey is used by two events of one log.
 	CheckDuplicate = "duplicate"
 	// CheckEvent: a stored event breaks the contract, is not in canonical form, or disagrees

@@ -36,6 +36,8 @@ type driver struct {
 	// setLast is the SQL that moves a session's recorded last sequence (on PostgreSQL it
 	// lives in session_heads, migration 0009).
 	setLast func(id string, last int64) string
+	// bytes is the SQL literal of b.
+	bytes func(b []byte) string
 }
 
 func sqliteDriver(t *testing.T) *driver {
@@ -82,6 +84,7 @@ func sqliteDriver(t *testing.T) *driver {
 		setLast: func(id string, last int64) string {
 			return fmt.Sprintf("UPDATE sessions SET last_seq = %d WHERE id = '%s'", last, id)
 		},
+		bytes: func(b []byte) string { return fmt.Sprintf("X'%x'", b) },
 	}
 }
 
@@ -123,6 +126,7 @@ func postgresDriver(t *testing.T) *driver {
 		setLast: func(id string, last int64) string {
 			return fmt.Sprintf("UPDATE session_heads SET last_seq = %d WHERE sk = (SELECT sk FROM sessions WHERE id = '%s')", last, id)
 		},
+		bytes: func(b []byte) string { return fmt.Sprintf(`'\x%x'::bytea`, b) },
 	}
 }
 
@@ -247,6 +251,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 			{fsck.CheckSequence, "S-gap", &two, "sequence 2 is missing"},
 			{fsck.CheckEvent, "S-edit", &two, "breaks the contract"},
 			{fsck.CheckEvent, "S-edit", &three, "breaks the contract"},
+			{fsck.CheckChain, "S-edit", &three, "does not hold between sequences 0 and 3"},
 			{fsck.CheckSequence, "S-last", &four, "last sequence is 6 but the log ends at 3"},
 			{fsck.CheckRuns, "S-run", nil, `run "r1"'s projection is`},
 		}
@@ -366,6 +371,112 @@ func TestCheckFindsCutTail(t *testing.T) {
 		if f.Check != fsck.CheckSequence || f.SessionID != "S-last" || f.Sequence == nil || *f.Sequence != 2 ||
 			!strings.Contains(f.Message, "last sequence is 3 but the log ends at 1: sequences 2 to 3 are missing") {
 			t.Errorf("finding: %s", findings(rep))
+		}
+	})
+}
+
+// storedEvents reads session id's events as stored, with their chain hashes.
+func storedEvents(t *testing.T, d *driver, id string) []store.StoredEvent {
+	t.Helper()
+	in := d.inspect(t)
+	defer in.Close()
+	var out []store.StoredEvent
+	err := in.InspectSession(context.Background(), id, func(raw *store.RawSession) error {
+		return raw.Events(func(e *store.StoredEvent) error {
+			c := *e
+			c.Data, c.Hash = bytes.Clone(e.Data), bytes.Clone(e.Hash)
+			out = append(out, c)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// longSession appends a session S-long of 40 message events to the fixture's store (its hashes
+// stored with sequences 15 and 31, store.ChainMarked, and its head at 39) and closes it.
+func longSession(t *testing.T, d *driver) {
+	t.Helper()
+	st := d.open(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, &store.Session{
+		Record:   contract.SessionRecord{SchemaVersion: 1, SessionID: "S-long", AgentID: "a", Role: "implementer", Status: "running", StartedAt: "2026-03-01T12:00:00Z"},
+		Snapshot: contract.Snapshot{Mode: "work", ModelID: "m"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		doc := fmt.Sprintf(`{"contract":"AgentSessionEvent","eventId":"e%d","sessionId":"S-long","sequence":0,"idempotencyKey":"k%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m%d","role":"user","operation":"append","parts":["hello"]}}`, i, i, i)
+		ev, err := contract.CheckEvent([]byte(doc), contract.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, "S-long", []*contract.EncodedEvent{ev}, store.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckFindsRewrittenEvent: an event rewritten into another valid, canonical event with the
+// same ids and columns (its text "hello" made "HELLO") is reported, on both drivers: in a short
+// log by the session's head, in a long one by the next stored hash, naming the 16 sequences
+// it is among. Before the chain, fsck said clean.
+func TestCheckFindsRewrittenEvent(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		archiveDir := fixtureStore(t, d)
+		longSession(t, d)
+		rewrite := func(id string, seq int) {
+			d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"parts":["hello"]`, `"parts":["HELLO"]`)+fmt.Sprintf(" WHERE sk = (SELECT sk FROM sessions WHERE id = '%s') AND seq = %d", id, seq))
+		}
+		rewrite("S-edit", 2)
+		rewrite("S-long", 20)
+		rep := check(t, d.inspect(t), archiveDir)
+		if len(rep.Findings) != 2 {
+			t.Fatalf("%d findings; want 2:\n%s", len(rep.Findings), findings(rep))
+		}
+		for i, w := range []struct {
+			id   string
+			seq  int64
+			says string
+		}{{"S-edit", 3, "does not hold between sequences 0 and 3"}, {"S-long", 31, "does not hold between sequences 16 and 31"}} {
+			f := rep.Findings[i]
+			if f.Check != fsck.CheckChain || f.SessionID != w.id || f.Sequence == nil || *f.Sequence != w.seq || !strings.Contains(f.Message, w.says) {
+				t.Errorf("finding %s; want chain of %s at %d saying %q", f, w.id, w.seq, w.says)
+			}
+		}
+	})
+}
+
+// TestCheckFindsBrokenChain: a broken chain, on both drivers: a stored hash replaced by another
+// event's is reported once, at its sequence (the events after it still chain to the next
+// stored hash from what they hash to), and a session's head replaced by another hash at the
+// head.
+func TestCheckFindsBrokenChain(t *testing.T) {
+	drivers(t, func(t *testing.T, d *driver) {
+		archiveDir := fixtureStore(t, d)
+		longSession(t, d)
+		long := "(SELECT sk FROM sessions WHERE id = 'S-long')"
+		evs := storedEvents(t, d, "S-long")
+		d.exec(t, "UPDATE events SET hash = "+d.bytes(evs[31].Hash)+" WHERE sk = "+long+" AND seq = 15")
+		d.exec(t, "UPDATE session_heads SET head_hash = "+d.bytes(bytes.Repeat([]byte{7}, 32))+" WHERE sk = (SELECT sk FROM sessions WHERE id = 'S-gap')")
+		rep := check(t, d.inspect(t), archiveDir)
+		if len(rep.Findings) != 2 {
+			t.Fatalf("%d findings; want 2:\n%s", len(rep.Findings), findings(rep))
+		}
+		for i, w := range []struct {
+			id   string
+			seq  int64
+			says string
+		}{{"S-gap", 3, "but the session's head says 0707070707070707"}, {"S-long", 15, "does not hold between sequences 0 and 15"}} {
+			f := rep.Findings[i]
+			if f.Check != fsck.CheckChain || f.SessionID != w.id || f.Sequence == nil || *f.Sequence != w.seq || !strings.Contains(f.Message, w.says) {
+				t.Errorf("finding %s; want chain of %s at %d saying %q", f, w.id, w.seq, w.says)
+			}
 		}
 	})
 }

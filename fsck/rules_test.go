@@ -1,6 +1,7 @@
 package fsck_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -44,9 +45,25 @@ func rawEvent(sid string, seq int64, id, key string) store.StoredEvent {
 	return store.StoredEvent{Sequence: seq, EventID: id, IdempotencyKey: key, EventType: "message", Data: []byte(data)}
 }
 
+// rawEvents is n message events of session sid, sequences 0 to n-1.
+func rawEvents(sid string, n int) []store.StoredEvent {
+	evs := make([]store.StoredEvent, n)
+	for i := range evs {
+		evs[i] = rawEvent(sid, int64(i), fmt.Sprintf("e%d", i), fmt.Sprintf("k%d", i))
+	}
+	return evs
+}
+
+// rawSession is a session's rows with events as given, with their chain hashes stored as an
+// append stores them (store.ChainStored) and the head at the last one.
 func rawSession(id string, last int64, events []store.StoredEvent, results ...store.RawCommandResult) *store.RawSession {
+	var head []byte
+	for i, h := range store.ChainEvents(store.ChainGenesis, events) {
+		events[i].Hash = bytes.Clone(store.ChainStored(events[i].Sequence, &h))
+		head = bytes.Clone(h[:])
+	}
 	return &store.RawSession{
-		ID: id, Status: "running", LastSequence: last,
+		ID: id, Status: "running", LastSequence: last, HeadHash: head,
 		Record:         []byte(fmt.Sprintf(`{"schema_version":1,"session_id":%q,"agent_id":"a","role":"implementer","status":"running","started_at":"2026-03-01T12:00:00Z"}`, id)),
 		Snapshot:       []byte(`{"mode":"work","modelId":"m","capabilities":{}}`),
 		CommandResults: results,
@@ -92,6 +109,57 @@ func TestRules(t *testing.T) {
 			evs[0].Data = []byte(strings.Replace(string(evs[0].Data), `{"contract"`, `{ "contract"`, 1))
 			return rawSession("S-1", 0, evs)
 		}(), fsck.CheckEvent, 0, "canonical"},
+		{"event rewritten", func() *store.RawSession {
+			evs := rawEvents("S-1", 3)
+			s := rawSession("S-1", 2, evs)
+			evs[1].Data = []byte(strings.Replace(string(evs[1].Data), `"hi"`, `"HI"`, 1)) // still a valid, canonical event
+			return s
+		}(), fsck.CheckChain, 2, "does not hold between sequences 0 and 2"},
+		{"event rewritten in a long log", func() *store.RawSession {
+			evs := rawEvents("S-1", 40)
+			s := rawSession("S-1", 39, evs)
+			evs[20].Data = []byte(strings.Replace(string(evs[20].Data), `"hi"`, `"HI"`, 1))
+			return s
+		}(), fsck.CheckChain, 31, "does not hold between sequences 16 and 31"},
+		{"stored hash rewritten", func() *store.RawSession {
+			evs := rawEvents("S-1", 40)
+			s := rawSession("S-1", 39, evs)
+			evs[15].Hash = evs[31].Hash
+			return s
+		}(), fsck.CheckChain, 15, "does not hold between sequences 0 and 15"},
+		{"last event rewritten", func() *store.RawSession {
+			evs := rawEvents("S-1", 20)
+			s := rawSession("S-1", 19, evs)
+			evs[19].Data = []byte(strings.Replace(string(evs[19].Data), `"hi"`, `"HI"`, 1))
+			return s
+		}(), fsck.CheckChain, 19, "does not hold between sequences 16 and 19"},
+		{"hash missing", func() *store.RawSession {
+			evs := rawEvents("S-1", 20)
+			s := rawSession("S-1", 19, evs)
+			evs[15].Hash = nil
+			return s
+		}(), fsck.CheckChain, 15, "no chain hash"},
+		{"head missing", func() *store.RawSession {
+			s := ok("S-1")
+			s.HeadHash = nil
+			return s
+		}(), fsck.CheckChain, 1, "head records no chain hash"},
+		{"compacted: the kept events chain to the base", func() *store.RawSession {
+			evs := rawEvents("S-1", 20)
+			s := rawSession("S-1", 19, evs)
+			kept := evs[16:]
+			s.BaseHash = []byte(strings.Repeat("x", 32)) // not event 15's hash
+			s.Lifecycle = []byte(`{"compactedThrough":15,"lastArchiveName":"a.json"}`)
+			s.Events = func(fn func(*store.StoredEvent) error) error {
+				for i := range kept {
+					if err := fn(&kept[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			return s
+		}(), fsck.CheckChain, 19, "does not hold between sequences 16 and 19"},
 		{"log past last_seq", rawSession("S-1", 0, []store.StoredEvent{rawEvent("S-1", 0, "e0", "k0"), rawEvent("S-1", 1, "e1", "k1")}), fsck.CheckSequence, 1, "goes on to 1"},
 		{"record under another id", func() *store.RawSession {
 			s := rawSession("S-2", -1, nil)

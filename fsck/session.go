@@ -2,8 +2,10 @@ package fsck
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/sessiond/sessiond/contract"
@@ -62,6 +64,7 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 		c.foldOK = c.foldArchive(lc)
 	}
 	var n int64
+	ch := c.newChain(raw)
 	err := raw.Events(func(e *store.StoredEvent) error {
 		n++
 		if n%4096 == 0 {
@@ -79,6 +82,7 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 		case e.Sequence < next:
 			c.find(CheckSequence, at(e.Sequence), "the log holds sequence %d, at or before its compaction point %d", e.Sequence, compacted)
 		}
+		ch.link(e, e.Sequence == next)
 		next = max(next, e.Sequence+1)
 		c.checkEvent(e)
 		return nil
@@ -94,9 +98,102 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 			c.find(CheckSequence, at(raw.LastSequence+1), "the session's last sequence is %d but the log goes on to %d", raw.LastSequence, last)
 		}
 	}
+	ch.end(raw, next-1)
 	c.checkRuns(raw)
 	c.checkCommandResults(raw, lc)
 	return nil
+}
+
+// chainCheck follows a log's hash chain (store/chain.go) as fsck reads its events: it hashes
+// each event's stored bytes onto the running hash and compares it wherever a hash is stored
+// (every store.ChainEvery-th event, and the session's head), so a rewritten event is placed
+// between two stored hashes, at most store.ChainEvery events apart.
+type chainCheck struct {
+	c    *sessionCheck
+	run  store.ChainHash // the hash of the last event read, as its bytes chain
+	ok   bool            // run is known (false after a gap, until the next stored hash)
+	from int64           // the first sequence hashed since the last stored hash checked
+	seen bool            // an event was read
+	// After a stored hash that did not match, alt goes on from what the events hashed to
+	// there: when the next stored hash matches alt, it was that stored hash that was damaged,
+	// not an event, and the damage is reported once.
+	alt   store.ChainHash
+	altOK bool
+}
+
+// newChain starts the chain at the session's base (store.ChainGenesis when none is recorded).
+func (c *sessionCheck) newChain(raw *store.RawSession) *chainCheck {
+	base, ok := store.ChainHead(raw.BaseHash)
+	if !ok {
+		c.find(CheckChain, nil, "the session's chain base is %d bytes, not a SHA-256 hash", len(raw.BaseHash))
+	}
+	return &chainCheck{c: c, run: base, ok: ok, from: -1}
+}
+
+// link hashes e onto the chain and checks its stored hash, if it has one; inOrder is false
+// when e does not follow the event before it (a gap or a repeat, reported by the sequence
+// check): the chain is then unknown until the next stored hash.
+func (ch *chainCheck) link(e *store.StoredEvent, inOrder bool) {
+	c, seq := ch.c, e.Sequence
+	if !ch.seen || !inOrder {
+		ch.from = seq
+	}
+	ch.seen = true
+	if !inOrder {
+		ch.ok = false
+	}
+	if ch.ok {
+		ch.run = store.ChainNext(ch.run, e.Data)
+	}
+	if ch.altOK = ch.altOK && inOrder; ch.altOK {
+		ch.alt = store.ChainNext(ch.alt, e.Data)
+	}
+	if e.Hash == nil {
+		if store.ChainMarked(seq) {
+			c.find(CheckChain, at(seq), "the event has no chain hash (every %dth event stores one)", store.ChainEvery)
+		}
+		return
+	}
+	stored, ok := store.ChainHead(e.Hash)
+	switch {
+	case !ok:
+		c.find(CheckChain, at(seq), "the event's chain hash is %d bytes, not a SHA-256 hash", len(e.Hash))
+		ch.ok = false
+		return
+	case !store.ChainMarked(seq):
+		c.find(CheckChain, at(seq), "the event stores a chain hash, which only every %dth event does", store.ChainEvery)
+	case ch.ok && stored != ch.run && ch.altOK && stored == ch.alt:
+		// The events since the last finding chain to this hash from what they hashed to
+		// there: that stored hash was the damage, already reported.
+	case ch.ok && stored != ch.run:
+		c.find(CheckChain, at(seq), "the chain does not hold between sequences %d and %d: the stored events hash to %x there but the hash stored with sequence %d is %x; an event of that range (or this hash) was rewritten after it was appended", ch.from, seq, ch.run[:8], seq, stored[:8])
+		ch.alt, ch.altOK = ch.run, true
+		ch.run, ch.ok, ch.from = stored, true, seq+1
+		return
+	}
+	ch.altOK = false
+	ch.run, ch.ok, ch.from = stored, true, seq+1
+}
+
+// end compares the session's head with the chain of the log's last event (last, -1 for none).
+func (ch *chainCheck) end(raw *store.RawSession, last int64) {
+	c := ch.c
+	if last != raw.LastSequence {
+		return // the sequence check reports the log's end; the hashes would only repeat it
+	}
+	head, ok := store.ChainHead(raw.HeadHash)
+	switch {
+	case !ok:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %d bytes, not a SHA-256 hash", len(raw.HeadHash))
+	case raw.HeadHash == nil && ch.seen:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head records no chain hash for its last event")
+	case ch.seen && ch.ok && head != ch.run && ch.from <= last:
+		c.find(CheckChain, at(raw.LastSequence), "the chain does not hold between sequences %d and %d: the stored events hash to %x but the session's head says %x; an event of that range was rewritten after it was appended (or the head was)", ch.from, last, ch.run[:8], head[:8])
+	case ch.seen && ch.ok && head != ch.run:
+		c.find(CheckChain, at(raw.LastSequence), "the session's head hash is %x but the hash stored with its last event is %x: the head was rewritten", head[:8], ch.run[:8])
+	case !ch.seen && raw.HeadHash != nil && raw.BaseHash != nil && head != ch.run:
+		c.find(CheckChain, nil, "the whole log was compacted away and the session's head hash %x is not its chain base %x", head[:8], ch.run[:8])
+	}
 }
 
 // checkRecord checks the record, snapshot, lineage and active branch against the contract
@@ -175,8 +272,33 @@ func (c *sessionCheck) checkLifecycle(raw *store.RawSession, rec *contract.Sessi
 		c.find(CheckArchive, nil, "archive %s has checksum %s but the session recorded %s when it was written", lc.LastArchiveName, f.checksum, lc.LastArchiveChecksum)
 	case ct != nil && f.lastSeq < *ct:
 		c.find(CheckArchive, nil, "the log is compacted through sequence %d but archive %s holds only up to %d", *ct, lc.LastArchiveName, f.lastSeq)
+	default:
+		c.checkArchiveHead(raw, f, ct)
 	}
 	return lc, true
+}
+
+// checkArchiveHead compares the chain head an archive recorded (the store's head when it was
+// written) with the store's chain at the same sequence: the chain's base when the log was
+// compacted through the archive's last event, the session's head when nothing was appended
+// since. A log rewritten in the store after it was archived, hashes and head included,
+// differs there.
+func (c *sessionCheck) checkArchiveHead(raw *store.RawSession, f *archiveFile, ct *int64) {
+	if f.chainHead == "" {
+		return // a version 1 archive records none
+	}
+	var stored []byte
+	switch {
+	case ct != nil && *ct == f.lastSeq && raw.BaseHash != nil:
+		stored = raw.BaseHash
+	case f.lastSeq == raw.LastSequence && raw.HeadHash != nil:
+		stored = raw.HeadHash
+	default:
+		return
+	}
+	if got := hex.EncodeToString(stored); got != f.chainHead {
+		c.find(CheckChain, at(f.lastSeq), "archive %s recorded the chain head %s at sequence %d but the store's chain has %s there: the log was rewritten after it was archived", filepath.Base(f.path), f.chainHead[:16], f.lastSeq, got[:min(16, len(got))])
+	}
 }
 
 // foldArchive reads the compacted start of the log from the session's last archive into the

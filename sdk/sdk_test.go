@@ -9,14 +9,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/testenv"
 )
 
-// sessiondBin is the sessiond binary the tests build once (TestMain).
-var sessiondBin string
+// sessiondBin is the sessiond binary the tests build once (TestMain), in buildDir.
+var sessiondBin, buildDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		buildDir = dir
 		build := exec.Command("go", "build", "-o", dir, "./cmd/sessiond")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
@@ -114,27 +116,121 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// TestTypeScriptSDK compiles the TypeScript SDK and its tests with the pinned tsc, with the ts
-// blocks of docs/sdk.md as more test files (they import the package by its name), and runs
-// them with node --test against the real server: retried appends, follow across cut
-// connections, the worker's lease and stop, fencing.
+var (
+	tsOnce sync.Once
+	tsDir  string
+	tsErr  error
+)
+
+// typescript compiles the TypeScript SDK, its tests and its test programs with the pinned tsc
+// once per test binary, with the ts blocks of docs/sdk.md as more test files (they import the
+// package by its name), and returns the package's directory (dist/ holds the output).
+func typescript(t *testing.T) string {
+	t.Helper()
+	node := testenv.Need(t, "node", "it runs the TypeScript SDK's tests", "apt-get install nodejs npm")
+	tsOnce.Do(func() {
+		pkg := filepath.Join(buildDir, "typescript")
+		if tsErr = os.MkdirAll(pkg, 0o755); tsErr != nil {
+			return
+		}
+		for _, f := range []string{"package.json", "package-lock.json"} {
+			b, err := os.ReadFile(filepath.Join("typescript", f))
+			if err != nil {
+				tsErr = err
+				return
+			}
+			if tsErr = os.WriteFile(filepath.Join(pkg, f), b, 0o644); tsErr != nil {
+				return
+			}
+		}
+		mods, err := filepath.Abs(filepath.Join("typescript", "node_modules"))
+		if err != nil {
+			tsErr = err
+			return
+		}
+		if _, err := os.Stat(mods); err == nil {
+			if tsErr = os.Symlink(mods, filepath.Join(pkg, "node_modules")); tsErr != nil {
+				return
+			}
+		} else {
+			// Not installed in the repository (npm ci --prefix sdk/typescript): install the
+			// pinned packages into the build directory.
+			npm, err := exec.LookPath("npm")
+			if err != nil {
+				tsErr = fmt.Errorf("npm ci --prefix sdk/typescript first (no npm on PATH to install the pinned packages): %v", err)
+				return
+			}
+			cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--prefer-offline")
+			cmd.Dir = pkg
+			if out, err := cmd.CombinedOutput(); err != nil {
+				tsErr = fmt.Errorf("npm ci in %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+		copyTree(t, "typescript", pkg)
+		// The example worker, compiled beside the tests (it imports the package by its name).
+		ex, err := os.ReadFile(filepath.Join("..", "examples", "aisdk-worker", "worker.ts"))
+		if err != nil {
+			tsErr = err
+			return
+		}
+		if tsErr = os.MkdirAll(filepath.Join(pkg, "examples"), 0o755); tsErr != nil {
+			return
+		}
+		if tsErr = os.WriteFile(filepath.Join(pkg, "examples", "aisdk-worker.ts"), ex, 0o644); tsErr != nil {
+			return
+		}
+		for i, s := range snippets(t, "ts") {
+			if tsErr = os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); tsErr != nil {
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
+		cmd.Dir = pkg
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tsErr = fmt.Errorf("tsc -p tsconfig.test.json: %v\n%s", err, out)
+		}
+		tsDir = pkg
+	})
+	if tsErr != nil {
+		t.Fatal(tsErr)
+	}
+	return tsDir
+}
+
+// TestTypeScriptSDK runs the TypeScript SDK's tests (test/*.test.ts, compiled by typescript)
+// with node --test against the real server: retried appends, follow across cut connections,
+// the worker's lease and stop, fencing; the adapters with the real AI SDK, OpenAI Agents SDK and
+// LangGraph.js, offline; and the ts blocks of docs/sdk.md.
 func TestTypeScriptSDK(t *testing.T) {
 	url, log := serve(t)
 	node := testenv.Need(t, "node", "it runs the TypeScript SDK's tests", "apt-get install nodejs npm")
-	pkg := testenv.NpmPackages(t, "typescript")
-	copyTree(t, "typescript", pkg)
-	for i, s := range snippets(t, "ts") {
-		if err := os.WriteFile(filepath.Join(pkg, "test", fmt.Sprintf("doc_%d.test.ts", i)), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, url, log, pkg, nil, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
+	pkg := typescript(t)
 	out := run(t, url, log, pkg, nil, node, "--test", "--test-concurrency=1", "dist/test/")
 	t.Logf("node --test:\n%s", out)
 }
 
-// TestPythonSDK runs the Python SDK's tests with python3 -m unittest against the real server,
-// then each python block of docs/sdk.md.
+// pytest returns a python3 that has pytest (the one on PATH, else Debian's /usr/bin/python3
+// with python3-pytest), or "" when none has: then the tests run under unittest, except under
+// CI=true, where .ci/run installs python3-pytest and its absence fails the test.
+func pytest(t *testing.T, py string) string {
+	t.Helper()
+	for _, c := range []string{py, "/usr/bin/python3"} {
+		if exec.Command(c, "-m", "pytest", "--version").Run() == nil {
+			return c
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no python3 with pytest (%s, /usr/bin/python3): apt-get install python3-pytest", py)
+	}
+	t.Logf("no python3 with pytest (%s, /usr/bin/python3): running the tests with unittest (apt-get install python3-pytest)", py)
+	return ""
+}
+
+// TestPythonSDK runs the Python SDK's tests with pytest (or python3 -m unittest without it)
+// against the real server, then each python block of docs/sdk.md.
 func TestPythonSDK(t *testing.T) {
 	url, log := serve(t)
 	py := testenv.Need(t, "python3", "it runs the Python SDK's tests", "apt-get install python3")
@@ -143,8 +239,13 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}
-	out := run(t, url, log, dir, env, py, "-m", "unittest", "discover", "-s", "tests", "-v")
-	t.Logf("python3 -m unittest:\n%s", out)
+	if withPytest := pytest(t, py); withPytest != "" {
+		out := run(t, url, log, dir, env, withPytest, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-s", "tests")
+		t.Logf("%s -m pytest:\n%s", withPytest, out)
+	} else {
+		out := run(t, url, log, dir, env, py, "-m", "unittest", "discover", "-s", "tests", "-v")
+		t.Logf("python3 -m unittest:\n%s", out)
+	}
 	for i, s := range snippets(t, "python") {
 		t.Run(fmt.Sprintf("docs/sdk.md python block %d", i), func(t *testing.T) {
 			run(t, url, log, t.TempDir(), env, py, "-c", s)

@@ -421,7 +421,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate, ETag, Location")
+	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate, ETag, Location, Sessiond-Last-Sequence")
 	if !preflight {
 		return false
 	}

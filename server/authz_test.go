@@ -151,6 +151,7 @@ var routeScopes = map[string]string{
 	"PATCH /v1/sessions/{id}":                           "admin",
 	"POST /v1/sessions/{id}/events":                     "append",
 	"GET /v1/sessions/{id}/events":                      "read",
+	"GET /v1/sessions/{id}/events/export":               "read",
 	"GET /v1/sessions/{id}/events/stream":               "read",
 	"GET /v1/sessions/{id}/runs":                        "read",
 	"GET /v1/sessions/{id}/runs/{runId}":                "read",

@@ -275,3 +275,95 @@ func putEventsBuf(bp *[]byte) {
 	default:
 	}
 }
+
+// exportPattern is the route of the streamed read of a whole log.
+const exportPattern = "GET /v1/sessions/{id}/events/export"
+
+// exportChunkEvents is how many events the export reads from the store and writes to the
+// connection at a time: about 1 MB of typical events per write, large enough that the writes,
+// flushes and store queries cost little per event, small enough that the client decodes one
+// chunk while the server reads the next.
+const exportChunkEvents = 2048
+
+// handleExport serves GET /v1/sessions/{id}/events/export: the log from a starting point to its
+// last sequence when the read began, as NDJSON, each line an event's stored bytes, written in
+// large chunks straight from the store (no decoding or encoding). The starting point is the
+// stream's: Last-Event-ID, else ?after, else the start of the log. Sessiond-Last-Sequence says
+// where the body ends; a body cut short (the store failed part way, the connection dropped)
+// ends without the chunked encoding's last chunk, so a client never takes a partial log for a
+// whole one and resumes with after = the last sequence it received.
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	after := int64(-1)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 || n > contract.MaxSafeInteger {
+			writeError(w, api.Errorf(api.CodeMalformed, "Last-Event-ID %s must be a sequence number (an integer from -1 to %d)", quote(v), int64(contract.MaxSafeInteger)))
+			return
+		}
+		after = n
+	} else {
+		n, aerr := queryInt(r, "after", -1, -1, contract.MaxSafeInteger)
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		after = n
+	}
+	last, err := s.svc.LastSequence(ctx, id)
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	bp := getEventsBuf()
+	defer putEventsBuf(bp)
+	// The first chunk is read before the answer starts: a failure there is answered as one.
+	buf, n, err := s.svc.AppendEventLines(ctx, id, after, int(min(exportChunkEvents, max(last-after, 1))), (*bp)[:0])
+	if err != nil {
+		writeError(w, storeError(err, id))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Cache-Control", "no-store")
+	h.Set(api.LastSequenceHeader, strconv.FormatInt(last, 10))
+	if after+int64(n) >= last {
+		// All of it in one chunk: a plain answer with its length.
+		*bp = buf
+		h.Set("Content-Length", strconv.Itoa(len(buf)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(buf)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
+		if _, err := w.Write(buf); err != nil {
+			*bp = buf
+			return // the client is gone
+		}
+		if err := rc.Flush(); err != nil {
+			*bp = buf
+			return
+		}
+		after += int64(n)
+		if after >= last {
+			*bp = buf
+			return
+		}
+		buf, n, err = s.svc.AppendEventLines(ctx, id, after, int(min(exportChunkEvents, last-after)), buf[:0])
+		if err == nil && n == 0 {
+			err = fmt.Errorf("the log ends at sequence %d, before its last sequence %d", after, last)
+		}
+		if err != nil {
+			*bp = buf
+			if ctx.Err() == nil {
+				s.requestLogger(w).Error("export cut short", "session", id, "after", after, "err", err)
+			}
+			// End the connection without the last chunk: the client sees a cut body.
+			panic(http.ErrAbortHandler)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -654,6 +656,25 @@ var hintCases = []hintCase{
 			ar := e.archived(t, "S-h", true)
 			data, _ := os.ReadFile(ar.Archive.Path)
 			bad := strings.Replace(string(data), "hello", "HELLO", 1)
+			return e.call(t, "POST", "/v1/archives", "application/json", bad)
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },
+	},
+	{
+		name: "archive whose events do not chain to its head", hint: "an event was altered after the archive was written; restore another archive", code: api.CodeArchiveInvalid,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			ar := e.archived(t, "S-h", true)
+			data, _ := os.ReadFile(ar.Archive.Path)
+			// An event altered and the content's checksum made to match again: only the chain
+			// head the content records gives it away.
+			head, content, ok := strings.Cut(string(data), `,"content":`)
+			if !ok {
+				t.Fatal("no content in the archive")
+			}
+			content = strings.TrimSuffix(strings.Replace(content, "hello", "HELLO", 1), "}\n")
+			sum := sha256.Sum256([]byte(content))
+			at := strings.Index(head, `"checksum":"sha256:`) + len(`"checksum":"sha256:`)
+			bad := head[:at] + hex.EncodeToString(sum[:]) + head[at+64:] + `,"content":` + content + "}\n"
 			return e.call(t, "POST", "/v1/archives", "application/json", bad)
 		},
 		follow: func(t *testing.T, e *hintEnv, _ failure) { restoreLatest(t, e, "S-h") },

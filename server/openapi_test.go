@@ -155,6 +155,12 @@ func check(v validator.Validator, req *http.Request, reqBody []byte, resp *http.
 			return ""
 		}
 	}
+	if resp.StatusCode == http.StatusOK && strings.HasSuffix(req.URL.Path, "/events/export") {
+		if msg := exportAnswer(resp, respBody); msg != "" {
+			return msg
+		}
+		return undeclaredHeaders(req, resp)
+	}
 	req.Body = io.NopCloser(bytes.NewReader(reqBody))
 	docMu.Lock()
 	okResp, respErrs := v.ValidateHttpResponse(req, resp)
@@ -184,6 +190,43 @@ func check(v validator.Validator, req *http.Request, reqBody []byte, resp *http.
 		if !okResp {
 			return "the final line of the progress stream is not the answer the document describes:" + describe(respErrs)
 		}
+	}
+	return ""
+}
+
+// exportAnswer checks an answer of GET /v1/sessions/{id}/events/export as the document describes
+// it (no JSON Schema describes a stream of lines, which the validator would decode as one JSON
+// value): its media type, its Sessiond-Last-Sequence header, and every line an
+// AgentSessionEvent (x-sessiond-line) with the sequence after the line before.
+func exportAnswer(resp *http.Response, body []byte) string {
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		return "Content-Type " + ct + ", want application/x-ndjson"
+	}
+	last, err := strconv.ParseInt(resp.Header.Get(api.LastSequenceHeader), 10, 64)
+	if err != nil || last < -1 {
+		return fmt.Sprintf("%s %q is not a sequence", api.LastSequenceHeader, resp.Header.Get(api.LastSequenceHeader))
+	}
+	if len(body) == 0 {
+		return ""
+	}
+	if body[len(body)-1] != '\n' {
+		return "the last line has no newline"
+	}
+	prev := int64(-2)
+	for line := range bytes.Lines(body) {
+		line = line[:len(line)-1]
+		if err := contract.Validate(contract.KindEvent, line, contract.Limits{}); err != nil {
+			return fmt.Sprintf("a line is not an AgentSessionEvent: %v", err)
+		}
+		var e struct{ Sequence int64 }
+		json.Unmarshal(line, &e)
+		if prev != -2 && e.Sequence != prev+1 {
+			return fmt.Sprintf("sequence %d follows %d", e.Sequence, prev)
+		}
+		prev = e.Sequence
+	}
+	if prev != last {
+		return fmt.Sprintf("the last line has sequence %d, %s is %d", prev, api.LastSequenceHeader, last)
 	}
 	return ""
 }

@@ -265,6 +265,7 @@ func (s *Server) routes() []route {
 		{pattern: "PATCH /v1/sessions/{id}", access: adminRoute, handle: s.handlePatchSession, body: jsonBody},
 		{pattern: appendPattern, access: appendRoute, handle: s.handleAppend, query: []string{"expectedSequence", "multitask"}, body: eventsBody},
 		{pattern: "GET /v1/sessions/{id}/events", access: readRoute, handle: s.handleReadEvents, query: []string{"after", "limit"}},
+		{pattern: exportPattern, access: readRoute, handle: s.handleExport, query: []string{"after"}},
 		{pattern: "GET /v1/sessions/{id}/events/stream", access: access{scope: auth.ScopeRead, token: true, stream: true}, handle: s.handleStream, query: []string{"after", "tail", "token"}},
 		{pattern: "GET /v1/sessions/{id}/runs", access: readRoute, handle: s.handleRuns},
 		{pattern: "GET /v1/sessions/{id}/runs/{runId}", access: readRoute, handle: s.handleRun},

@@ -129,6 +129,17 @@ func writeBigArchive(t testing.TB, dir string, size int64) string {
 	c.Events = []json.RawMessage{}
 	n := int(size / 650) // ~650 bytes an event as written
 	c.LastSequence = int64(n - 1)
+	text := strings.Repeat("the agent reads the flaky test and its logs ", 8)
+	event := func(i int) []byte {
+		return fmt.Appendf(nil, `{"contract":"AgentSessionEvent","eventId":"ev-%d","sessionId":%q,"sequence":%d,"idempotencyKey":"k-%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m-%d","role":"user","operation":"append","parts":[{"type":"text","text":%q}]}}`, i, sid, i, i, i, text)
+	}
+	// The chain's head over those events (archive version 2), in a pass of its own.
+	chain := store.NewChainer(store.ChainGenesis)
+	for i := range n {
+		chain.Add(event(i))
+	}
+	last := chain.Head()
+	c.ChainHead = hex.EncodeToString(last[:])
 	var tmpl bytes.Buffer
 	enc := json.NewEncoder(&tmpl)
 	enc.SetEscapeHTML(false)
@@ -148,12 +159,11 @@ func writeBigArchive(t testing.TB, dir string, size int64) string {
 	w := bufio.NewWriterSize(io.MultiWriter(cf, sum), 1<<20)
 	w.Write(head)
 	w.WriteString(`"events":[`)
-	text := strings.Repeat("the agent reads the flaky test and its logs ", 8)
 	for i := range n {
 		if i > 0 {
 			w.WriteByte(',')
 		}
-		fmt.Fprintf(w, `{"contract":"AgentSessionEvent","eventId":"ev-%d","sessionId":%q,"sequence":%d,"idempotencyKey":"k-%d","occurredAt":"2026-03-01T12:00:00Z","eventType":"message","payload":{"messageId":"m-%d","role":"user","operation":"append","parts":[{"type":"text","text":%q}]}}`, i, sid, i, i, i, text)
+		w.Write(event(i))
 	}
 	w.WriteByte(']')
 	w.Write(tail)

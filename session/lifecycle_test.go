@@ -437,7 +437,7 @@ func TestRestoreRefusesBadFiles(t *testing.T) {
 		"tampered":       tampered,
 		"empty":          {},
 		"other checksum": bytes.Replace(good, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:00`), 1),
-		"newer version":  bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1),
+		"newer version":  bytes.Replace(good, []byte(`"version":2`), []byte(`"version":3`), 1),
 	} {
 		d := t.TempDir()
 		p := filepath.Join(d, "p-demo", res.Name)

@@ -87,6 +87,14 @@ func (s *Service) AppendEventsJSON(ctx context.Context, id string, after int64, 
 	return out, last, nil
 }
 
+// AppendEventLines appends to dst the stored bytes of up to limit events of a session's log
+// after the sequence after, each followed by a newline (NDJSON: store.AppendEventLines, straight
+// from the store), and returns the extended buffer and how many events it appended. On an
+// error dst is returned as it was given.
+func (s *Service) AppendEventLines(ctx context.Context, id string, after int64, limit int, dst []byte) ([]byte, int, error) {
+	return store.AppendEventLines(ctx, s.st, id, after, limit, dst)
+}
+
 // LastSequence returns the sequence of a session's last event (-1 when its log is empty), or
 // store.ErrSessionNotFound.
 func (s *Service) LastSequence(ctx context.Context, id string) (int64, error) {

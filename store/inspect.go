@@ -35,6 +35,13 @@ type RawSession struct {
 	// larger of it, the last_seq column and the log's last event). A log whose rows end before
 	// it lost acknowledged events.
 	LastSequence int64
+	// HeadHash is the session head's chain hash (chain.go), the hash of the event at
+	// LastSequence as recorded in the commit that appended it; nil when the head records none
+	// (an empty log).
+	HeadHash []byte
+	// BaseHash is the chain's base: the hash of the last event a compaction deleted, the
+	// predecessor of the first kept event; nil when none is recorded (ChainGenesis).
+	BaseHash []byte
 	// Lifecycle is the lifecycle JSON, nil when the session has no lifecycle row.
 	Lifecycle []byte
 	// Runs are the run projection's rows in creation order (ord).
@@ -42,7 +49,8 @@ type RawSession struct {
 	// CommandResults are the stored command results, by key order.
 	CommandResults []RawCommandResult
 	// Events calls fn for each stored event in sequence order, from the snapshot; it stops
-	// at fn's first error and returns it. The *StoredEvent is reused between calls.
+	// at fn's first error and returns it. The *StoredEvent is reused between calls; its Hash
+	// is the stored chain hash (nil when the row has none).
 	Events func(fn func(*StoredEvent) error) error
 }
 

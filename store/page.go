@@ -48,24 +48,39 @@ func CutPage(sessions []*Session, limit int) ([]*Session, string) {
 	return sessions, sessions[limit-1].Record.SessionID
 }
 
-// EventsJSONAppender is implemented by a Store that can copy a page of a log's stored bytes
-// straight into a buffer (store/sqlite): a reader that only forwards the events (the HTTP
-// read) then costs the driver no StoredEvent, no string per event and no second copy of the
-// bytes. Callers fall back to ReadEvents when the Store does not implement it ([AppendEventsJSON]).
-type EventsJSONAppender interface {
-	// AppendEventsJSON appends to dst the Data of the events ReadEvents(ctx, sessionID, after,
-	// limit) returns, in order, separated by commas (the elements of a JSON array), and returns
-	// the extended buffer and how many events it appended. Errors are ReadEvents' (dst is then
-	// returned as it was given).
-	AppendEventsJSON(ctx context.Context, sessionID string, after int64, limit int, dst []byte) ([]byte, int, error)
+// EventsDataAppender is implemented by a Store that can copy a page of a log's stored bytes
+// straight into a buffer (store/sqlite, store/postgres): a reader that only forwards the events
+// (the HTTP reads) then costs the driver no StoredEvent, no string per event and no second copy
+// of the bytes. Callers fall back to ReadEvents when the Store does not implement it
+// ([AppendEventsJSON], [AppendEventLines]).
+type EventsDataAppender interface {
+	// AppendEventsData appends to dst the Data of the events ReadEvents(ctx, sessionID, after,
+	// limit) returns, in order, with sep between two of them (',' for the elements of a JSON
+	// array, '\n' for NDJSON lines), and returns the extended buffer and how many events it
+	// appended. Errors are ReadEvents' (dst is then returned as it was given).
+	AppendEventsData(ctx context.Context, sessionID string, after int64, limit int, sep byte, dst []byte) ([]byte, int, error)
 }
 
 // AppendEventsJSON appends to dst the Data of the events st.ReadEvents(ctx, sessionID, after,
-// limit) returns, separated by commas, as EventsJSONAppender says: through st's own
-// AppendEventsJSON when it has one, else with ReadEvents.
+// limit) returns, separated by commas (the elements of a JSON array), as EventsDataAppender
+// says: through st's own AppendEventsData when it has one, else with ReadEvents.
 func AppendEventsJSON(ctx context.Context, st Store, sessionID string, after int64, limit int, dst []byte) ([]byte, int, error) {
-	if a, ok := st.(EventsJSONAppender); ok {
-		return a.AppendEventsJSON(ctx, sessionID, after, limit, dst)
+	return appendEventsData(ctx, st, sessionID, after, limit, ',', dst)
+}
+
+// AppendEventLines appends to dst the Data of the events st.ReadEvents(ctx, sessionID, after,
+// limit) returns, each followed by a newline (NDJSON lines), as AppendEventsJSON does.
+func AppendEventLines(ctx context.Context, st Store, sessionID string, after int64, limit int, dst []byte) ([]byte, int, error) {
+	out, n, err := appendEventsData(ctx, st, sessionID, after, limit, '\n', dst)
+	if n > 0 {
+		out = append(out, '\n')
+	}
+	return out, n, err
+}
+
+func appendEventsData(ctx context.Context, st Store, sessionID string, after int64, limit int, sep byte, dst []byte) ([]byte, int, error) {
+	if a, ok := st.(EventsDataAppender); ok {
+		return a.AppendEventsData(ctx, sessionID, after, limit, sep, dst)
 	}
 	evs, err := st.ReadEvents(ctx, sessionID, after, limit)
 	if err != nil {
@@ -73,7 +88,7 @@ func AppendEventsJSON(ctx context.Context, st Store, sessionID string, after int
 	}
 	for i, e := range evs {
 		if i > 0 {
-			dst = append(dst, ',')
+			dst = append(dst, sep)
 		}
 		dst = append(dst, e.Data...)
 	}

@@ -261,6 +261,9 @@ type StoredEvent struct {
 	EventType      string
 	RunID          string
 	Data           []byte
+	// Hash is the event's link of the session's hash chain (chain.go) as stored, set only by
+	// an Inspector (nil everywhere else: readers and commits do not carry it).
+	Hash []byte
 }
 
 // Commit describes one committed append to a session.

@@ -21,14 +21,23 @@
 //     (duplicates/s; every one must be answered as a duplicate).
 //   - W4: 200 live subscribers follow one session while one writer appends single events;
 //     the p99 from the writer's acknowledgement (and from its send) to each delivery.
-//   - W5: one client reads a 100,000-event session from the start (events/s).
+//   - W5: one client reads a 100,000-event session from the start, decoding every event it
+//     reads into a structure by one rule for every system (DecodeEvent: encoding/json into
+//     Decoded) (events/s). "W5 whole read" is each system's read of the whole session side by
+//     side: sessiond's streamed read (GET /v1/sessions/{id}/events/export, NDJSON in one
+//     answer) and the floor's, beside each peer's one read (the W5 figure itself), the same
+//     client rule for all.
 //
 // One more column is not a peer but a floor: http-floor (the httpfloor command) serves the
 // routes sessiond's client uses through Go's net/http, in memory, with no storage, no sync
-// and no validation. Its append figures (W1 to W3) are what the requests cost through HTTP on
-// both ends with this client on this machine, measured in the same run: a durable system
-// answering the same requests over Go's HTTP/1.1 server does at least that work per request.
-// (Its reads build each page in memory, which sessiond, sending stored bytes, can beat.)
+// and no validation, doing the HTTP work sessiond's routes do and nothing else: the same
+// request parsing (the query checked against the route's parameters, the media type, the
+// body read whole), the same answers byte for byte in shape and size (X-Request-Id, the
+// append's results, a page's events as stored with their sequences, the stream's opening block
+// and event names, the export's NDJSON in chunks of 2,048 events). Its figures are what the
+// requests cost through HTTP on both ends with this client on this machine, measured in the
+// same run: a durable system answering the same requests over Go's HTTP/1.1 server does at
+// least that work per request.
 //
 // The benchmarks are in peers_bench_test.go (BenchmarkPeers); after a run with -bench the
 // test binary prints one table of medians, systems as columns and the ratios of sessiond to

@@ -183,7 +183,7 @@ func (n *NATS) Append(ctx context.Context, sid string, evs []benchkit.Event) (in
 }
 
 // Read implements System: an ordered consumer of the session's subject from its first
-// message, fetching 1,000 at a time.
+// message, fetching 1,000 at a time, every event decoded (DecodeEvent).
 func (n *NATS) Read(ctx context.Context, sid string, want int) (int, error) {
 	c, err := n.js.OrderedConsumer(ctx, natsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject(sid)}, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -192,14 +192,22 @@ func (n *NATS) Read(ctx context.Context, sid string, want int) (int, error) {
 		return 0, fmt.Errorf("read %s: %w", sid, err)
 	}
 	read := 0
+	var d Decoded
 	for read < want {
 		batch, err := c.Fetch(min(1000, want-read), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return read, fmt.Errorf("read %s: %w", sid, err)
 		}
 		got := 0
-		for range batch.Messages() {
+		var derr error
+		for m := range batch.Messages() {
+			if err := DecodeEvent(m.Data(), &d); err != nil && derr == nil {
+				derr = err
+			}
 			got++
+		}
+		if derr != nil {
+			return read, fmt.Errorf("read %s: %w", sid, derr)
 		}
 		if err := batch.Error(); err != nil {
 			return read, fmt.Errorf("read %s: %w", sid, err)

@@ -40,7 +40,7 @@ func TestWorkloadsInProcess(t *testing.T) {
 		"W2":        {"W2 events/s", "W2 ack p99 ms"},
 		"W3":        {"W3 duplicates/s"},
 		"W4":        {"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms"},
-		"W5":        {"W5 events/s"},
+		"W5":        {"W5 events/s", "W5 whole read events/s"},
 	}
 	var tab Table
 	runTiny(t, sys, func(name string, ms []Metric) {
@@ -101,6 +101,9 @@ func runTiny(t *testing.T, sys *Sessiond, got func(name string, ms []Metric)) {
 	ok("W5", ms, err)
 	if _, err := sys.Read(ctx, sid, sz.W5Events+1); err == nil {
 		t.Error("reading more events than the session has did not fail")
+	}
+	if _, err := sys.ReadWhole(ctx, sid, sz.W5Events+1); err == nil {
+		t.Error("a whole read of fewer events than wanted did not fail")
 	}
 }
 

@@ -156,12 +156,22 @@ func readAfter(ctx context.Context, q interface {
 	return n, rows.Err()
 }
 
-// Read implements System: pages of 10,000 rows by sequence.
+// Read implements System: pages of 10,000 rows by sequence, every event decoded (DecodeEvent).
 func (p *PGTable) Read(ctx context.Context, sid string, n int) (int, error) {
 	var after int64
 	read := 0
+	var d Decoded
+	var derr error
 	for read < n {
-		got, err := readAfter(ctx, p.pool, sid, after, 10000, func(seq int64, _ []byte) { after = seq })
+		got, err := readAfter(ctx, p.pool, sid, after, 10000, func(seq int64, data []byte) {
+			after = seq
+			if err := DecodeEvent(data, &d); err != nil && derr == nil {
+				derr = err
+			}
+		})
+		if err == nil {
+			err = derr
+		}
 		if err != nil {
 			return read, fmt.Errorf("read %s: %w", sid, err)
 		}

@@ -128,11 +128,12 @@ func (r *Redis) Append(ctx context.Context, sid string, evs []benchkit.Event) (i
 	return dups, nil
 }
 
-// Read implements System: XRANGE in pages of 1,000 entries.
+// Read implements System: XRANGE in pages of 1,000 entries, every event decoded (DecodeEvent).
 func (r *Redis) Read(ctx context.Context, sid string, n int) (int, error) {
 	key := redisKeys(sid)[0]
 	start := "-"
 	read := 0
+	var d Decoded
 	for read < n {
 		msgs, err := r.rdb.XRangeN(ctx, key, start, "+", 1000).Result()
 		if err != nil {
@@ -140,6 +141,12 @@ func (r *Redis) Read(ctx context.Context, sid string, n int) (int, error) {
 		}
 		if len(msgs) == 0 {
 			return read, fmt.Errorf("read %s: %d events, want %d", sid, read, n)
+		}
+		for _, m := range msgs {
+			data, _ := m.Values["e"].(string)
+			if err := DecodeEvent([]byte(data), &d); err != nil {
+				return read, fmt.Errorf("read %s: %w", sid, err)
+			}
 		}
 		read += len(msgs)
 		start = "(" + msgs[len(msgs)-1].ID

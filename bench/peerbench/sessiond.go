@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -150,38 +151,75 @@ func (s *Sessiond) Append(ctx context.Context, sid string, evs []benchkit.Event)
 	return bytes.Count(data, []byte(`"status":"duplicate"`)), nil
 }
 
-// Read implements System: pages of at most 10,000 events (the API's largest).
+// Read implements System: pages of at most 10,000 events (the API's largest), every event
+// decoded (Decoded) as encoding/json decodes the page.
 func (s *Sessiond) Read(ctx context.Context, sid string, n int) (int, error) {
 	after := int64(-1) // the log's first sequence is 0
 	read := 0
+	var page decodedPage
 	for read < n {
 		data, _, err := s.do(ctx, "GET", "/v1/sessions/"+sid+"/events?limit="+strconv.Itoa(s.page)+"&after="+strconv.FormatInt(after, 10), "", nil, http.StatusOK)
 		if err != nil {
 			return read, err
 		}
-		got := bytes.Count(data, []byte(`"idempotencyKey":`))
-		if got == 0 {
+		page.Events = page.Events[:0]
+		if err := json.Unmarshal(data, &page); err != nil {
+			return read, fmt.Errorf("read %s after %d: %w", sid, after, err)
+		}
+		if len(page.Events) == 0 {
 			return read, fmt.Errorf("read %s after %d: no events, want %d in all, have %d", sid, after, n, read)
 		}
-		read += got
-		// The page's last event's sequence (lastSequence is the log's, not the page's).
-		i := bytes.LastIndex(data, []byte(`"sequence":`))
-		if i < 0 {
-			return read, fmt.Errorf("read %s: no sequence in the page", sid)
+		for i := range page.Events {
+			if page.Events[i].IdempotencyKey == "" || page.Events[i].Sequence != after+1+int64(i) {
+				return read, fmt.Errorf("read %s after %d: event %d is not the one at sequence %d", sid, after, i, after+1+int64(i))
+			}
 		}
-		num := data[i+len(`"sequence":`):]
-		j := 0
-		for j < len(num) && num[j] >= '0' && num[j] <= '9' {
-			j++
-		}
-		last, err := strconv.ParseInt(string(num[:j]), 10, 64)
-		if err != nil {
-			return read, fmt.Errorf("read %s: sequence: %w", sid, err)
-		}
-		after = last
+		read += len(page.Events)
+		after = page.Events[len(page.Events)-1].Sequence
 	}
 	if read != n {
 		return read, fmt.Errorf("read %s: %d events, want %d", sid, read, n)
+	}
+	return read, nil
+}
+
+// ReadWhole implements WholeReader: one GET /v1/sessions/{id}/events/export, each line decoded
+// (DecodeEvent) as it arrives.
+func (s *Sessiond) ReadWhole(ctx context.Context, sid string, n int) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.base+"/v1/sessions/"+sid+"/events/export", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("export %s: %d %s", sid, resp.StatusCode, b)
+	}
+	r := bufio.NewReaderSize(resp.Body, 1<<20)
+	var d Decoded
+	read := 0
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			return read, fmt.Errorf("export %s: %w", sid, err)
+		}
+		if err := DecodeEvent(line, &d); err != nil {
+			return read, err
+		}
+		if d.Sequence != int64(read) {
+			return read, fmt.Errorf("export %s: line %d has sequence %d", sid, read, d.Sequence)
+		}
+		read++
+	}
+	if read != n {
+		return read, fmt.Errorf("export %s: %d events, want %d", sid, read, n)
 	}
 	return read, nil
 }

@@ -31,3 +31,11 @@ type System interface {
 	// Close stops the system and removes its files.
 	Close() error
 }
+
+// WholeReader is a System with a read of a whole session in one streamed answer (sessiond's
+// GET /v1/sessions/{id}/events/export, and the floor's). W5 measures it beside Read.
+type WholeReader interface {
+	// ReadWhole reads session sid from its start to its end in one answer, decoding every
+	// event (DecodeEvent), and returns how many it read (not n is an error).
+	ReadWhole(ctx context.Context, sid string, n int) (int, error)
+}

@@ -23,7 +23,7 @@ var Rows = []string{
 	"W2 events/s", "W2 ack p99 ms", "W2 server CPU µs/event",
 	"W3 duplicates/s", "W3 server CPU µs/duplicate",
 	"W4 ack→delivery p99 ms", "W4 send→delivery p99 ms",
-	"W5 events/s", "W5 server CPU µs/event",
+	"W5 events/s", "W5 server CPU µs/event", "W5 whole read events/s", "W5 whole read server CPU µs/event",
 	"syncs per ack (1 writer)",
 }
 

@@ -259,7 +259,17 @@ func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	err := readPages(context.Background(), f.client(), pos[0], *after, *limit, false, func(raw json.RawMessage) {
+	if *limit == 0 {
+		// The whole rest of the log: one streamed answer (client.Export), not a request per page.
+		for ev, err := range f.client().Export(context.Background(), pos[0], *after) {
+			if err != nil {
+				return fail(stderr, "read", err)
+			}
+			printEvent(stdout, ev.Data, *f.json)
+		}
+		return 0
+	}
+	err := readPages(context.Background(), f.client(), pos[0], *after, *limit, func(raw json.RawMessage) {
 		printEvent(stdout, raw, *f.json)
 	})
 	return pagingFail(stderr, "read", err)
@@ -267,11 +277,10 @@ func runRead(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // readPages reads session id's events after the sequence after, in pages of at most 1000
 // (and at most limit in all when limit > 0), and calls each with every event in order. It
-// stops at an empty page, once limit events were read or, with toLast, at the page's
-// lastSequence (the session's last event when the page was read). It decodes only the last
+// stops at an empty page or once limit events were read. It decodes only the last
 // event of each page, for the sequence to read after; a failure to do so is a
 // [pageDecodeError].
-func readPages(ctx context.Context, c *client.Client, id string, after int64, limit int, toLast bool, each func(json.RawMessage)) error {
+func readPages(ctx context.Context, c *client.Client, id string, after int64, limit int, each func(json.RawMessage)) error {
 	read := 0
 	for {
 		n := 1000
@@ -296,9 +305,6 @@ func readPages(ctx context.Context, c *client.Client, id string, after int64, li
 			return pageDecodeError{err}
 		}
 		after = last.Sequence
-		if toLast && after >= page.LastSequence {
-			return nil
-		}
 	}
 }
 

@@ -144,7 +144,7 @@ func TestCommandGroupErrors(t *testing.T) {
 		{[]string{"cmd", "stop", "S-1", "r1", "--wait", "-1s"}, 2, "sessiond cmd: --wait must not be negative", false},
 		{[]string{"create", "--id", "S-1"}, 2, "sessiond create: --agent is required", false},
 		{[]string{"fork", "S-1", "m1", "r1", "--exclude", "nothing"}, 2, `--exclude "nothing": unknown resource`, false},
-		{[]string{"import", "x.jsonl"}, 2, `sessiond import: --format must be claude-code or codex, not ""` + "\nhint: sessiond import --format claude-code", false},
+		{[]string{"import", "x.jsonl"}, 2, `sessiond import: --format must be claude-code, codex or sessiond, not ""` + "\nhint: sessiond import --format claude-code", false},
 		{[]string{"import", "--format", "codex", "/no/such/dir"}, 2, "sessiond import: stat /no/such/dir: no such file or directory", false},
 		{[]string{"export", "--format", "csv", "S-1"}, 2, `sessiond export: --format must be jsonl, not "csv"`, false},
 		{[]string{"acp", "--", "no-such-agent-program"}, 2, "sessiond acp: agent command: exec: \"no-such-agent-program\": executable file not found in $PATH\nhint: give the agent's command after --", false},

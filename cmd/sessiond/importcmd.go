@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,11 +20,47 @@ func init() {
 		about: `Each path is a transcript file or a directory searched recursively (Claude Code: *.jsonl,
 e.g. ~/.claude/projects; Codex: rollout-*.jsonl, e.g. ~/.codex/sessions). Each transcript
 becomes a session whose ids derive from the file, so importing again writes nothing new.
+--format sessiond imports files sessiond export wrote: each is verified first (sessiond
+verify), and its events are appended as they are, keeping their bytes and sequences.
 Sessions are written through the server's HTTP API (--server), in batches: the server may be
 running and serving the sessions meanwhile. Every line of every file is reported as mapped,
 merged into another line's event, or skipped with a reason.`, run: runImport}
-	commands["export"] = command{summary: "write a session's events as JSON lines (contract events)", args: "<session-id>",
-		about: "Writes every event of the session, as stored, one per line (--format jsonl, the only format).", run: runExport}
+	commands["export"] = command{summary: "write a session's events as JSON lines (contract events) and its hash chain", args: "<session-id>",
+		about: `Writes every event of the session, as stored, one per line (--format jsonl, the only format),
+then one trailer line, {"sessiondChain":{...}}, that carries the log's hash chain and what
+sessiond import needs to create the session again. sessiond verify checks the chain offline;
+sessiond validate skips the trailer.`, run: runExport}
+}
+
+// exportFormat is import's --format for files sessiond export wrote.
+const exportFormat = "sessiond"
+
+// runImportExports imports files sessiond export wrote (importExport), each verified first.
+func runImportExports(f clientFlags, paths []string, stdout, stderr io.Writer) int {
+	code := 0
+	var all []importResult
+	for _, p := range paths {
+		res := importExport(context.Background(), f.client(), p)
+		all = append(all, res)
+		if res.Error != "" {
+			code = 1
+		}
+		if *f.json {
+			continue
+		}
+		if res.Error != "" {
+			fmt.Fprintf(stderr, "sessiond import: %s: %s\n", p, res.Error)
+			for _, pr := range res.Problems {
+				fmt.Fprintf(stderr, "  %s\n", pr)
+			}
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: session %s: %d events, %d accepted, %d duplicate\n", p, res.SessionID, res.Events, res.Accepted, res.Duplicate)
+	}
+	if *f.json {
+		printJSON(stdout, all)
+	}
+	return code
 }
 
 // importSummary is what "sessiond import --json" prints.
@@ -41,13 +76,16 @@ type importSummary struct {
 
 func runImport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	f := newClientFlags("import", stdout, stderr)
-	format := f.fs.String("format", "", "the files' format: "+strings.Join(importer.Formats, " or ")+" (required)")
+	format := f.fs.String("format", "", "the files' format: "+strings.Join(importer.Formats, ", ")+" or "+exportFormat+" (files sessiond export wrote) (required)")
 	pos, code, ok := f.parse(args)
 	if !ok {
 		return code
 	}
+	if *format == exportFormat {
+		return runImportExports(f, pos, stdout, stderr)
+	}
 	if !slices.Contains(importer.Formats, *format) {
-		return f.usageError(fmt.Sprintf("--format must be %s, not %q\nhint: sessiond import --format claude-code ~/.claude/projects", strings.Join(importer.Formats, " or "), *format))
+		return f.usageError(fmt.Sprintf("--format must be %s or %s, not %q\nhint: sessiond import --format claude-code ~/.claude/projects", strings.Join(importer.Formats, ", "), exportFormat, *format))
 	}
 	files, err := transcriptFiles(*format, pos)
 	if err != nil {
@@ -190,8 +228,5 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *format != "jsonl" {
 		return f.usageError(fmt.Sprintf("--format must be jsonl, not %q", *format))
 	}
-	err := readPages(context.Background(), f.client(), pos[0], -1, 0, true, func(raw json.RawMessage) {
-		fmt.Fprintf(stdout, "%s\n", raw)
-	})
-	return pagingFail(stderr, "export", err)
+	return pagingFail(stderr, "export", runExportChain(context.Background(), f.client(), pos[0], stdout))
 }

@@ -46,6 +46,9 @@ var described = map[string]struct{ tag, desc string }{
 		"expectedSequence makes the append conditional; Sessiond-Lease fences a worker's writes on its run (docs/api.md, Events)."},
 	"readEvents": {"events", "A page of the log in sequence order, after a cursor. Events are returned exactly as stored; " +
 		"read on from lastSequence."},
+	"exportEvents": {"events", "The whole log from a cursor to its end in one streamed answer, for exports and replays: NDJSON, " +
+		"each line an event exactly as stored, ending at Sessiond-Last-Sequence. A body cut short has no final chunk; " +
+		"resume with after = the last sequence received (docs/api.md, Events)."},
 	"streamEvents": {"events", "The log as server-sent events from a cursor, then live, without gap or repeat across reconnects " +
 		"(Last-Event-ID). A browser's EventSource authenticates with a stream token in ?token= (docs/api.md, Live stream)."},
 	"streamChanges": {"events", "Session-level changes (created, status, archived, restored, deleted, forked) across the sessions " +

@@ -184,6 +184,15 @@ var operations = []operation{
 			// Each block's data: an event, or the final stream.error's error envelope.
 			line: obj{"oneOf": []any{ref("AgentSessionEvent"), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
 				"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}}}},
+	{pattern: "GET /v1/sessions/{id}/events/export", id: "exportEvents", summary: "The log from a cursor to its end, streamed as NDJSON: one stored event per line",
+		params: []param{
+			{name: "after", in: "query", desc: "start after this sequence (default -1: the whole log)", schema: intParam(-1, contract.MaxSafeInteger)},
+			{name: "Last-Event-ID", in: "header", desc: "start after this sequence, as the event stream's; wins over after", schema: obj{"type": "string", "pattern": `^-?[0-9]+$`}},
+		},
+		answers: []answer{{status: 200, media: "application/x-ndjson", schema: obj{"type": "string"},
+			desc:    "every event after the starting point up to the log's last sequence when the read began (Sessiond-Last-Sequence), in sequence order, each line the AgentSessionEvent exactly as stored (the bytes the paged read and the stream carry). A body cut short (the connection dropped, the store failed part way) ends without the chunked encoding's final chunk; resume with after = the last sequence received",
+			line:    ref("AgentSessionEvent"),
+			headers: obj{"Cache-Control": cacheControl("no-store"), api.LastSequenceHeader: obj{"description": "the log's last sequence when the read began (-1: empty): the sequence of the body's last line, unless the starting point is past it", "required": true, "schema": obj{"type": "string", "pattern": `^-?[0-9]+$`}}}}}},
 	{pattern: "GET /v1/events/stream", id: "streamChanges", summary: "Server-sent events: session-level changes across sessions (the change feed), from a cursor, then live",
 		params: []param{
 			{name: "project", in: "query", desc: "only changes of sessions of this project", schema: strParam},

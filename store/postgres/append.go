@@ -31,12 +31,15 @@ const (
 	// after qLockSession: its snapshot, taken once the lock is held, sees the head as the
 	// lock's previous holder committed it. (Read in qLockSession's own snapshot it could be
 	// older: the lock waits for the previous holder, but only the locked row is read again.)
-	qLastSeq = `SELECT last_seq FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
+	qLastSeq = `SELECT last_seq, head_hash FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
 	qRuns    = `SELECT run_id, ord, data FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND (run_id = ANY($2) OR active)`
-	qMaxOrd       = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
-	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
-		SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[]) AS u`
+	qMaxOrd = `SELECT COALESCE(MAX(ord), -1) FROM runs WHERE sk = (SELECT sk FROM sessions WHERE id = $1)`
+	// qInsertEvents writes events with their stored chain hashes ($8: empty or NULL for an
+	// event whose hash is not stored, store.ChainStored).
+	qInsertEvents = `INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data, hash)
+		SELECT $1, u.s, u.i, u.k, u.t, u.r, u.d, nullif(u.h, ''::bytea)
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bytea[]) AS u (s, i, k, t, r, d, h)`
 	// qUpsertRuns writes the plan's runs (store.RunWrite). A created run takes its session's
 	// project and agent; queued_ms keeps the time the run first became queued, by the
 	// database's clock, while it stays queued; a run that is no longer active (EndsLease: a
@@ -60,9 +63,10 @@ const (
 	// run between the decision and the commit.
 	qActiveLeases = `SELECT run_id, lease_id, lease_token, lease_expires_ms FROM runs
 		WHERE sk = (SELECT sk FROM sessions WHERE id = $1) AND active FOR NO KEY UPDATE`
-	// qSetLast moves the session's head (migration 0009): the last sequence, commit_xid and,
-	// when $3 is not NULL, the append's heartbeat (headHeartbeatSet).
-	qSetLast = `UPDATE session_heads SET last_seq = $2, commit_xid = pg_current_xact_id(),
+	// qSetLast moves the session's head (migration 0009): the last sequence, its chain hash
+	// ($4, migration 0011), commit_xid and, when $3 is not NULL, the append's heartbeat
+	// (headHeartbeatSet).
+	qSetLast = `UPDATE session_heads SET last_seq = $2, head_hash = $4, commit_xid = pg_current_xact_id(),
 		` + headHeartbeatSet + ` WHERE sk = $1`
 	// headHeartbeatSet records the heartbeat $3 (RFC 3339 text, or NULL for none) on a
 	// session's head: reads show it as the record's last_heartbeat_at.
@@ -183,6 +187,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 		return nil, fmt.Errorf("append to session %q: %w", sessionID, err)
 	}
 	if out.added > 0 {
+		s.heads.put(out.sk, out.last, out.head)
 		s.deliver(sessionID, out.last)
 		s.notifier.add(sessionID, out.sk, out.last)
 	}
@@ -192,10 +197,11 @@ func (s *Store) Append(ctx context.Context, sessionID string, events []*contract
 // appendOutcome is what a committed append did.
 type appendOutcome struct {
 	results []store.AppendResult
-	added   int   // events written
-	last    int64 // the log's last sequence after the append
-	sk      int64 // the session's internal key
-	changed bool  // the append may have recorded a change for the change feed
+	added   int             // events written
+	last    int64           // the log's last sequence after the append
+	head    store.ChainHash // the chain hash of the event at last (set when added > 0)
+	sk      int64           // the session's internal key
+	changed bool            // the append may have recorded a change for the change feed
 }
 
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
@@ -239,7 +245,8 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	// Round trip 2: write. From here on the append no longer listens to ctx.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	b, final := writeBatch(lk, plan, opts)
+	hashes := store.ChainEvents(lk.head, plan.Added)
+	b, final := writeBatch(lk, plan, hashes, opts)
 	if final != nil {
 		return out, final, nil
 	}
@@ -250,7 +257,7 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 	}
 	inTx = false
 	changed := len(plan.Runs) > 0 || (lk.stale && !opts.Heartbeat.IsZero())
-	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, sk: lk.sk, changed: changed}, nil, nil
+	return appendOutcome{results: plan.Results, added: len(plan.Added), last: plan.Last, head: hashes[len(hashes)-1], sk: lk.sk, changed: changed}, nil, nil
 }
 
 // appendLookup answers store.PlanAppend from what round trip 1 read: the session's key and
@@ -258,7 +265,8 @@ func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.E
 // batch names or that are active.
 type appendLookup struct {
 	sk, last int64
-	stale    bool // the session is stale (a heartbeat makes it running)
+	head     store.ChainHash // the chain hash of the event at last (store/chain.go)
+	stale    bool            // the session is stale (a heartbeat makes it running)
 	byKey    map[string]existingEvent
 	byID     map[string]int64
 	runs     map[string]store.StoredRun
@@ -366,8 +374,13 @@ func readForAppend(ctx context.Context, conn *pgx.Conn, sid string, events []*co
 		}
 		return nil, nil, fmt.Errorf("lock session: %w", err)
 	}
-	if err := br.QueryRow().Scan(&lk.last); err != nil {
+	var head []byte
+	if err := br.QueryRow().Scan(&lk.last, &head); err != nil {
 		return nil, nil, fmt.Errorf("read the last sequence: %w", err)
+	}
+	var ok bool
+	if lk.head, ok = store.ChainHead(head); !ok {
+		return nil, fmt.Errorf("session %q: its head's chain hash is %d bytes, not %d: the store is damaged (run sessiond fsck)", sid, len(head), len(lk.head)), nil
 	}
 	if len(events) > 0 {
 		if err := lk.readEvents(br); err != nil {
@@ -468,18 +481,19 @@ func (lk *appendLookup) readRuns(br pgx.BatchResults) (final, err error) {
 	return nil, nil
 }
 
-// writeBatch builds round trip 2: the plan's events and runs, the last sequence, the heartbeat
-// and the command result, and COMMIT. final is a run that does not encode.
-func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOptions) (b *pgx.Batch, final error) {
+// writeBatch builds round trip 2: the plan's events with their stored chain hashes (hashes[i]
+// is plan.Added[i]'s; store.ChainStored), its runs, the last sequence and head hash, the heartbeat and the command
+// result, and COMMIT. final is a run that does not encode.
+func writeBatch(lk *appendLookup, plan store.AppendPlan, hashes []store.ChainHash, opts store.AppendOptions) (b *pgx.Batch, final error) {
 	n := len(plan.Added)
 	seqs := make([]int64, n)
 	ids, keys, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	datas := make([][]byte, n)
+	datas, hs := make([][]byte, n), make([][]byte, n)
 	for i, e := range plan.Added {
-		seqs[i], ids[i], keys[i], types[i], runIDs[i], datas[i] = e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data
+		seqs[i], ids[i], keys[i], types[i], runIDs[i], datas[i], hs[i] = e.Sequence, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data, store.ChainStored(e.Sequence, &hashes[i])
 	}
 	b = &pgx.Batch{}
-	b.Queue(qInsertEvents, lk.sk, seqs, ids, keys, types, runIDs, datas)
+	b.Queue(qInsertEvents, lk.sk, seqs, ids, keys, types, runIDs, datas, hs)
 	if len(plan.Runs) > 0 {
 		rIDs, rDatas := make([]string, len(plan.Runs)), make([]string, len(plan.Runs))
 		rOrds, rActive := make([]int32, len(plan.Runs)), make([]bool, len(plan.Runs))
@@ -503,7 +517,7 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, opts store.AppendOption
 		t := contract.FormatTime(opts.Heartbeat)
 		hb = &t
 	}
-	b.Queue(qSetLast, lk.sk, plan.Last, hb)
+	b.Queue(qSetLast, lk.sk, plan.Last, hb, hashes[n-1][:])
 	if hb != nil && lk.stale {
 		b.Queue(qRevive, lk.sk, *hb)
 	}

@@ -119,6 +119,7 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 	n := len(keys)
 	empty := make([]string, n)
 	heads := make([][]byte, n)
+	genesis := store.ChainGenesis[:] // the new head and the head the batch follows (qDirect)
 	// The batch's first key is stored, so the one-statement append of a large batch looks up
 	// every key and eventId too: the first key, the others, the eventIds, a read of events
 	// each.
@@ -128,8 +129,8 @@ func checkDuplicateLookups(t *testing.T, st *Store, sk int64) {
 		args  []any
 		reads int
 	}{
-		{"one-statement append", qDirects[0][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}, 2},
-		{"one-statement append of a large batch", qDirects[1][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z"}, 3},
+		{"one-statement append", qDirects[0][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z", genesis, genesis}, 2},
+		{"one-statement append of a large batch", qDirects[1][1][0][0], []any{sk, keys, ids, nil, empty, empty, heads, heads, "2026-03-01T12:00:00Z", genesis, genesis}, 3},
 		{"locking path lookup", qExisting, []any{"S-large", keys, ids}, 2},
 	}
 	for _, s := range statements {

@@ -35,6 +35,9 @@ func TestClassify(t *testing.T) {
 		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), store.Unreachable},
 		{"lost during commit", fmt.Errorf("write and commit: %w", inDoubt(io.ErrUnexpectedEOF)), store.CommitUnknown},
 		{"server refused the commit", inDoubt(pg(codeSerializationFailure)), 0},
+		{"write past its deadline", fmt.Errorf("commit a group of appends: %w", inDoubt(fmt.Errorf("timeout: %w", context.DeadlineExceeded))), store.CommitUnknown},
+		{"lock timeout", pg(codeLockNotAvailable), store.Unreachable},
+		{"statement timeout", pg(codeQueryCanceled), store.Unreachable},
 		{"unique violation", pg(codeUniqueViolation), 0},
 		{"syntax error: a bug", pg("42601"), 0},
 		{"context canceled", context.Canceled, 0},
@@ -49,6 +52,20 @@ func TestClassify(t *testing.T) {
 				t.Errorf("classify(%v) = %v, want %v", c.err, why, c.want)
 			}
 		})
+	}
+}
+
+// TestDoubtIsTriedAgain: a write whose answer was lost, or did not come before the write's own
+// deadline, is tried again (Append's retry), unlike a caller's deadline.
+func TestDoubtIsTriedAgain(t *testing.T) {
+	if !transient(inDoubt(fmt.Errorf("timeout: %w", context.DeadlineExceeded))) {
+		t.Error("a write past its own deadline is not tried again")
+	}
+	if !transient(inDoubt(io.ErrUnexpectedEOF)) {
+		t.Error("a write whose connection was lost is not tried again")
+	}
+	if transient(context.DeadlineExceeded) {
+		t.Error("the caller's deadline is tried again")
 	}
 }
 

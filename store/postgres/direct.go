@@ -32,14 +32,16 @@ import (
 //     in the server's log) and the append takes the locking path, which waits for the lock
 //     while it listens to the caller's context. The row is only locked, never written: the
 //     lock is what every writer of the session takes (migration 0009);
-//   - upd moves the session's head (session_heads) when the log ends where ExpectedSequence
-//     ($4) says: last_seq, commit_xid and the heartbeat (%[2]s), in one update of a narrow
-//     row. It computes from the head's latest committed version (an UPDATE re-reads a row
-//     that changed after the statement's snapshot), not the snapshot's: the appender that
-//     held the lock before may have committed after the snapshot was taken;
-//   - ins writes the events at last_seq+1.., each one's bytes being its canonical bytes
-//     around the sequence (contract.EncodedEvent.Around) with the sequence between them, as
-//     EncodedEvent.JSON writes it; and cmd (%[3]s) the command result.
+//   - upd moves the session's head (session_heads) when the log ends where the driver last saw
+//     it end, at sequence $4 with the chain hash %[9]s (headCache): last_seq, the new head
+//     hash (%[8]s), commit_xid and the heartbeat (%[2]s), in one update of a narrow row. It
+//     compares with the head's latest committed version (an UPDATE re-reads a row that
+//     changed after the statement's snapshot), not the snapshot's: the appender that held the
+//     lock before may have committed after the snapshot was taken;
+//   - ins writes the events at $4+1.., with the bytes ($7) and stored chain hashes ($8, empty
+//     where none is stored: store.ChainStored) the driver computed for those sequences from
+//     that head (store.ChainEvents): the chain is computed once, in Go, for both paths; and
+//     cmd (%[3]s) the command result.
 //
 // The parameters the plan's costs would depend on (the session's key, the arrays, the
 // expected sequence) are given as (SELECT $n), values the planner does not look at, so that a
@@ -61,14 +63,14 @@ var qDirect = `WITH %[7]s%[4]s, lk AS (
 	WHERE sk = (SELECT $1::bigint) AND NOT EXISTS (SELECT FROM dup)%[1]s%[5]s
 	FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
-	UPDATE session_heads SET last_seq = session_heads.last_seq + cardinality($2::text[]), commit_xid = pg_current_xact_id()%[2]s
-	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND ((SELECT $4::bigint) IS NULL OR session_heads.last_seq = (SELECT $4::bigint))%[6]s
+	UPDATE session_heads SET last_seq = session_heads.last_seq + cardinality($2::text[]), head_hash = (SELECT %[8]s::bytea), commit_xid = pg_current_xact_id()%[2]s
+	FROM lk WHERE session_heads.sk = (SELECT $1::bigint) AND session_heads.last_seq = (SELECT $4::bigint) AND session_heads.head_hash = (SELECT %[9]s::bytea)%[6]s
 	RETURNING session_heads.last_seq - cardinality($2::text[]) AS prev
 ), ins AS (
-	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data)
-	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.head || convert_to((upd.prev + u.n)::text, 'UTF8') || u.tail
+	INSERT INTO events (sk, seq, event_id, idem_key, event_type, run_id, data, hash)
+	SELECT $1, upd.prev + u.n, u.id, u.key, u.typ, u.run, u.data, nullif(u.hash, ''::bytea)
 	FROM upd, unnest((SELECT $3::text[]), (SELECT $2::text[]), (SELECT $5::text[]), (SELECT $6::text[]), (SELECT $7::bytea[]), (SELECT $8::bytea[]))
-		WITH ORDINALITY AS u (id, key, typ, run, head, tail, n)
+		WITH ORDINALITY AS u (id, key, typ, run, data, hash, n)
 )%[3]s
 SELECT 'a', prev, NULL::text, NULL::text, NULL::bytea FROM upd
 UNION ALL SELECT 'd', seq, event_id, idem_key, data FROM dup
@@ -97,7 +99,8 @@ var (
 
 // The variants of qDirect, by lookup (dupEvery for a batch of at most maxGroupedEvents events,
 // dupFirst for a larger one), heartbeat ($9), command result (the two parameters after) and
-// fence (the batch's run ids, the last parameter; see unleasedFence): for a fenced batch, rl
+// fence (the batch's run ids, the parameter after; see unleasedFence), followed by the new head
+// hash and the head hash the batch follows (the last two parameters): for a fenced batch, rl
 // locks the rows of the batch's runs (SKIP LOCKED: a claim under way makes the statement
 // write nothing, as a locked session does) and the statement writes only when it locked every
 // one of them that its snapshot has and none holds a lease, and when no append committed
@@ -130,7 +133,8 @@ var qDirects = func() (q [2][2][2][2]string) {
 					if first == 1 {
 						dup = dupFirst
 					}
-					q[first][hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond, dup)
+					head, prevHead := fmt.Sprintf("$%d", 9+hb+2*c+f), fmt.Sprintf("$%d", 10+hb+2*c+f)
+					q[first][hb][c][f] = fmt.Sprintf(qDirect, live, set, with, rl, lkCond, updCond, dup, head, prevHead)
 				}
 			}
 		}
@@ -153,14 +157,16 @@ func unleasedFence(events []*contract.EncodedEvent, opts store.AppendOptions) bo
 
 // appendDirect appends an unconditional batch (store.Unconditional) with qDirect. done says
 // that out and final are the append's answer; when it is false the append must take the
-// locking path (the session's row is locked by another transaction, or the batch needs a
-// write that the statement's snapshot could not decide). err is a database failure.
+// locking path (the session's row is locked by another transaction, the driver does not know
+// where its log ends (headCache) or knows it does not end at opts.ExpectedSequence, or the
+// batch needs a write that the statement's snapshot could not decide). err is a database
+// failure.
 func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final error, done bool, err error) {
 	c, err := s.directCall(ctx, sid, events, opts)
 	if errors.Is(err, store.ErrSessionNotFound) {
 		return out, err, true, nil
 	}
-	if err != nil {
+	if err != nil || c == nil {
 		return out, nil, false, err
 	}
 	// The statement takes the lock at once or fails: from its start it runs to its end
@@ -168,23 +174,38 @@ func (s *Store) appendDirect(ctx context.Context, sid string, events []*contract
 	if err := ctx.Err(); err != nil {
 		return out, err, true, nil
 	}
-	return s.group.do(c)
+	out, final, done, err = s.group.do(c)
+	if out.added > 0 {
+		out.head = c.head
+	}
+	return out, final, done, err
 }
 
-// directCall makes the call of qDirect that appends events to session sid.
+// directCall makes the call of qDirect that appends events to session sid after the head the
+// driver last saw its log end at (headCache); nil when it knows none, or knows that the log does
+// not end at opts.ExpectedSequence: the locking path decides then.
 func (s *Store) directCall(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (*directCall, error) {
 	sk, err := s.sessionKey(ctx, sid)
 	if err != nil {
 		return nil, err
 	}
+	last, prev, known := s.heads.get(sk)
+	if !known || (opts.ExpectedSequence != nil && *opts.ExpectedSequence != last) {
+		return nil, nil
+	}
 	n := len(events)
 	keys, ids, types, runIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	heads, tails := make([][]byte, n), make([][]byte, n)
+	datas, hashes := make([][]byte, n), make([][]byte, n)
+	chain := make([]store.ChainHash, n)
+	head := prev
 	for i, ev := range events {
 		keys[i], ids[i], types[i], runIDs[i] = ev.IdempotencyKey, ev.EventID, ev.EventType, ev.RunID
-		heads[i], tails[i] = ev.Around()
+		datas[i] = ev.JSON(last + 1 + int64(i))
+		head = store.ChainNext(head, datas[i])
+		chain[i] = head
+		hashes[i] = store.ChainStored(last+1+int64(i), &chain[i])
 	}
-	args := []any{sk, keys, ids, opts.ExpectedSequence, types, runIDs, heads, tails}
+	args := []any{sk, keys, ids, last, types, runIDs, datas, hashes}
 	hb, cmd := 0, 0
 	if !opts.Heartbeat.IsZero() {
 		hb = 1
@@ -207,17 +228,19 @@ func (s *Store) directCall(ctx context.Context, sid string, events []*contract.E
 		fenced = 1
 		args = append(args, runs)
 	}
+	args = append(args, chain[n-1][:], prev[:])
 	first := 0 // a small batch looks up every key and eventId: its statement's fixed costs outweigh them
 	if n > maxGroupedEvents {
 		first = 1
 	}
-	return &directCall{sid: sid, sk: sk, events: events, opts: opts, q: qDirects[first][hb][cmd][fenced], variant: first<<3 | hb<<2 | cmd<<1 | fenced, args: args}, nil
+	return &directCall{sid: sid, sk: sk, head: head, events: events, opts: opts, q: qDirects[first][hb][cmd][fenced], variant: first<<3 | hb<<2 | cmd<<1 | fenced, args: args}, nil
 }
 
 // directCall is one append by qDirect: its statement and, once run, its answer.
 type directCall struct {
 	sid     string
 	sk      int64
+	head    store.ChainHash // the head hash after the batch, when the statement writes it
 	events  []*contract.EncodedEvent
 	opts    store.AppendOptions
 	q       string

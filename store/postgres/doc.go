@@ -106,13 +106,32 @@
 // one before, so it is reported by a notification within milliseconds or by a poll within a
 // second of the commit, or of the listener's reconnection, whichever is later. A listener whose
 // connection fails (a statement fails, or a poll takes more than 10 seconds) reconnects with
-// backoff (50 ms doubling to 5 s, with jitter) and keeps the previous poll's snapshot, so the
+// backoff (50 ms doubling to 2 s, with jitter) and keeps the previous poll's snapshot, so the
 // first poll after LISTEN covers the whole outage. Subscribers never wait for events that are
 // already committed; remote commits are reported late during an outage, never lost.
 //
 // # Connections
 //
 // Each Store uses a pool of at most pool_max_conns connections (default DefaultMaxConns, set in
-// the URL) plus one listener connection. The listener needs a real session (LISTEN): point it
-// at PostgreSQL directly or at a pooler in session mode, not in transaction mode.
+// the URL) plus one listener connection, and one probe connection to each server of the URL.
+// The listener needs a real session (LISTEN): point it at PostgreSQL directly or at a pooler in
+// session mode, not in transaction mode.
+//
+// # Failover
+//
+// A URL may name several servers (a primary and its standbys, with
+// target_session_attrs=read-write). A server that dies refuses connections, and the next
+// server takes them; a server that hangs is found only by a deadline, because its kernel still
+// completes TCP handshakes and acknowledges keepalives. So every connection attempt has a
+// deadline (connect_timeout, DefaultConnectTimeout by default), and each server is probed once
+// a second (pg_is_in_recovery(), 2 s deadline, hosts.go): a server that does not answer has
+// every socket the store holds to it closed at once, so that the statements waiting there fail
+// now and are tried again elsewhere (an append with its idempotency keys: an attempt that may
+// have committed is answered as a duplicate, or, if every attempt fails, with
+// store.CommitUnknown), and new connections try it last. The server that answers as the
+// primary (or that a new read-write connection reached) is tried first, so that a new
+// connection does not first wait out its connect timeout on a frozen former primary. A group of
+// appends gives its connection up after 10 s. Sockets have TCP keepalive and TCP_USER_TIMEOUT,
+// which find a host that is gone. Open reads synchronous_commit and synchronous_standby_names
+// and warns when an acknowledged event may not survive the primary's loss.
 package postgres

@@ -24,6 +24,8 @@ const (
 	codeTooManyConnections   = "53300"
 	codeDiskFull             = "53100"
 	codeReadOnlyTransaction  = "25006" // a standby, or a primary demoted under the connection
+	codeLockNotAvailable     = "55P03" // lock_timeout
+	codeQueryCanceled        = "57014" // statement_timeout, or cancelled by an administrator
 )
 
 // transient reports whether err is a failure that the same operation may overcome when tried
@@ -31,6 +33,10 @@ const (
 // restarting, a serialization failure or deadlock, or a unique violation raced by another
 // transaction. Context errors and the store's typed errors are never transient.
 func transient(err error) bool {
+	var de *doubtError
+	if errors.As(err, &de) {
+		return true // a write whose answer was lost (or did not come in time): try it again
+	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -81,19 +87,23 @@ func containsAny(s string, subs ...string) bool {
 // store.Unreachable; a write sent when its connection was lost (inDoubt) is store.CommitUnknown.
 // The errors of the operating system are classified by store.ClassifyOS, as for every driver.
 func classify(err error) error {
+	var de *doubtError
+	if errors.As(err, &de) { // before the context errors: a write past its own deadline is in doubt
+		return store.Unavailable(store.CommitUnknown, err)
+	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
-	}
-	var de *doubtError
-	if errors.As(err, &de) {
-		return store.Unavailable(store.CommitUnknown, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case codeDiskFull:
 			return store.Unavailable(store.Full, err)
-		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow, codeTooManyConnections, codeReadOnlyTransaction:
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow, codeTooManyConnections, codeReadOnlyTransaction,
+			codeLockNotAvailable, codeQueryCanceled:
+			// The server cannot serve it now: down, starting, full of connections, read-only
+			// (a failover), or the statement ran past lock_timeout or statement_timeout and was
+			// rolled back.
 			return store.Unavailable(store.Unreachable, err)
 		}
 		if strings.HasPrefix(pgErr.Code, "08") { // connection exception
@@ -122,12 +132,16 @@ func (e *doubtError) Error() string { return e.err.Error() }
 func (e *doubtError) Unwrap() error { return e.err }
 
 // inDoubt returns err, the failure of a write sent with its COMMIT (or in one autocommitted
-// statement), marked as in doubt when it is a lost connection (transient) after pgx may have
+// statement), marked as in doubt when it is a lost connection (transient) or a deadline passed
+// (the write phase's own: its callers never pass the caller's context) after pgx may have
 // sent the write: not when the server answered with an error (then nothing was committed),
 // nor when pgx says nothing was sent (pgconn.SafeToRetry), nor for any other failure.
 func inDoubt(err error) error {
 	var pgErr *pgconn.PgError
-	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) || !transient(err) {
+	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return err
+	}
+	if !transient(err) && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
 		return err
 	}
 	return &doubtError{err}

@@ -108,7 +108,11 @@ func (g *grouper) lead(own *directCall) {
 // run runs calls, one statement or a group, and sets their answers.
 func (g *grouper) run(calls []*directCall) {
 	g.calls.Add(int64(len(calls)))
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	timeout := groupTimeout // a group of small appends that never wait for a lock (hosts.go)
+	if len(calls) == 1 && len(calls[0].events) > maxGroupedEvents {
+		timeout = writeTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if len(calls) == 1 {
 		c := calls[0]

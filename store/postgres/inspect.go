@@ -104,8 +104,8 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	var record, snapshot string
 	err = tx.QueryRow(ctx, `SELECT sk, status,
 			CASE WHEN heartbeat IS NULL THEN record::text ELSE (record::jsonb || jsonb_build_object('last_heartbeat_at', heartbeat))::text END,
-			snapshot::text, lineage::text, active_branch::text, last_seq FROM `+sessionFrom+` WHERE id = $1`, id).
-		Scan(&sk, &raw.Status, &record, &snapshot, &lineage, &branch, &raw.LastSequence)
+			snapshot::text, lineage::text, active_branch::text, last_seq, head_hash, base_hash FROM `+sessionFrom+` WHERE id = $1`, id).
+		Scan(&sk, &raw.Status, &record, &snapshot, &lineage, &branch, &raw.LastSequence, &raw.HeadHash, &raw.BaseHash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ErrSessionNotFound
 	}
@@ -153,14 +153,14 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 		return fmt.Errorf("session %q: command results: %w", id, err)
 	}
 	raw.Events = func(visit func(*store.StoredEvent) error) error {
-		rows, err := tx.Query(ctx, `SELECT seq, event_id, idem_key, event_type, run_id, data FROM events WHERE sk = $1 ORDER BY seq`, sk)
+		rows, err := tx.Query(ctx, `SELECT seq, event_id, idem_key, event_type, run_id, data, hash FROM events WHERE sk = $1 ORDER BY seq`, sk)
 		if err != nil {
 			return fmt.Errorf("session %q: events: %w", id, err)
 		}
 		defer rows.Close()
 		var e store.StoredEvent
 		for rows.Next() {
-			if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data); err != nil {
+			if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &e.Data, &e.Hash); err != nil {
 				return fmt.Errorf("session %q: events: %w", id, err)
 			}
 			if err := visit(&e); err != nil {

@@ -217,6 +217,9 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > last {
 			return &txFinal{fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, last)}
 		}
+		if err := recordChainBase(ctx, tx, sk, through); err != nil {
+			return err
+		}
 		ct, err := tx.Exec(ctx, `DELETE FROM events WHERE sk = $1 AND seq <= $2`, sk, through)
 		if err != nil {
 			return fmt.Errorf("delete events: %w", err)
@@ -256,7 +259,16 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	var ev struct {
 		seqs                     []int64
 		ids, keys, types, runIDs []string
-		datas                    [][]byte
+		datas, hashes            [][]byte
+	}
+	// The log's chain is computed afresh from its bytes (store/chain.go): the imported log is
+	// whole, so it starts at store.ChainGenesis and no base is recorded.
+	head := store.ChainGenesis
+	for i, h := range store.ChainEvents(store.ChainGenesis, imp.Events) {
+		ev.hashes = append(ev.hashes, store.ChainStored(imp.Events[i].Sequence, &h))
+		if i == len(imp.Events)-1 {
+			head = h
+		}
 	}
 	for _, e := range imp.Events {
 		ev.seqs = append(ev.seqs, e.Sequence)
@@ -300,10 +312,6 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			if err != nil {
 				return fmt.Errorf("insert session: %w", err)
 			}
-			// The insert made the session's head (migration 0009's trigger), at -1.
-			if _, err := tx.Exec(ctx, `UPDATE session_heads SET last_seq = $2 WHERE sk = $1`, sk, last); err != nil {
-				return fmt.Errorf("set the last sequence: %w", err)
-			}
 		case err != nil:
 			return fmt.Errorf("lock session: %w", err)
 		default:
@@ -327,9 +335,13 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fmt.Errorf("delete runs: %w", err)
 			}
 		}
+		s.heads.drop(sk)
 		b := &pgx.Batch{}
+		// The session's head (made at -1 by migration 0009's trigger for a new session): the
+		// log's last sequence and chain hash.
+		b.Queue(`UPDATE session_heads SET last_seq = $2, head_hash = $3, base_hash = NULL WHERE sk = $1`, sk, last, head[:])
 		if len(ev.seqs) > 0 {
-			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas)
+			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas, ev.hashes)
 		}
 		if len(rIDs) > 0 {
 			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)
@@ -343,6 +355,51 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	})
 	if err != nil {
 		return fmt.Errorf("import session %q: %w", id, err)
+	}
+	return nil
+}
+
+// recordChainBase records the chain's base of session sk compacted through sequence through:
+// the hash of the event at through (the predecessor of the first kept event, store/chain.go),
+// computed from the last marked event at or before it (store.ChainThrough), or from the
+// session's base when the log starts after that one. When the event at through is gone
+// already (compacted before), the base stays.
+func recordChainBase(ctx context.Context, tx pgx.Tx, sk, through int64) error {
+	var base []byte
+	if err := tx.QueryRow(ctx, `SELECT base_hash FROM session_heads WHERE sk = $1`, sk).Scan(&base); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	from := through - (through+1)%store.ChainEvery // the last marked sequence at or before through
+	rows, err := tx.Query(ctx, `SELECT seq, data, hash FROM events WHERE sk = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, sk, max(from, 0), through)
+	if err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	var evs []store.StoredEvent
+	for rows.Next() {
+		var e store.StoredEvent
+		if err := rows.Scan(&e.Sequence, &e.Data, &e.Hash); err != nil {
+			rows.Close()
+			return fmt.Errorf("record the chain's base: %w", err)
+		}
+		evs = append(evs, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Sequence != through {
+		return nil // the event at through is gone already: the base recorded then stays
+	}
+	start, ok := store.ChainHead(base)
+	if !ok {
+		return fmt.Errorf("record the chain's base: the session's chain base is %d bytes: the store is damaged (run sessiond fsck)", len(base))
+	}
+	h, err := store.ChainThrough(start, evs)
+	if err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE session_heads SET base_hash = $2 WHERE sk = $1`, sk, h[:]); err != nil {
+		return fmt.Errorf("record the chain's base: %w", err)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ var (
 	pollEvery = time.Second
 	// Reconnection backoff: doubled after each failed attempt, with jitter.
 	minBackoff = 50 * time.Millisecond
-	maxBackoff = 5 * time.Second
+	maxBackoff = 2 * time.Second
 	// connectTimeout bounds connecting and each statement of the listener: a poll that takes
 	// longer counts as a dead connection.
 	connectTimeout = 10 * time.Second
@@ -142,8 +142,10 @@ func (l *listener) run(ready chan<- error) {
 // listened), then report notifications and poll every pollEvery until the connection fails (an
 // error) or the listener stops (nil).
 func (l *listener) session(confirmed func()) error {
+	cfg := l.cfg.Copy()
+	l.s.hosts.order(&cfg.Config) // the primary first, failed servers last (hosts.go)
 	cctx, cancel := context.WithTimeout(l.ctx, connectTimeout)
-	conn, err := pgx.ConnectConfig(cctx, l.cfg)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("listener: connect: %w", err)

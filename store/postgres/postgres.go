@@ -35,6 +35,8 @@ const maxNotifyPayload = 7999
 type Store struct {
 	log      *slog.Logger // Options.Logger
 	pool     *pgxpool.Pool
+	hosts    *hosts  // the URL's servers: their state, sockets and order (hosts.go)
+	probe    *prober // probes every server of the URL (hosts.go)
 	schema   string
 	channel  string
 	lis      *listener
@@ -62,6 +64,8 @@ type Store struct {
 	delivered deliveredSet
 
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
+	// heads is where this store's appends last left each session's log (heads.go).
+	heads headCache
 
 	searchMu sync.Mutex   // guards search
 	search   *SearchIndex // the search index (search.go), made by Search
@@ -85,7 +89,14 @@ type Options struct {
 // URL parameters understood besides libpq's: pool_max_conns (default DefaultMaxConns) and the
 // other pgxpool settings; any run-time parameter such as search_path or synchronous_commit. When
 // the URL does not set synchronous_commit and the server's default is "off", the store sets it
-// to "on" for its connections: an append is durable before it is acknowledged.
+// to "on" for its connections: an append is durable before it is acknowledged. When the URL
+// does not set them, connect_timeout is DefaultConnectTimeout, statement_timeout
+// DefaultStatementTimeout, lock_timeout DefaultLockTimeout, idle_in_transaction_session_timeout
+// DefaultIdleInTransactionTimeout and pool_ping_timeout 2 s: a server
+// that hangs must not hold the store's connections (see hosts.go for the probe that leaves it
+// behind, and the order in which a URL's several servers are tried). Open logs a warning when
+// the URL names several servers and the primary's synchronous_commit and
+// synchronous_standby_names cannot promise that an acknowledged event survives its loss.
 //
 // opt, at most one, configures the store (the zero Options when none is given).
 func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
@@ -111,16 +122,34 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if !strings.Contains(url, "pool_ping_timeout") {
+		cfg.PingTimeout = pingTimeout
+	}
+	hs := newHosts(&cfg.ConnConfig.Config, o.Logger) // tracked sockets, keepalive (hosts.go)
+	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		hs.order(&cc.Config) // the primary first, failed servers last
+		return nil
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		hs.connected(c.PgConn())
+		return nil
+	}
 
 	// A first connection checks the settings and applies the migrations.
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	first := cfg.ConnConfig.Copy()
+	hs.order(&first.Config)
+	conn, err := pgx.ConnectConfig(ctx, first)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres store %s: connect: %w", where, err)
+		return nil, fmt.Errorf("open postgres store %s: connect: %w", where, classify(err))
 	}
 	defer conn.Close(context.Background())
+	hs.connected(conn.PgConn())
 	var schema *string
-	var syncCommit, searchPath string
-	if err := conn.QueryRow(ctx, `SELECT current_schema(), current_setting('synchronous_commit'), current_setting('search_path')`).Scan(&schema, &syncCommit, &searchPath); err != nil {
+	var syncCommit, searchPath, standbyNames string
+	if err := conn.QueryRow(ctx, `SELECT current_schema(), current_setting('synchronous_commit'), current_setting('search_path'), current_setting('synchronous_standby_names')`).Scan(&schema, &syncCommit, &searchPath, &standbyNames); err != nil {
 		return nil, fmt.Errorf("open postgres store %s: read settings: %w", where, err)
 	}
 	if schema == nil {
@@ -130,15 +159,37 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 	if syncCommit == "off" && !strings.Contains(url, "synchronous_commit") {
 		rp["synchronous_commit"] = "on"
 	}
+	if v := rp["synchronous_commit"]; v != "" {
+		syncCommit = v
+	}
 	if err := migrate(ctx, conn); err != nil {
 		return nil, fmt.Errorf("open postgres store %s schema %q: %w", where, *schema, err)
 	}
+	// After the migrations, which may wait for another instance's longer than these allow.
+	if rp["statement_timeout"] == "" {
+		rp["statement_timeout"] = DefaultStatementTimeout
+	}
+	if rp["lock_timeout"] == "" {
+		rp["lock_timeout"] = DefaultLockTimeout
+	}
+	if rp["idle_in_transaction_session_timeout"] == "" {
+		rp["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
+	}
+	// What an acknowledgement means under replication: a warning when it may not survive the
+	// primary's loss, said at debug level otherwise (a healthy store logs nothing).
+	ack := acknowledgement(syncCommit, standbyNames, len(hs.keys))
+	o.Logger.Log(ctx, ack.level, "postgres store: "+ack.text, "synchronous_commit", syncCommit,
+		"synchronous_standby_names", standbyNames, "hosts", len(hs.keys))
+	o.Logger.Debug("postgres store: deadlines", "connect_timeout", cfg.ConnConfig.ConnectTimeout,
+		"statement_timeout", rp["statement_timeout"], "lock_timeout", rp["lock_timeout"],
+		"idle_in_transaction_session_timeout", rp["idle_in_transaction_session_timeout"],
+		"probeEvery", probeEvery, "probeTimeout", probeTimeout, "groupTimeout", groupTimeout)
 
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: create the connection pool: %w", where, err)
 	}
-	s := &Store{log: o.Logger, pool: pool, schema: *schema, channel: channelFor(*schema), changeChannel: changeChannelFor(*schema), num: newNumberer()}
+	s := &Store{log: o.Logger, pool: pool, hosts: hs, schema: *schema, channel: channelFor(*schema), changeChannel: changeChannelFor(*schema), num: newNumberer()}
 	lcfg := cfg.ConnConfig.Copy()
 	lcfg.RuntimeParams["application_name"] = rp["application_name"] + "-listener"
 	s.lis = newListener(s, lcfg)
@@ -146,6 +197,7 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: start the commit listener: %w", where, err)
 	}
+	s.probe = startProber(hs, cfg.ConnConfig)
 	s.notifier = newNotifier(s)
 	s.group = &grouper{s: s, maxLeaders: max(1, int(cfg.MaxConns)/4)}
 	s.startNumberer()
@@ -261,7 +313,10 @@ func (s *Store) Close() error {
 	s.stopNumberer()
 	s.notifier.stop()
 	s.lis.stop()
+	// The pool before the prober: closing a connection to a hung server sends a cancel request
+	// there, which waits until the prober closes its socket too.
 	s.pool.Close()
+	s.probe.stop()
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sessiond/sessiond/contract"
 	"github.com/sessiond/sessiond/store"
@@ -67,6 +68,52 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 		out = []store.StoredEvent{}
 	}
 	return out, nil
+}
+
+// AppendEventsData appends to dst the stored bytes of the events ReadEvents returns, sep between
+// two of them (store.EventsDataAppender): one column per row, copied once from the driver's
+// buffer (pgtype.DriverBytes) into dst, in one statement as ReadEvents.
+func (s *Store) AppendEventsData(ctx context.Context, sessionID string, after int64, limit int, sep byte, dst []byte) ([]byte, int, error) {
+	fail := func(err error) ([]byte, int, error) {
+		return dst, 0, fmt.Errorf("read events of session %q: %w", sessionID, err)
+	}
+	if err := s.enter(); err != nil {
+		return fail(err)
+	}
+	defer s.inflight.Done()
+	limit = store.ReadLimit(limit)
+	if after < -1 {
+		after = -1
+	}
+	sk, err := s.sessionKey(ctx, sessionID)
+	if err != nil {
+		return fail(err)
+	}
+	out, n := dst, 0
+	err = retry(ctx, readAttempts, func() error {
+		out, n = dst, 0 // an attempt that failed part way leaves nothing behind
+		rows, err := s.pool.Query(ctx, `SELECT data FROM events WHERE sk = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sk, after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var data pgtype.DriverBytes
+		for rows.Next() {
+			if err := rows.Scan(&data); err != nil {
+				return err
+			}
+			if n > 0 {
+				out = append(out, sep)
+			}
+			out = append(out, data...)
+			n++
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return out, n, nil
 }
 
 func scanEvent(row pgx.CollectableRow) (store.StoredEvent, error) {

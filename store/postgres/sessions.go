@@ -98,23 +98,30 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
-	var tag int64
+	var sk int64
+	created := false
 	err = retry(ctx, readAttempts, func() error {
 		// ON CONFLICT DO NOTHING: a retry after a lost answer to a committed insert finds
 		// the row and reports ErrSessionExists, which is what happened.
-		ct, err := s.pool.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+		err := s.pool.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING sk`,
 			id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
-			string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch))
-		tag = ct.RowsAffected()
+			string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch)).Scan(&sk)
+		if errors.Is(err, pgx.ErrNoRows) {
+			created = false
+			return nil
+		}
+		created = err == nil
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
-	if tag == 0 {
+	if !created {
 		return fmt.Errorf("create session %q: %w", id, store.ErrSessionExists)
 	}
+	// The new log's head: empty, at the chain's genesis (heads.go).
+	s.heads.put(sk, -1, store.ChainGenesis)
 	sess.LastSequence = -1
 	return nil
 }

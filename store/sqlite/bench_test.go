@@ -326,14 +326,19 @@ func bulkLoad(tb testing.TB, n int, k idKind) (string, error) {
 		return dir, err
 	}
 	prefix := uuid.NewString()
+	head := store.ChainGenesis
 	for i := 0; i < n; i++ {
 		id, key := k.id(), k.key(prefix, i)
 		e := store.StoredEvent{Sequence: int64(i), EventID: id, IdempotencyKey: key, EventType: "terminal", Data: []byte(tmpl(id, key, int64(i)))}
-		if _, err := ins.Exec(eventRow(nil, sk, int64(i>>bits), &e)...); err != nil {
+		head = store.ChainNext(head, e.Data)
+		if _, err := ins.Exec(eventRow(nil, sk, int64(i>>bits), &e, head[:])...); err != nil {
 			return dir, err
 		}
 	}
 	if _, err := tx.Exec(`UPDATE sessions SET last_seq = ? WHERE sk = ?`, n-1, sk); err != nil {
+		return dir, err
+	}
+	if _, err := tx.Exec(`INSERT INTO session_heads (sk, last_seq, head_hash) VALUES (?1, ?2, ?3) ON CONFLICT (sk) DO UPDATE SET last_seq = ?2, head_hash = ?3`, sk, n-1, head[:]); err != nil {
 		return dir, err
 	}
 	for g := range int64(n) >> bits { // the sealed generations' tables, as the writer seals them

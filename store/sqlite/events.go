@@ -222,14 +222,14 @@ func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, l
 	return out, nil
 }
 
-// maxReadGuess caps the room AppendEventsJSON makes in one step from its guess of a page's size
+// maxReadGuess caps the room AppendEventsData makes in one step from its guess of a page's size
 // (a page of 10,000 events of 470 bytes is 4.7 MB).
 const maxReadGuess = 16 << 20
 
-// AppendEventsJSON appends to dst the stored bytes of the events ReadEvents returns, separated
-// by commas (store.EventsJSONAppender): one column per row, copied once, straight from the
+// AppendEventsData appends to dst the stored bytes of the events ReadEvents returns, sep between
+// two of them (store.EventsDataAppender): one column per row, copied once, straight from the
 // row into dst.
-func (s *Store) AppendEventsJSON(ctx context.Context, sessionID string, after int64, limit int, dst []byte) ([]byte, int, error) {
+func (s *Store) AppendEventsData(ctx context.Context, sessionID string, after int64, limit int, sep byte, dst []byte) ([]byte, int, error) {
 	if err := s.enter(); err != nil {
 		return dst, 0, err
 	}
@@ -274,7 +274,7 @@ func (s *Store) AppendEventsJSON(ctx context.Context, sessionID string, after in
 			out = slices.Grow(out, max(need, min(need*left+need*left/8, maxReadGuess), len(out)))
 		}
 		if n > 0 {
-			out = append(out, ',')
+			out = append(out, sep)
 		}
 		out = append(out, data...)
 		n++

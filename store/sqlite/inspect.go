@@ -218,6 +218,10 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	if err != nil {
 		return fmt.Errorf("session %q: %w", id, err)
 	}
+	err = tx.QueryRowContext(ctx, `SELECT head_hash, base_hash FROM session_heads WHERE sk = ?`, sk).Scan(&raw.HeadHash, &raw.BaseHash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("session %q: head: %w", id, err)
+	}
 	err = tx.QueryRowContext(ctx, `SELECT data FROM session_lifecycle WHERE sk = ?`, sk).Scan(&raw.Lifecycle)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session %q: lifecycle: %w", id, err)
@@ -252,18 +256,18 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 		return fmt.Errorf("session %q: command results: %w", id, err)
 	}
 	raw.Events = func(visit func(*store.StoredEvent) error) error {
-		rows, err := tx.QueryContext(ctx, inBothTables(`SELECT seq, event_id, idem_key, event_type, run_id, data FROM %[1]s WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`), sk)
+		rows, err := tx.QueryContext(ctx, inBothTables(`SELECT seq, event_id, idem_key, event_type, run_id, data, hash FROM %[1]s WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`), sk)
 		if err != nil {
 			return fmt.Errorf("session %q: events: %w", id, err)
 		}
 		defer rows.Close()
 		var e store.StoredEvent
-		var data sql.RawBytes
+		var data, hash sql.RawBytes
 		for rows.Next() {
-			if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &data); err != nil {
+			if err := rows.Scan(&e.Sequence, &e.EventID, &e.IdempotencyKey, &e.EventType, &e.RunID, &data, &hash); err != nil {
 				return fmt.Errorf("session %q: events: %w", id, err)
 			}
-			e.Data = data
+			e.Data, e.Hash = data, hash
 			if err := visit(&e); err != nil {
 				return err
 			}

@@ -197,6 +197,9 @@ func (s *Store) CompactEvents(ctx context.Context, id string, through int64) (in
 		if through > ss.last {
 			return fmt.Errorf("cannot compact through sequence %d: the log ends at %d", through, ss.last)
 		}
+		if err := w.recordChainBase(ss.sk, through); err != nil {
+			return err
+		}
 		// The tail's rows that a move pass has copied into events are counted there (tail.go).
 		if err := w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM event_tail_live WHERE rid BETWEEN (?1 << 32) AND (?1 << 32) + ?2`, ss.sk, through).Scan(&n); err != nil {
 			return fatal("count events", err)
@@ -310,8 +313,19 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete "+table, err)
 			}
 		}
-		if err := w.insertEvents(id, sk, imp.Events); err != nil {
+		// The log's chain is computed afresh from its bytes (store/chain.go): the imported
+		// log is whole, so it starts at store.ChainGenesis and no base is recorded.
+		hashes := store.ChainEvents(store.ChainGenesis, imp.Events)
+		if err := w.insertEvents(id, sk, imp.Events, hashes); err != nil {
 			return err
+		}
+		var head []byte
+		if len(hashes) > 0 {
+			head = hashes[len(hashes)-1][:]
+		}
+		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO session_heads (sk, last_seq, head_hash, base_hash) VALUES (?1, ?2, ?3, NULL)
+			ON CONFLICT (sk) DO UPDATE SET last_seq = ?2, head_hash = ?3, base_hash = NULL`, sk, last, head); err != nil {
+			return fatal("record the session's head", err)
 		}
 		ss := &sessState{sk: sk, last: last}
 		for g := range w.gen(last + 1) {
@@ -337,6 +351,51 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 	}
 	if r.err != nil {
 		return fmt.Errorf("import session %q: %w", id, r.err)
+	}
+	return nil
+}
+
+// recordChainBase records the chain's base of session sk compacted through sequence through:
+// the hash of the event at through (the predecessor of the first kept event, store/chain.go),
+// computed from the last marked event at or before it (store.ChainThrough), or from the
+// session's base when the log starts after that one. When the event at through is gone
+// already (compacted before), the base stays.
+func (w *writer) recordChainBase(sk, through int64) error {
+	var base []byte
+	err := w.conn.QueryRowContext(w.ctx, `SELECT base_hash FROM session_heads WHERE sk = ?`, sk).Scan(&base)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fatal("record the chain's base", err)
+	}
+	from := through - (through+1)%store.ChainEvery // the last marked sequence at or before through, or a later one's start
+	rows, err := w.conn.QueryContext(w.ctx, inBothTables(`SELECT seq, data, hash FROM %[1]s WHERE rid BETWEEN (?1 << 32) + max(?2, 0) AND (?1 << 32) + ?3`)+` ORDER BY 1`, sk, from, through)
+	if err != nil {
+		return fatal("record the chain's base", err)
+	}
+	var evs []store.StoredEvent
+	for rows.Next() {
+		var e store.StoredEvent
+		if err := rows.Scan(&e.Sequence, &e.Data, &e.Hash); err != nil {
+			rows.Close()
+			return fatal("record the chain's base", err)
+		}
+		evs = append(evs, e)
+	}
+	if err := closeRows(rows); err != nil {
+		return fatal("record the chain's base", err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Sequence != through {
+		return nil // the event at through is gone already: the base recorded then stays
+	}
+	start, ok := store.ChainHead(base)
+	if !ok {
+		return fatal("record the chain's base", fmt.Errorf("the session's chain base is %d bytes: the store is damaged (run sessiond fsck)", len(base)))
+	}
+	h, err := store.ChainThrough(start, evs)
+	if err != nil {
+		return fatal("record the chain's base", err)
+	}
+	if _, err := w.conn.ExecContext(w.ctx, `UPDATE session_heads SET base_hash = ? WHERE sk = ?`, h[:], sk); err != nil {
+		return fatal("record the chain's base", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -143,4 +144,96 @@ func databaseAtVersion(t *testing.T, dir string, version int) (*sql.DB, func(q s
 	exec(`CREATE TABLE schema_version (version INTEGER NOT NULL)`)
 	exec(fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, version))
 	return db, exec
+}
+
+// TestChainMigration: a database of schema version 13 (no hash chain) with a session of 20
+// events, one compacted through sequence 1 (events 2 to 19 kept, one of them still in the tail;
+// restored by an import, which wrote no head row before 0014)
+// and one without events is migrated on Open: every stored event gets its chain hash in
+// sequence order (the compacted one's chain starting from the genesis at its first kept
+// event, with no base recorded; stored with every 16th event), each head the hash of its last event; appends after the
+// migration go on from those heads.
+func TestChainMigration(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, exec := databaseAtVersion(t, dir, 13)
+	for sk, id := range map[int]string{1: "S-whole", 2: "S-compacted", 3: "S-empty"} {
+		row, err := store.EncodeSession(storetest.NewSession(id, storetest.SessionSpec{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(`INSERT INTO sessions (sk, id, status, agent_id, project, record, snapshot, last_seq) VALUES (?, ?, 'running', 'agent-1', '', ?, ?, -1)`, sk, id, row.Record, row.Snapshot)
+		if id == "S-empty" {
+			continue
+		}
+		if id == "S-whole" {
+			exec(`INSERT INTO session_heads (sk, last_seq) VALUES (?, 19)`, sk)
+		} else {
+			exec(`UPDATE sessions SET last_seq = 19 WHERE sk = ?`, sk) // imported: no head row (ImportSession wrote none before 0014)
+		}
+		for i := range 20 {
+			if id == "S-compacted" && i < 2 {
+				continue
+			}
+			ev := storetest.EventWithID(t, id, fmt.Sprintf("ev-%d", i), fmt.Sprintf("key-%d", i), "old")
+			table, pos := "events", ""
+			if i == 19 {
+				table, pos = "event_tail", fmt.Sprintf("%d, ", sk)
+			}
+			cols := "rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data"
+			if pos != "" {
+				cols = "pos, " + cols
+			}
+			exec(`INSERT INTO `+table+` (`+cols+`) VALUES (`+pos+`?, ?, ?, 0, ?, ?, ?, '', ?)`, int64(sk)<<32+int64(i), sk, i, ev.EventID, ev.IdempotencyKey, ev.EventType, ev.JSON(int64(i)))
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st := openAt(t, dir)
+	chainOf := func(id string) (hashes, want [][]byte, last, head, base []byte) {
+		t.Helper()
+		rows, err := st.rdb.QueryContext(ctx, inBothTables(`SELECT rid, data, hash FROM %[1]s WHERE sk = (SELECT sk FROM sessions WHERE id = ?1)`)+` ORDER BY rid`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var evs []store.StoredEvent
+		for rows.Next() {
+			var rid int64
+			var e store.StoredEvent
+			if err := rows.Scan(&rid, &e.Data, &e.Hash); err != nil {
+				t.Fatal(err)
+			}
+			e.Sequence = rid & (1<<32 - 1)
+			evs = append(evs, e)
+			hashes = append(hashes, e.Hash)
+		}
+		for i, h := range store.ChainEvents(store.ChainGenesis, evs) {
+			want = append(want, bytes.Clone(store.ChainStored(evs[i].Sequence, &h)))
+			last = bytes.Clone(h[:])
+		}
+		if err := st.rdb.QueryRowContext(ctx, `SELECT head_hash, base_hash FROM session_heads WHERE sk = (SELECT sk FROM sessions WHERE id = ?)`, id).Scan(&head, &base); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return hashes, want, last, head, base
+	}
+	for _, id := range []string{"S-whole", "S-compacted"} {
+		hashes, want, last, head, base := chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || len(bytes.Join(want, nil)) != 32 || !bytes.Equal(head, last) || base != nil {
+			t.Errorf("%s after migration: hashes %x, want %x; head %x, want %x; base %x (want none)", id, hashes, want, head, last, base)
+		}
+		next := storetest.EventWithID(t, id, "ev-new", "key-new", "new")
+		if res, err := st.Append(ctx, id, []*contract.EncodedEvent{next}, store.AppendOptions{}); err != nil || res[0].Sequence != 20 {
+			t.Fatalf("%s: append after migration: %+v, %v", id, res, err)
+		}
+		hashes, want, last, head, _ = chainOf(id)
+		if fmt.Sprint(hashes) != fmt.Sprint(want) || !bytes.Equal(head, last) {
+			t.Errorf("%s after an append: hashes %x, want %x; head %x, want %x", id, hashes, want, head, last)
+		}
+	}
+	if _, _, _, head, _ := chainOf("S-empty"); head != nil {
+		t.Errorf("S-empty: head hash %x, want none", head)
+	}
 }

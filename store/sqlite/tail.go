@@ -211,5 +211,5 @@ func (w *writer) moveTail() error {
 // qInsertTail inserts n event rows into event_tail: for each its pos, then the arguments of
 // qInsertEvents.
 func qInsertTail(n int) string {
-	return qInsertRows(`INSERT INTO event_tail (pos, `+eventRowCols+`)`, 10, n)
+	return qInsertRows(`INSERT INTO event_tail (pos, `+eventRowCols+`)`, 11, n)
 }

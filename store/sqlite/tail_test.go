@@ -63,9 +63,9 @@ func TestTail(t *testing.T) {
 				t.Fatalf("event %d read as sequence %d key %q, want key %q", i, e.Sequence, e.IdempotencyKey, sent[i].IdempotencyKey)
 			}
 		}
-		data, n, err := st.AppendEventsJSON(ctx, id, 1, 100, nil)
+		data, n, err := st.AppendEventsData(ctx, id, 1, 100, ',', nil)
 		if err != nil || n != len(sent)-2 || !strings.HasPrefix(string(data), string(sent[2].JSON(2))) {
-			t.Fatalf("AppendEventsJSON after sequence 1 = %d events, %v; want %d from sequence 2", n, err, len(sent)-2)
+			t.Fatalf("AppendEventsData after sequence 1 = %d events, %v; want %d from sequence 2", n, err, len(sent)-2)
 		}
 		last, err := st.LastSequence(ctx, id)
 		if err != nil || last != int64(len(sent)-1) {

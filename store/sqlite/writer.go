@@ -47,6 +47,7 @@ type request struct {
 	// succeeded
 	sess     *sessState
 	newLast  int64
+	newHead  store.ChainHash // the head hash after r's events (store/chain.go)
 	inserted []insertedEvent // the events r inserted, for the open generation's hashes
 	hbMs     int64           // the heartbeat r's append stored in the session row; 0 if none
 }
@@ -56,6 +57,7 @@ type request struct {
 type sessState struct {
 	sk   int64
 	last int64
+	head store.ChainHash // the chain hash of the event at last (store.ChainGenesis for none)
 
 	filters []*bloom // filters[g]: generation g's keys and ids, nil until needed (generation.go)
 	used    uint64   // the writer's group count when the session was last appended to
@@ -312,7 +314,7 @@ func (w *writer) take(r *request) {
 		}
 	}
 	if r.err == nil && r.sess != nil {
-		r.sess.last = r.newLast
+		r.sess.last, r.sess.head = r.newLast, r.newHead
 		if r.hbMs != 0 {
 			r.sess.hbMs, r.sess.hbOps = r.hbMs, w.ops
 		}
@@ -440,12 +442,19 @@ func (w *writer) session(id string) (*sessState, error) {
 		return ss, nil
 	}
 	ss := &sessState{}
-	err := w.st.sessionSeq.QueryRowContext(w.ctx, id).Scan(&ss.sk, &ss.last)
+	var head []byte
+	err := w.st.sessionSeq.QueryRowContext(w.ctx, id).Scan(&ss.sk, &ss.last, &head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fatal("look up session", err)
+	}
+	var ok bool
+	if ss.head, ok = store.ChainHead(head); !ok || (head == nil && ss.last >= 0) {
+		// A log with events and no head hash would chain its next event to the genesis. The
+		// request fails alone (nothing is written), not the group.
+		return nil, fmt.Errorf("session %q: its head's chain hash is %d bytes at sequence %d, not %d: the store is damaged (run sessiond fsck)", id, len(head), ss.last, len(ss.head))
 	}
 	w.cache[id] = ss
 	return ss, nil
@@ -482,10 +491,11 @@ func (w *writer) appendEvents(r *request) error {
 		return nil
 	}
 	// From here on every failure is fatal: the request has no savepoint to roll back to.
-	if err := w.writeAppend(r, ss, plan); err != nil {
+	hashes := store.ChainEvents(ss.head, plan.Added)
+	if err := w.writeAppend(r, ss, plan, hashes); err != nil {
 		return asFatal("append to session "+r.sessionID, err)
 	}
-	r.sess, r.newLast = ss, plan.Last
+	r.sess, r.newLast, r.newHead = ss, plan.Last, hashes[len(hashes)-1]
 	r.commit = &store.Commit{SessionID: r.sessionID, LastSequence: plan.Last, Events: plan.Added, Claimable: plan.Claimable()}
 	return nil
 }
@@ -493,8 +503,8 @@ func (w *writer) appendEvents(r *request) error {
 // writeAppend writes what an append's plan decided: its new events, its runs, the heartbeat and
 // the command result. Its caller makes any error fatal to the group (asFatal): once the first
 // row is written the request cannot be refused alone.
-func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) error {
-	if err := w.insertEvents(r.sessionID, ss.sk, plan.Added); err != nil {
+func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan, hashes []store.ChainHash) error {
+	if err := w.insertEvents(r.sessionID, ss.sk, plan.Added, hashes); err != nil {
 		return err
 	}
 	if len(plan.Runs) > 0 {
@@ -503,9 +513,10 @@ func (w *writer) writeAppend(r *request, ss *sessState, plan store.AppendPlan) e
 	if err := w.writeRuns(ss.sk, plan.Runs); err != nil {
 		return err
 	}
-	// The session's head: its last acknowledged sequence, in this commit (lastSeqExpr). The
-	// wide session row is written only for a heartbeat that matters (qAppendHeartbeat).
-	if _, err := w.st.setHead.ExecContext(w.ctx, ss.sk, plan.Last); err != nil {
+	// The session's head: its last acknowledged sequence and the chain hash of that event, in
+	// this commit (lastSeqExpr). The wide session row is written only for a heartbeat that
+	// matters (qAppendHeartbeat).
+	if _, err := w.st.setHead.ExecContext(w.ctx, ss.sk, plan.Last, hashes[len(hashes)-1][:]); err != nil {
 		return fatal("record the session's head", err)
 	}
 	if err := w.appendHeartbeat(r, ss); err != nil {
@@ -529,9 +540,11 @@ func asFatal(what string, err error) error {
 }
 
 // insertEvents inserts the events an append's plan adds (store.AppendPlan.Added), in sequence
-// order, up to maxEventsPerInsert in one statement (qInsertEvents): a statement per event cost
-// more in binding, stepping and resetting it than its row did.
-func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent) error {
+// order, with their chain hashes where they are stored (hashes[i] is evs[i]'s;
+// store.ChainStored), up to maxEventsPerInsert in one
+// statement (qInsertEvents): a statement per event cost more in binding, stepping and
+// resetting it than its row did.
+func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent, hashes []store.ChainHash) error {
 	tail, err := w.toTail(sk, evs)
 	if err != nil {
 		return err
@@ -555,7 +568,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 				args = append(args, w.tail.nextPos)
 				w.tail.nextPos++
 			}
-			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i])
+			args = eventRow(args, sk, w.gen(evs[i].Sequence), &evs[i], store.ChainStored(evs[i].Sequence, &hashes[i]))
 		}
 		_, err = st.ExecContext(w.ctx, args...)
 		clear(args)
@@ -563,7 +576,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 		if err != nil {
 			return fatal(fmt.Sprintf("insert events at sequences %d to %d of session %q", evs[0].Sequence, evs[n-1].Sequence, sessionID), err)
 		}
-		evs = evs[n:]
+		evs, hashes = evs[n:], hashes[n:]
 	}
 	return nil
 }
@@ -889,12 +902,12 @@ func powerOfTwoAtMost(n, limit int) int {
 }
 
 // eventRowCols are an event row's columns, in the order of eventRow's arguments.
-const eventRowCols = `rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data`
+const eventRowCols = `rid, sk, seq, gen, event_id, idem_key, event_type, run_id, data, hash`
 
 // qInsertEvents inserts n event rows into events: for each (eventRow) its rid, sk, seq, gen,
-// event_id, idem_key, event_type, run_id and data, in that order.
+// event_id, idem_key, event_type, run_id, data and hash, in that order.
 func qInsertEvents(n int) string {
-	return qInsertRows(`INSERT INTO events (`+eventRowCols+`)`, 9, n)
+	return qInsertRows(`INSERT INTO events (`+eventRowCols+`)`, 10, n)
 }
 
 // qInsertRows is the statement head (an INSERT naming its cols columns) followed by n rows of
@@ -916,10 +929,10 @@ func qInsertRows(head string, cols, n int) string {
 }
 
 // eventRow appends to args the arguments of qInsertEvents for event e of session sk in
-// generation gen. Its key rid is sk * 2^32 + seq (migration 0010: the events table is a rowid
-// table so that its interior pages hold integer keys, not whole rows).
-func eventRow(args []any, sk, gen int64, e *store.StoredEvent) []any {
-	return append(args, sk<<32+e.Sequence, sk, e.Sequence, gen, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data)
+// generation gen, with its stored chain hash (nil for none, store.ChainStored). Its key rid is sk * 2^32 + seq (migration 0010: the
+// events table is a rowid table so that its interior pages hold integer keys, not whole rows).
+func eventRow(args []any, sk, gen int64, e *store.StoredEvent, hash []byte) []any {
+	return append(args, sk<<32+e.Sequence, sk, e.Sequence, gen, e.EventID, e.IdempotencyKey, e.EventType, e.RunID, e.Data, hash)
 }
 
 // maxSequence is the highest sequence a session's log can hold: a sequence is the low 32 bits
@@ -974,7 +987,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		s **sql.Stmt
 		q string
 	}{
-		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + ` FROM sessions WHERE id = ?`},
+		{&st.sessionSeq, `SELECT sk, ` + lastSeqExpr + `, (SELECT h.head_hash FROM session_heads AS h WHERE h.sk = sessions.sk) FROM sessions WHERE id = ?`},
 		{&st.eventAt, inBothTables(`SELECT event_id, idem_key, data FROM %[1]s WHERE rid = (?1 << 32) + ?2`)},
 		{&st.openRows, inBothTables(`SELECT seq, event_id, idem_key FROM %[1]s WHERE rid >= (?1 << 32) + ?2 AND rid < ((?1 + 1) << 32)`)},
 		{&st.eventByKey, inBothTables(`SELECT k.seq, e.data FROM event_keys AS k JOIN %[1]s AS e ON e.rid = (k.sk << 32) + k.seq WHERE k.sk = ?1 AND k.gen = ?2 AND k.idem_key = ?3`)},
@@ -998,7 +1011,7 @@ func (st *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&st.runLease, `SELECT lease_id, lease_token, lease_expires_ms FROM runs WHERE sk = ? AND run_id = ?`},
 		{&st.batchRuns, qBatchRuns},
 		{&st.appendHeartbeat, qAppendHeartbeat},
-		{&st.setHead, `INSERT INTO session_heads (sk, last_seq) VALUES (?1, ?2) ON CONFLICT (sk) DO UPDATE SET last_seq = ?2`},
+		{&st.setHead, `INSERT INTO session_heads (sk, last_seq, head_hash) VALUES (?1, ?2, ?3) ON CONFLICT (sk) DO UPDATE SET last_seq = ?2, head_hash = ?3`},
 		{&st.insertSession, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&st.sessionRow, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.updateSession, `UPDATE sessions SET status = ?, agent_id = ?, project = ?, record = ?, snapshot = ?, lineage = ?, active_branch = ? WHERE sk = ?`},

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +88,60 @@ func (s *suite) testRead(t *testing.T) {
 					t.Errorf("(-want +got):\n%s", diff)
 				}
 			})
+		}
+	})
+
+	t.Run("EventsData", func(t *testing.T) {
+		// The driver copies stored bytes straight into a buffer (store.EventsDataAppender): the
+		// bytes of the events ReadEvents returns, separated by commas (store.AppendEventsJSON) or
+		// ended by newlines (store.AppendEventLines), after what dst held, for pages whose sizes
+		// vary, an empty page, limits past the end and the cap; store's fallback for a driver
+		// without it (ReadEvents) gives the same bytes; an unknown session is
+		// store.ErrSessionNotFound with dst unchanged.
+		t.Parallel()
+		ctx, st, id := s.setup(t)
+		if _, ok := st.(store.EventsDataAppender); !ok {
+			t.Fatalf("%T does not implement store.EventsDataAppender: HTTP reads would decode every event", st)
+		}
+		var evs []*contract.EncodedEvent
+		for i := range 150 {
+			evs = append(evs, EventWithID(t, id, fmt.Sprintf("ev-%d", i), fmt.Sprintf("key-%d", i), strings.Repeat("x", i*i%900)))
+		}
+		mustAppend(t, ctx, st, id, evs, store.AppendOptions{})
+		fallback := struct{ store.Store }{st} // embedding the interface hides AppendEventsData
+		for _, c := range []struct {
+			after int64
+			limit int
+		}{{-1, 0}, {-1, 1}, {-1, 100}, {0, 65}, {10, 200}, {148, 10}, {149, 10}, {500, 10}} {
+			page, err := st.ReadEvents(ctx, id, c.after, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, wantLines := []byte("prefix["), []byte("prefix\n")
+			for i, e := range page {
+				if i > 0 {
+					wantJSON = append(wantJSON, ',')
+				}
+				wantJSON = append(wantJSON, e.Data...)
+				wantLines = append(append(wantLines, e.Data...), '\n')
+			}
+			for _, via := range []struct {
+				name string
+				st   store.Store
+			}{{"driver", st}, {"fallback", fallback}} {
+				got, n, err := store.AppendEventsJSON(ctx, via.st, id, c.after, c.limit, []byte("prefix["))
+				if err != nil || n != len(page) || !bytes.Equal(got, wantJSON) {
+					t.Errorf("%s: AppendEventsJSON after %d limit %d: %d events, %v, %d bytes; want %d events, %d bytes", via.name, c.after, c.limit, n, err, len(got), len(page), len(wantJSON))
+				}
+				got, n, err = store.AppendEventLines(ctx, via.st, id, c.after, c.limit, []byte("prefix\n"))
+				if err != nil || n != len(page) || !bytes.Equal(got, wantLines) {
+					t.Errorf("%s: AppendEventLines after %d limit %d: %d events, %v, %d bytes; want %d events, %d bytes", via.name, c.after, c.limit, n, err, len(got), len(page), len(wantLines))
+				}
+			}
+		}
+		got, n, err := store.AppendEventLines(ctx, st, "S-none", -1, 0, []byte("keep"))
+		if !errors.Is(err, store.ErrSessionNotFound) || n != 0 || string(got) != "keep" {
+			t.Errorf("unknown session: %q, %d, %v; want dst unchanged and ErrSessionNotFound", got, n, err)
 		}
 	})
 

@@ -10,9 +10,14 @@
 //
 //	httpfloor --addr 127.0.0.1:7499
 //
-// The routes, as sessiond's: POST /v1/sessions (a JSON body with "session_id"),
-// POST /v1/sessions/{id}/events (NDJSON; 201 when something was added, 200 when every event was
-// a duplicate), GET /v1/sessions/{id}/events?after=&limit= (a page of events, each with its
-// sequence) and GET /v1/sessions/{id}/events/stream?tail=true (server-sent events from the
-// session's end).
+// The routes, as sessiond's, with the same request parsing (a query parameter the route does
+// not take is refused; every answer carries an X-Request-Id) and answers of the same shapes
+// and sizes: POST /v1/sessions (a JSON body with "session_id"), POST /v1/sessions/{id}/events
+// (NDJSON; each event stored with its sequence; {"results":[…],"lastSequence":n}, 201 when
+// something was added, 200 when every event was a duplicate), GET
+// /v1/sessions/{id}/events?after=&limit= ({"events":[…],"lastSequence":n}, the events as
+// stored), GET /v1/sessions/{id}/events/export?after= (NDJSON to the log's end, written in
+// chunks of 2,048 events, with Sessiond-Last-Sequence) and GET
+// /v1/sessions/{id}/events/stream?tail=true (server-sent events from the session's end: the
+// opening block, then id, event and data lines per event).
 package main

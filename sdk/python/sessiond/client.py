@@ -170,6 +170,11 @@ class Client:
             q["limit"] = str(limit)
         return self._request("GET", _session_path(sid) + "/events?" + urllib.parse.urlencode(q))
 
+    def transcript(self, sid: str) -> dict:
+        """Returns a session's transcript (GET /v1/sessions/{id}/transcript): the folded state a
+        UI draws (messages, reasoning, tools, approvals, steers, usage totals by run, ...)."""
+        return self._request("GET", _session_path(sid) + "/transcript")
+
     def runs(self, sid: str) -> list[dict]:
         """Returns a session's runs with their leases."""
         return self._request("GET", _session_path(sid) + "/runs")["runs"]
@@ -250,19 +255,19 @@ class Client:
         """Steers a running run with text."""
         return self.command(sid, {"commandType": "steer", "runId": run_id, "payload": {"targetRunId": run_id, "text": text}})
 
-    def approve(self, sid: str, approval_id: str, reason: Optional[str] = None) -> AgentSessionCommandResult:
-        """Approves a pending approval."""
-        return self._approval(sid, approval_id, "approved", reason)
+    def approve(self, sid: str, run_id: str, approval_id: str, reason: Optional[str] = None) -> AgentSessionCommandResult:
+        """Approves a pending approval of run run_id."""
+        return self._approval(sid, run_id, approval_id, "approved", reason)
 
-    def reject(self, sid: str, approval_id: str, reason: Optional[str] = None) -> AgentSessionCommandResult:
-        """Rejects a pending approval."""
-        return self._approval(sid, approval_id, "rejected", reason)
+    def reject(self, sid: str, run_id: str, approval_id: str, reason: Optional[str] = None) -> AgentSessionCommandResult:
+        """Rejects a pending approval of run run_id."""
+        return self._approval(sid, run_id, approval_id, "rejected", reason)
 
-    def _approval(self, sid: str, approval_id: str, decision: str, reason: Optional[str]) -> AgentSessionCommandResult:
+    def _approval(self, sid: str, run_id: str, approval_id: str, decision: str, reason: Optional[str]) -> AgentSessionCommandResult:
         payload = {"approvalId": approval_id, "decision": decision}
         if reason:
             payload["reason"] = reason
-        return self.command(sid, {"commandType": "approval", "payload": payload})
+        return self.command(sid, {"commandType": "approval", "runId": run_id, "payload": payload})
 
     def claim(self, agent_id: Optional[str] = None, wait: str = "30s", lease_ttl: str = "30s", **filters: Any) -> Optional[dict]:
         """Claims the oldest queued run matching the filter, waiting up to wait; None when none came."""

@@ -2,13 +2,16 @@
 
 A Worker claims a queued run with a long poll, renews its lease in the background, carries the
 lease (Sessiond-Lease) on every write, releases it when the task is done, and sets the job's
-stop event when the run is asked to stop or the lease is lost.
+stop event when the run is asked to stop or the lease is lost. Steer commands and approval
+decisions aimed at the run reach the task through its Job as they are appended (on_steer,
+take_steers, wait_approval).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from .client import Client, SessiondError
@@ -30,6 +33,82 @@ class Job:
         self.reason: Optional[str] = None
         self._lease = claim["lease"]
         self._mu = threading.Lock()
+        self._changed = threading.Condition(self._mu)
+        self._steers: dict[str, dict] = {}
+        self._steer_listeners: list[Callable[[dict], None]] = []
+        self._decisions: dict[str, str] = {}
+
+    def on_steer(self, listener: Callable[[dict], None]) -> None:
+        """Calls listener(steer) as soon as a steer aimed at the run is appended, and at once for
+        those that came before and are not taken yet. A steer is {"commandId", "text",
+        "receivedAt"} (time.monotonic()). The listener runs on the worker's watch thread: it
+        should only hand the steer on (take_steers takes it)."""
+        with self._mu:
+            self._steer_listeners.append(listener)
+            pending = list(self._steers.values())
+        for s in pending:
+            listener(s)
+
+    def take_steers(self) -> list[dict]:
+        """The steers that came and are not taken yet, oldest first; each is taken once."""
+        with self._mu:
+            out = list(self._steers.values())
+            self._steers.clear()
+            return out
+
+    def steer_applied(self, steer: dict) -> dict:
+        """Appends the steer as "applied" (the run followed the guidance)."""
+        return self.append({"eventType": "steer", "payload": {"commandId": steer["commandId"], "targetRunId": self.run["runId"],
+                                                             "text": steer["text"], "status": "applied"}})
+
+    def request_approval(self, approval_id: str, tool_call_id: str, tool_name: str, title: str,
+                         input: Any = None, description: Optional[str] = None) -> dict:
+        """Asks for an approval: the tool call "pending", the approval "requested" and the run's
+        status "waiting_approval", in one batch. Wait for the decision with wait_approval."""
+        tool = {"toolCallId": tool_call_id, "toolName": tool_name, "status": "pending"}
+        if input is not None:
+            tool["input"] = input
+        approval = {"approvalId": approval_id, "toolCallId": tool_call_id, "status": "requested", "title": title}
+        if description:
+            approval["description"] = description
+        return self.append([{"eventType": "tool", "payload": tool}, {"eventType": "approval", "payload": approval},
+                            {"eventType": "status", "sourceMessageId": self.run["sourceMessageId"], "payload": {"status": "waiting_approval"}}])
+
+    def wait_approval(self, approval_id: str, timeout: Optional[float] = None) -> Optional[str]:
+        """The decision on approval approval_id ("approved" or "rejected") once a person's
+        command is appended (at once if it already was); None when the job is stopped or the
+        timeout passes first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while approval_id not in self._decisions:
+                if self.stop.is_set():
+                    return None
+                left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+            return self._decisions[approval_id]
+
+    def _observe(self, ev: dict) -> None:
+        """The worker's watch hands each event of the session to the job, from the log's start:
+        a steer already applied or failed is not taken again; a decision made before is known."""
+        if ev.get("runId") != self.run["runId"]:
+            return
+        p = ev["payload"]
+        if ev["eventType"] == "steer":
+            with self._mu:
+                if p["status"] != "accepted":
+                    self._steers.pop(p["commandId"], None)
+                    return
+                s = {"commandId": p["commandId"], "text": p["text"], "receivedAt": time.monotonic()}
+                self._steers[p["commandId"]] = s
+                listeners = list(self._steer_listeners)
+            for listener in listeners:
+                listener(s)
+        elif ev["eventType"] == "approval" and p["status"] in ("approved", "rejected"):
+            with self._changed:
+                self._decisions[p["approvalId"]] = p["status"]
+                self._changed.notify_all()
 
     @property
     def lease(self) -> dict:
@@ -45,6 +124,8 @@ class Job:
         if not self.stop.is_set():
             self.reason = reason
             self.stop.set()
+        with self._changed:
+            self._changed.notify_all()
 
     def append(self, events: dict | list[dict], **kw: Any) -> dict:
         """Appends events under the job's lease; events without runId get the run's."""
@@ -129,6 +210,7 @@ class Worker:
                     if ev["eventType"] == "status" and ev.get("runId") == job.run["runId"] and ev["payload"]["status"] == "stopping":
                         job._abort("stop")
                         return
+                    job._observe(ev)
             except SessiondError as e:
                 if not done.is_set():
                     self._report(e)

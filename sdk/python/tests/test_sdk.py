@@ -166,6 +166,61 @@ class SDKTest(unittest.TestCase):
         self.assertEqual(statuses, ["queued", "running", "message", "stopping", "stopped"])
         self.assertEqual(errors, [])
 
+    def test_worker_delivers_steers_and_approval_decisions(self):
+        client = Client(URL)
+        agent = "py-steer-" + new_id()
+        sid = new_session(client, agent)
+        self.queue_run(client, sid, "run-1")
+        waiting = threading.Event()
+        arrived, decisions, taken = [], [], []
+
+        def task(job: Job):
+            job.on_steer(lambda s: arrived.append(s["receivedAt"]))
+            job.status("running", startedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            job.request_approval("ap-1", "call-1", "shell", "Run `ls`?", input={"cmd": "ls"})
+            waiting.set()
+            decisions.append(job.wait_approval("ap-1", timeout=30))
+            until("the steer", lambda: arrived)
+            for s in job.take_steers():
+                taken.append(s["text"])
+                job.steer_applied(s)
+            self.assertEqual(job.take_steers(), [], "a steer is taken once")
+            job.status("completed", completedAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), durationMs=1)
+
+        errors = []
+        worker = Worker(client, task, agent_id=agent, wait="1s", lease_ttl="3s", on_error=errors.append)
+        t = threading.Thread(target=worker.run)
+        t.start()
+        try:
+            self.assertTrue(waiting.wait(30), "the worker did not ask for the approval")
+            self.assertEqual(client.approve(sid, "run-1", "ap-1", "fine")["outcome"], "accepted")
+            until("the decision", lambda: decisions)
+            while True:  # a conflict with the worker's writes: read the head and resend
+                head = client.read_events(sid, limit=1)["lastSequence"]
+                sent = time.monotonic()
+                res = client.command(sid, {"commandType": "steer", "runId": "run-1", "expectedSequence": head,
+                                           "payload": {"targetRunId": "run-1", "text": "be brief"}})
+                answered = time.monotonic()
+                if res["outcome"] == "accepted":
+                    break
+            until("the steer to arrive", lambda: arrived)
+            print(f"steer latency: the job had it {(arrived[0] - sent) * 1000:.1f} ms after the command was sent "
+                  f"({(arrived[0] - answered) * 1000:.1f} ms after its answer)", file=sys.stderr)
+            # Within 100 ms of the POST's sending; on a machine so starved that the round trip
+            # alone took longer, within 100 ms of the answer.
+            since = answered if answered - sent >= 0.1 else sent
+            self.assertLess(arrived[0] - since, 0.1, "the steer reached the job too late")
+            until("the run to complete", lambda: any(r["runId"] == "run-1" and r["status"] == "completed" for r in client.runs(sid)))
+        finally:
+            worker.stop()
+            t.join(30)
+        self.assertEqual(decisions, ["approved"])
+        self.assertEqual(taken, ["be brief"])
+        kinds = [e["eventType"] + ":" + e["payload"].get("status", "") for e in client.read_events(sid)["events"]]
+        self.assertEqual(kinds, ["status:queued", "status:running", "tool:pending", "approval:requested", "status:waiting_approval",
+                                 "approval:approved", "status:running", "steer:accepted", "steer:applied", "status:completed"])
+        self.assertEqual(errors, [])
+
     def test_stale_lease_is_refused_and_stores_nothing(self):
         client = Client(URL)
         agent = "py-fence-" + new_id()

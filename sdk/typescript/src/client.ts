@@ -274,6 +274,14 @@ export class Client {
     return (await this.request<EventPage>("GET", sessionPath(sessionId) + "/events?" + q.toString()))!;
   }
 
+  /**
+   * Returns a session's transcript (GET /v1/sessions/{id}/transcript): the folded state a UI
+   * draws (messages, reasoning, tools, approvals, steers, usage totals by run, ...), as JSON.
+   */
+  async transcript(sessionId: string): Promise<Record<string, any>> {
+    return (await this.request<Record<string, any>>("GET", sessionPath(sessionId) + "/transcript"))!;
+  }
+
   /** Returns a session's runs with their leases. */
   async runs(sessionId: string): Promise<(Run & { attempt: number; fencingToken: number; lease: Lease | null })[]> {
     const out = await this.request<{ runs: (Run & { attempt: number; fencingToken: number; lease: Lease | null })[] }>("GET", sessionPath(sessionId) + "/runs");
@@ -367,14 +375,14 @@ export class Client {
     return this.command(sessionId, { commandType: "steer", runId, payload: { targetRunId: runId, text } });
   }
 
-  /** Approves a pending approval. */
-  approve(sessionId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
-    return this.command(sessionId, { commandType: "approval", payload: { approvalId, decision: "approved", ...(reason ? { reason } : {}) } });
+  /** Approves a pending approval of run runId. */
+  approve(sessionId: string, runId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
+    return this.command(sessionId, { commandType: "approval", runId, payload: { approvalId, decision: "approved", ...(reason ? { reason } : {}) } });
   }
 
-  /** Rejects a pending approval. */
-  reject(sessionId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
-    return this.command(sessionId, { commandType: "approval", payload: { approvalId, decision: "rejected", ...(reason ? { reason } : {}) } });
+  /** Rejects a pending approval of run runId. */
+  reject(sessionId: string, runId: string, approvalId: string, reason?: string): Promise<AgentSessionCommandResult> {
+    return this.command(sessionId, { commandType: "approval", runId, payload: { approvalId, decision: "rejected", ...(reason ? { reason } : {}) } });
   }
 
   /** Claims the oldest queued run matching req, waiting up to req.wait; undefined when none came. */
