@@ -315,6 +315,23 @@ func TSQuery(terms []Term) string {
 	return strings.Join(parts, " & ")
 }
 
+// TSQueryLoose returns the terms as a tsquery of all their tokens, each required, in any
+// order and place (a superset of TSQuery's matches): what the GIN index answers without
+// reading a document's positions.
+func TSQueryLoose(terms []Term) string {
+	var parts []string
+	for _, t := range terms {
+		for j, tok := range t.Tokens {
+			p := "'" + strings.ReplaceAll(tok, "'", "''") + "'"
+			if t.Prefix && j == len(t.Tokens)-1 {
+				p += ":*"
+			}
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " & ")
+}
+
 // LikePattern returns s as an ILIKE pattern matching any text that holds it.
 func LikePattern(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -48,6 +48,9 @@ func TestQueryLanguages(t *testing.T) {
 	if got, want := TSQuery(terms), `'deploy' & ('rm' <-> 'rf') & ('o' <-> 'brien') & 'invo':*`; got != want {
 		t.Errorf("TSQuery = %s, want %s", got, want)
 	}
+	if got, want := TSQueryLoose(terms), `'deploy' & 'rm' & 'rf' & 'o' & 'brien' & 'invo':*`; got != want {
+		t.Errorf("TSQueryLoose = %s, want %s", got, want)
+	}
 	if got, want := LikePattern(`50%_a\b`), `%50\%\_a\\b%`; got != want {
 		t.Errorf("LikePattern = %s, want %s", got, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS search_docs (
     sub    text    NOT NULL,
     UNIQUE (sk, seq)
 );
-CREATE INDEX IF NOT EXISTS search_docs_tsv ON search_docs USING gin (tsv);
+CREATE INDEX IF NOT EXISTS search_docs_tsv ON search_docs USING gin (tsv) WITH (fastupdate = off);
+ALTER INDEX search_docs_tsv SET (fastupdate = off);
 CREATE INDEX IF NOT EXISTS search_docs_kind ON search_docs (kind, key);
 CREATE INDEX IF NOT EXISTS search_docs_tool ON search_docs (tool, key) WHERE tool <> '';
 CREATE INDEX IF NOT EXISTS search_docs_code ON search_docs (code, key) WHERE code <> '';
@@ -109,7 +111,7 @@ func (ix *SearchIndex) migrate(ctx context.Context) error {
 		}
 	}
 	if ix.trigram != "" {
-		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS search_docs_sub ON search_docs USING gin (sub `+pgx.Identifier{ix.trigram, "gin_trgm_ops"}.Sanitize()+`) WHERE sub <> ''`); err != nil {
+		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS search_docs_sub ON search_docs USING gin (sub `+pgx.Identifier{ix.trigram, "gin_trgm_ops"}.Sanitize()+`) WITH (fastupdate = off) WHERE sub <> ''`); err != nil {
 			return fmt.Errorf("create the trigram index: %w", err)
 		}
 	}
@@ -335,16 +337,25 @@ func (ix *SearchIndex) Sessions(ctx context.Context) ([]string, error) {
 // Search implements search.Backend.
 func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Result, error) {
 	var (
-		where []string
-		args  []any
-		score = "0.0::float8"
+		where    []string
+		args     []any
+		score    = "0.0::float8"
+		exact    = -1 // the index in where of the exact text condition
+		exactArg string
 	)
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
 	if len(q.Terms) > 0 {
-		tq := "to_tsquery('simple', " + arg(search.TSQuery(q.Terms)) + ")"
+		// The words in any order (which the GIN index answers alone), then the query itself
+		// (phrases and positions, checked on the documents): the first look counts with the
+		// former only.
+		loose := "to_tsquery('simple', " + arg(search.TSQueryLoose(q.Terms)) + ")"
+		where = append(where, "d.tsv @@ "+loose)
+		exactArg = arg(search.TSQuery(q.Terms))
+		tq := "to_tsquery('simple', " + exactArg + ")"
+		exact = len(where)
 		where = append(where, "d.tsv @@ "+tq)
 		score = "ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.tsv, " + tq + ")::float8"
 	}
@@ -422,7 +433,12 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 			return nil, err
 		}
 		var n int
-		probe := `SELECT count(*) FROM (SELECT 1 FROM search_docs AS d` + whereClause(where) + fmt.Sprintf(` LIMIT %d) AS p`, probeRows)
+		pw := where
+		if exact >= 0 {
+			pw = slices.Clone(where)
+			pw[exact] = exactArg + "::text IS NOT NULL" // its argument still named
+		}
+		probe := `SELECT count(*) FROM (SELECT 1 FROM search_docs AS d` + whereClause(pw) + fmt.Sprintf(` LIMIT %d) AS p`, probeRows)
 		if err := tx.QueryRow(ctx, probe, args[:nDocArgs]...).Scan(&n); err != nil {
 			return nil, fmt.Errorf("search index: probe: %w", err)
 		}
