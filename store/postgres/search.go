@@ -450,7 +450,7 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 			if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`); err != nil {
 				return nil, err
 			}
-		} else if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
+		} else if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off`); err != nil {
 			return nil, err
 		}
 	}
