@@ -450,8 +450,14 @@ func (ix *SearchIndex) Search(ctx context.Context, q *search.Query) ([]search.Re
 			if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`); err != nil {
 				return nil, err
 			}
-		} else if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off`); err != nil {
-			return nil, err
+		} else {
+			set := `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off`
+			if q.Order != search.OrderRelevance {
+				set += `; SET LOCAL enable_sort = off` // the page in key order, no sort of the matches
+			}
+			if _, err := tx.Exec(ctx, set); err != nil {
+				return nil, err
+			}
 		}
 	}
 	matches = `SELECT ` + cols + from + whereClause(append(where, swhere...)) + ` ORDER BY d.key DESC LIMIT ` + arg(want)
