@@ -197,6 +197,13 @@ func (c *Client) ListSessions(ctx context.Context, filter url.Values) (*api.Sess
 	return &out, c.do(ctx, http.MethodGet, "/v1/sessions?"+filter.Encode(), nil, "", &out)
 }
 
+// Usage asks GET /v1/usage with the query q (from, to, by, project, agent, model,
+// sessionId, limit): the usage rollup of the sessions the credential may see.
+func (c *Client) Usage(ctx context.Context, q url.Values) (*api.UsageResponse, error) {
+	var out api.UsageResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/usage?"+q.Encode(), nil, "", &out)
+}
+
 // PatchSession updates a session's record.
 func (c *Client) PatchSession(ctx context.Context, id string, req api.PatchSessionRequest) (*api.Session, error) {
 	body, err := jsonBody(req)

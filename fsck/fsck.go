@@ -48,6 +48,9 @@ const (
 	// not hold), is not the one the session recorded, or is missing while it is the only
 	// copy of a compacted log.
 	CheckArchive = "archive"
+	// CheckUsage: the usage rollup of a session whose log is whole (never compacted) is not
+	// what its log counts (store/usage.go); sessiond usage-rebuild repairs it.
+	CheckUsage = "usage"
 )
 
 // Finding is one inconsistency. SessionID and Sequence say where, when it is about a session

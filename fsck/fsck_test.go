@@ -225,6 +225,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 		d.exec(t, "UPDATE events SET data = "+d.replaceData("data", `"parts":["hello"]`, `"parts":["HELLO"],"extra":1`)+" WHERE sk = "+sk("S-edit")+" AND seq = 2")
 		d.exec(t, "UPDATE runs SET data = "+d.replaceJSON("data", "2026-03-01T12:00:01Z", "2026-03-01T11:00:00Z")+" WHERE sk = "+sk("S-run"))
 		d.exec(t, d.setLast("S-last", 6))
+		d.exec(t, "INSERT INTO usage_days (day, sk, usage_events, input_tokens, output_tokens, total_tokens, runs_completed, runs_failed, runs_stopped, run_ms, tool_calls, tool_failures, tool_denied) VALUES (20500, "+sk("S-run")+", 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0)")
 		names, _ := filepath.Glob(filepath.Join(archiveDir, "*", "RC-*.json"))
 		if len(names) != 1 {
 			t.Fatalf("archives %v; want one", names)
@@ -254,6 +255,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 			{fsck.CheckChain, "S-edit", &three, "does not hold between sequences 0 and 3"},
 			{fsck.CheckSequence, "S-last", &four, "last sequence is 6 but the log ends at 3"},
 			{fsck.CheckRuns, "S-run", nil, `run "r1"'s projection is`},
+			{fsck.CheckUsage, "S-run", nil, "usage rollup holds day rows [2026-02-16"},
 		}
 		if len(rep.Findings) != len(want) {
 			t.Errorf("%d findings; want %d:\n%s", len(rep.Findings), len(want), findings(rep))

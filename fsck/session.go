@@ -65,8 +65,15 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 	}
 	var n int64
 	ch := c.newChain(raw)
+	var usage store.UsageRollup
+	usageOK := compacted < 0 && raw.UsageRead
 	err := raw.Events(func(e *store.StoredEvent) error {
 		n++
+		if usageOK {
+			if err := usage.Add(e); err != nil {
+				usageOK = false // the event's own finding says why
+			}
+		}
 		if n%4096 == 0 {
 			c.events.Add(4096)
 		}
@@ -101,6 +108,11 @@ func (c *sessionCheck) run(raw *store.RawSession) error {
 	ch.end(raw, next-1)
 	c.checkRuns(raw)
 	c.checkCommandResults(raw, lc)
+	if usageOK {
+		if ok, why := store.UsageRowsEqual(raw.UsageDays, raw.UsageTools, usage.Days(), usage.Tools()); !ok {
+			c.find(CheckUsage, nil, "the usage rollup holds %s; run sessiond usage-rebuild", why)
+		}
+	}
 	return nil
 }
 

@@ -147,6 +147,7 @@ var routeScopes = map[string]string{
 	"GET /metrics":                                      "admin*",
 	"POST /v1/sessions":                                 "append",
 	"GET /v1/sessions":                                  "read",
+	"GET /v1/usage":                                     "read",
 	"GET /v1/sessions/{id}":                             "read",
 	"PATCH /v1/sessions/{id}":                           "admin",
 	"POST /v1/sessions/{id}/events":                     "append",

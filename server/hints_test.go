@@ -166,6 +166,26 @@ type hintCase struct {
 
 var hintCases = []hintCase{
 	{
+		name: "usage by nothing", hint: "query parameter by is empty; give a comma-separated list of %s, or leave it out for one total", code: api.CodeMalformed,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return e.call(t, "GET", "/v1/usage?by=", "", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "GET", "/v1/usage?by=project,day", "", "")
+			e.ok(t, "GET", "/v1/usage", "", "")
+		},
+	},
+	{
+		name: "usage for an empty model", hint: "query parameter %s is empty; give a value or leave it out", code: api.CodeMalformed,
+		provoke: func(t *testing.T, e *hintEnv) failure {
+			return e.call(t, "GET", "/v1/usage?model=", "", "")
+		},
+		follow: func(t *testing.T, e *hintEnv, _ failure) {
+			e.ok(t, "GET", "/v1/usage?model=m", "", "")
+			e.ok(t, "GET", "/v1/usage", "", "")
+		},
+	},
+	{
 		name: "a run while another is active", hint: "or queue it behind: append again with ?multitask=enqueue", code: api.CodeInvalidState,
 		provoke: func(t *testing.T, e *hintEnv) failure {
 			e.queueRun(t, "S-h")

@@ -287,7 +287,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/keys/{keyId}/revoke", access: adminRoute, handle: s.handleRevokeKey},
 		{pattern: "GET /{$}", access: publicRoute, handle: web.ServeIndex},
 		{pattern: "GET /ui/{file...}", access: publicRoute, handle: web.ServeAsset},
-	}, append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...)...)
+	}, append(append(append(s.lifecycleRoutes(), s.workerRoutes()...), s.bridgeRoutes()...), s.usageRoutes()...)...)
 }
 
 // ServeHTTP implements http.Handler. A panic in a handler is turned into a 500 and logged, so

@@ -48,6 +48,11 @@ type RawSession struct {
 	Runs []RawRun
 	// CommandResults are the stored command results, by key order.
 	CommandResults []RawCommandResult
+	// UsageDays and UsageTools are the session's usage rollup rows (usage.go), sorted as
+	// UsageRollup's Days and Tools sort them, when UsageRead (a store migrated to the rollup).
+	UsageDays  []UsageDay
+	UsageTools []ToolDay
+	UsageRead  bool
 	// Events calls fn for each stored event in sequence order, from the snapshot; it stops
 	// at fn's first error and returns it. The *StoredEvent is reused between calls; its Hash
 	// is the stored chain hash (nil when the row has none).

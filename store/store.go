@@ -151,6 +151,8 @@ type Store interface {
 	ChangeFeed
 	// Keys keeps the API keys (keys.go).
 	Keys
+	// UsageStore keeps the usage rollup and answers usage queries (usage.go).
+	UsageStore
 
 	// Capabilities says what this driver can do.
 	Capabilities() Capabilities

@@ -37,6 +37,9 @@ var described = map[string]struct{ tag, desc string }{
 		"answers 409 SESSION_EXISTS; the answer carries Location, the session's URL (docs/api.md, Sessions)."},
 	"listSessions": {"sessions", "Lists the sessions the caller may see, newest first, filtered by status, agent and project, a page " +
 		"at a time with an opaque cursor. The page has an ETag: a poller that sends If-None-Match gets 304 while nothing changed."},
+	"getUsage": {"views", "Sums the usage rollup (kept in the commit of every append) over a range of UTC days: tokens as the usage " +
+		"events carry them, runs and tool calls that ended, grouped by project, agent, model, session or day, and the tools called. " +
+		"A key of one project counts its own sessions only; a sessionId it may not see counts nothing, as a missing one (docs/api.md, Usage)."},
 	"getSession": {"sessions", "The session's record, snapshot, last sequence, current run, lineage, active branch, lifecycle and " +
 		"staleness advice. Another project's session answers 404 SESSION_NOT_FOUND, exactly as a missing one."},
 	"patchSession": {"sessions", "Changes the record's lifecycle fields (status, phase, gates) or replaces the snapshot. The record " +

@@ -207,8 +207,9 @@ type appendOutcome struct {
 // appendOnce runs the append in one transaction. final is the append's answer when the batch is
 // refused (a typed store error), err a database failure that a new try may overcome.
 func (s *Store) appendOnce(ctx context.Context, sid string, events []*contract.EncodedEvent, opts store.AppendOptions) (out appendOutcome, final, err error) {
-	if store.Unconditional(events, opts) || unleasedFence(events, opts) {
+	if (store.Unconditional(events, opts) || unleasedFence(events, opts)) && !countsUsage(events) {
 		// One statement, one round trip, when the session's row is not locked (direct.go).
+		// A batch that adds to the usage rollup takes the locking path (usage.go).
 		out, final, done, err := s.appendDirect(ctx, sid, events, opts)
 		if done || err != nil {
 			return out, final, err
@@ -482,8 +483,9 @@ func (lk *appendLookup) readRuns(br pgx.BatchResults) (final, err error) {
 }
 
 // writeBatch builds round trip 2: the plan's events with their stored chain hashes (hashes[i]
-// is plan.Added[i]'s; store.ChainStored), its runs, the last sequence and head hash, the heartbeat and the command
-// result, and COMMIT. final is a run that does not encode.
+// is plan.Added[i]'s; store.ChainStored), their usage rollup (usage.go), its runs, the last
+// sequence and head hash, the heartbeat and the command result, and COMMIT. final is a run
+// that does not encode.
 func writeBatch(lk *appendLookup, plan store.AppendPlan, hashes []store.ChainHash, opts store.AppendOptions) (b *pgx.Batch, final error) {
 	n := len(plan.Added)
 	seqs := make([]int64, n)
@@ -494,6 +496,9 @@ func writeBatch(lk *appendLookup, plan store.AppendPlan, hashes []store.ChainHas
 	}
 	b = &pgx.Batch{}
 	b.Queue(qInsertEvents, lk.sk, seqs, ids, keys, types, runIDs, datas, hs)
+	if err := queueUsage(b, lk.sk, plan.Added); err != nil {
+		return nil, err
+	}
 	if len(plan.Runs) > 0 {
 		rIDs, rDatas := make([]string, len(plan.Runs)), make([]string, len(plan.Runs))
 		rOrds, rActive := make([]int32, len(plan.Runs)), make([]bool, len(plan.Runs))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -152,6 +153,9 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	if err != nil {
 		return fmt.Errorf("session %q: command results: %w", id, err)
 	}
+	if err := inspectUsage(ctx, tx, sk, raw); err != nil {
+		return fmt.Errorf("session %q: usage rollup: %w", id, err)
+	}
 	raw.Events = func(visit func(*store.StoredEvent) error) error {
 		rows, err := tx.Query(ctx, `SELECT seq, event_id, idem_key, event_type, run_id, data, hash FROM events WHERE sk = $1 ORDER BY seq`, sk)
 		if err != nil {
@@ -173,4 +177,44 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 		return nil
 	}
 	return fn(raw)
+}
+
+// inspectUsage reads session sk's usage rollup rows into raw, when the store has a built
+// rollup (migration 0012, usage_state.built).
+func inspectUsage(ctx context.Context, tx pgx.Tx, sk int64, raw *store.RawSession) error {
+	var built bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('usage_state') IS NOT NULL AND coalesce((SELECT built FROM usage_state), false)`).Scan(&built); err != nil || !built {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT day, `+strings.Join(usageDayCols, ", ")+` FROM usage_days WHERE sk = $1 ORDER BY day`, sk)
+	if err != nil {
+		return err
+	}
+	raw.UsageDays, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.UsageDay, error) {
+		var d store.UsageDay
+		var day int32
+		t := &d.UsageTotals
+		err := row.Scan(&day, &t.UsageEvents, &t.InputTokens, &t.OutputTokens, &t.TotalTokens, &t.RunsCompleted, &t.RunsFailed, &t.RunsStopped, &t.RunDurationMs, &t.ToolCalls, &t.ToolFailures, &t.ToolDenied)
+		d.Day = int64(day)
+		return d, err
+	})
+	if err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, `SELECT day, tool, calls, failures, denied FROM usage_tools WHERE sk = $1 ORDER BY day, tool`, sk)
+	if err != nil {
+		return err
+	}
+	raw.UsageTools, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ToolDay, error) {
+		var d store.ToolDay
+		var day int32
+		err := row.Scan(&day, &d.Tool, &d.Calls, &d.Failures, &d.Denied)
+		d.Day = int64(day)
+		return d, err
+	})
+	if err != nil {
+		return err
+	}
+	raw.UsageRead = true
+	return nil
 }

@@ -336,12 +336,20 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 			}
 		}
 		s.heads.drop(sk)
+		// The rollup of an earlier life of the session (kept through its compaction) is
+		// counted again from the imported log.
+		if err := dropUsageRows(ctx, tx, sk); err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
 		// The session's head (made at -1 by migration 0009's trigger for a new session): the
 		// log's last sequence and chain hash.
 		b.Queue(`UPDATE session_heads SET last_seq = $2, head_hash = $3, base_hash = NULL WHERE sk = $1`, sk, last, head[:])
 		if len(ev.seqs) > 0 {
 			b.Queue(qInsertEvents, sk, ev.seqs, ev.ids, ev.keys, ev.types, ev.runIDs, ev.datas, ev.hashes)
+			if err := queueUsage(b, sk, imp.Events); err != nil {
+				return err
+			}
 		}
 		if len(rIDs) > 0 {
 			b.Queue(qUpsertRuns, sk, rIDs, rOrds, rActive, rDatas, rAttempts, rQueued)

@@ -202,6 +202,10 @@ func Open(ctx context.Context, url string, opt ...Options) (*Store, error) {
 	s.group = &grouper{s: s, maxLeaders: max(1, int(cfg.MaxConns)/4)}
 	s.startNumberer()
 	s.kickChanges() // changes an instance left unnumbered
+	if err := s.buildUsageOnce(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open postgres store %s: build the usage rollup: %w", where, err)
+	}
 	return s, nil
 }
 

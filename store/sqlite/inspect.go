@@ -255,6 +255,9 @@ func (in *Inspector) InspectSession(ctx context.Context, id string, fn func(*sto
 	if err := closeRows(rows); err != nil {
 		return fmt.Errorf("session %q: command results: %w", id, err)
 	}
+	if err := inspectUsage(ctx, tx, sk, raw); err != nil {
+		return fmt.Errorf("session %q: usage rollup: %w", id, err)
+	}
 	raw.Events = func(visit func(*store.StoredEvent) error) error {
 		rows, err := tx.QueryContext(ctx, inBothTables(`SELECT seq, event_id, idem_key, event_type, run_id, data, hash FROM %[1]s WHERE rid >= (?1 << 32) AND rid < ((?1 + 1) << 32)`), sk)
 		if err != nil {
@@ -286,4 +289,49 @@ func closeRows(rows *sql.Rows) error {
 		err = cerr
 	}
 	return err
+}
+
+// inspectUsage reads session sk's usage rollup rows into raw, when the store has a built
+// rollup (migration 0015, usage_state.built).
+func inspectUsage(ctx context.Context, tx *sql.Tx, sk int64, raw *store.RawSession) error {
+	var built int64
+	err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT built FROM usage_state), 0) WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage_state')`).Scan(&built)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && built == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT day, `+strings.Join(usageDayCols, ", ")+` FROM usage_days WHERE sk = ? ORDER BY day`, sk)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var d store.UsageDay
+		t := &d.UsageTotals
+		if err := rows.Scan(&d.Day, &t.UsageEvents, &t.InputTokens, &t.OutputTokens, &t.TotalTokens, &t.RunsCompleted, &t.RunsFailed, &t.RunsStopped, &t.RunDurationMs, &t.ToolCalls, &t.ToolFailures, &t.ToolDenied); err != nil {
+			rows.Close()
+			return err
+		}
+		raw.UsageDays = append(raw.UsageDays, d)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	if rows, err = tx.QueryContext(ctx, `SELECT day, tool, calls, failures, denied FROM usage_tools WHERE sk = ? ORDER BY day, tool`, sk); err != nil {
+		return err
+	}
+	for rows.Next() {
+		var d store.ToolDay
+		if err := rows.Scan(&d.Day, &d.Tool, &d.Calls, &d.Failures, &d.Denied); err != nil {
+			rows.Close()
+			return err
+		}
+		raw.UsageTools = append(raw.UsageTools, d)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	raw.UsageRead = true
+	return nil
 }

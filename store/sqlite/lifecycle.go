@@ -313,6 +313,11 @@ func (s *Store) ImportSession(ctx context.Context, imp *store.Import) error {
 				return fatal("delete "+table, err)
 			}
 		}
+		// The rollup of an earlier life of the session (kept through its compaction) is
+		// counted again from the imported log.
+		if err := w.dropUsage(sk); err != nil {
+			return err
+		}
 		// The log's chain is computed afresh from its bytes (store/chain.go): the imported
 		// log is whole, so it starts at store.ChainGenesis and no base is recorded.
 		hashes := store.ChainEvents(store.ChainGenesis, imp.Events)

@@ -51,6 +51,10 @@ const (
 // Store is the SQLite driver. It implements store.Store; create it with Open and release it
 // with Close. All methods are safe for concurrent use.
 type Store struct {
+	// noUsage skips the usage rollup's writes (usage.go): set only by the benchmark that
+	// measures what the rollup costs an append.
+	noUsage bool
+
 	dir  string
 	lock *dirLock
 	log  *slog.Logger   // Options.Logger
@@ -167,6 +171,10 @@ func Open(ctx context.Context, dir string, opt ...Options) (*Store, error) {
 	go w.run()
 	go s.syncer()
 	go s.checkpointer()
+	if err := s.buildUsageOnce(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

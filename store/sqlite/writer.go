@@ -121,6 +121,8 @@ type writer struct {
 
 	sumsPending []*openIndex // the open indexes given content sums in this group (publishSums)
 
+	usage store.UsageRollup // writeUsage's rollup of the append being written
+
 	// the group being run (runGroup): the requests taken into it, their events, whether its
 	// transaction is open, and whether a database failure ended it (every request answered)
 	taken       []*request
@@ -543,8 +545,10 @@ func asFatal(what string, err error) error {
 // order, with their chain hashes where they are stored (hashes[i] is evs[i]'s;
 // store.ChainStored), up to maxEventsPerInsert in one
 // statement (qInsertEvents): a statement per event cost more in binding, stepping and
-// resetting it than its row did.
+// resetting it than its row did. It adds their counts to the usage rollup (writeUsage) in the
+// same transaction.
 func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEvent, hashes []store.ChainHash) error {
+	all := evs
 	tail, err := w.toTail(sk, evs)
 	if err != nil {
 		return err
@@ -578,7 +582,7 @@ func (w *writer) insertEvents(sessionID string, sk int64, evs []store.StoredEven
 		}
 		evs, hashes = evs[n:], hashes[n:]
 	}
-	return nil
+	return w.writeUsage(sk, all)
 }
 
 // writeRuns writes the runs of an append's plan in the plan's order, which is the order of the
@@ -950,6 +954,7 @@ type writeStmts struct {
 	insertEvents                                                                                  [maxEventsPerInsert + 1]*sql.Stmt // insertEvents[n]: qInsertEvents(n), prepared when first used
 	insertTail                                                                                    [maxEventsPerInsert + 1]*sql.Stmt // insertTail[n]: qInsertTail(n), the same
 	flushTail, dropSessionTail, tailState, setTailMove, tailBound, copyTail, dropTail             *sql.Stmt                         // tail.go
+	usageDay, usageTool                                                                           *sql.Stmt                         // usage.go, prepared when first used
 }
 
 // insertEventsStmt returns the statement inserting n events (qInsertEvents) into event_tail
@@ -1047,4 +1052,5 @@ func (st *writeStmts) close() {
 	clear(st.insertRuns[:])
 	clear(st.insertEvents[:])
 	clear(st.insertTail[:])
+	st.usageDay, st.usageTool = nil, nil
 }

@@ -58,6 +58,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Multitask", s.testMultitask},
 		{"Changes", s.testChanges},
 		{"Keys", s.testKeys},
+		{"Usage", s.testUsage},
 		{"Close", s.testClose},
 	} {
 		t.Run(g.name, func(t *testing.T) {

@@ -6,12 +6,14 @@ import { html } from "./render.js";
 import { loadPolicy } from "./policy.js";
 import { ListPage } from "./list.js";
 import { SessionPage } from "./session.js";
+import { UsagePage } from "./charts.js";
 import { getJSON, login, logout } from "./api.js";
 
 // route is the page the URL's fragment names: the list (#/), or a session (#/s/ID), with the
 // event to show when ?seq=N follows (#/s/ID?seq=N, a search result's link). A session id that
 // is not valid percent-encoding (#/s/S-100%) is taken as it is written.
 function route() {
+  if (/^#\/usage(\?|$)/.test(location.hash)) return { page: "usage" };
   const m = location.hash.match(/^#\/s\/([^?]+)(?:\?(.*))?$/);
   if (!m) return { page: "list" };
   const seq = new URLSearchParams(m[2] || "").get("seq");
@@ -59,11 +61,11 @@ function App() {
     addEventListener("hashchange", on);
     return () => removeEventListener("hashchange", on);
   }, []);
-  useEffect(() => { document.title = r.page === "session" ? `${r.id} · sessiond` : "sessions · sessiond"; }, [r.page, r.id]);
+  useEffect(() => { document.title = r.page === "session" ? `${r.id} · sessiond` : r.page === "usage" ? "usage · sessiond" : "sessions · sessiond"; }, [r.page, r.id]);
   if (needLogin) return html`<header class="top"><a href="#/" class="brand">sessiond</a></header><${LoginPage} />`;
   const out = async () => { await logout(); location.reload(); };
-  return html`<header class="top"><a href="#/" class="brand">sessiond</a>${who && who.auth && html`<span class="who">${who.subject} · ${who.project}</span><button class="logout" onClick=${out}>log out</button>`}</header>
-    ${r.page === "session" ? html`<${SessionPage} key=${r.id} id=${r.id} seq=${r.seq} />` : html`<${ListPage} />`}`;
+  return html`<header class="top"><a href="#/" class="brand">sessiond</a> <a href="#/usage" class="nav-usage">usage</a>${who && who.auth && html`<span class="who">${who.subject} · ${who.project}</span><button class="logout" onClick=${out}>log out</button>`}</header>
+    ${r.page === "session" ? html`<${SessionPage} key=${r.id} id=${r.id} seq=${r.seq} />` : r.page === "usage" ? html`<${UsagePage} />` : html`<${ListPage} />`}`;
 }
 
 loadPolicy().then(

@@ -9,6 +9,7 @@ import * as R from "./render.js";
 import { LineagePanel, LifecyclePanel } from "./panels.js";
 import { Timeline, Transcript } from "./timeline.js";
 import { follow } from "./live.js";
+import { SessionCharts } from "./charts.js";
 
 const html = R.html;
 const RECENT = 500; // events kept for the event log and for finding event ids (retry)
@@ -438,6 +439,7 @@ export function SessionPage({ id, seq: focusSeq }) {
       <${R.Plan} plan=${t.plan} />
       ${t.tasks.length ? html`<section aria-label="Tasks" class="card"><h3>Tasks</h3><ul>${t.tasks.map((x) => html`<${R.Task} key=${x.taskId} t=${x} />`)}</ul></section>` : null}
       <section aria-label="Usage" class="card"><h3>Usage (tokens)</h3><${R.Usage} usage=${t.usage} /></section>
+      <${SessionCharts} id=${id} lastSeq=${lastSeq} model=${snapshot ? snapshot.modelId : ""} />
       <section aria-label="At a glance" class="card"><h3>At a glance</h3><ul class="glance">
         <li>${fmt(t.messages.length)} messages · ${fmt(t.tools.length)} tool calls</li>
         <li>${fmt(t.testResults.length)} tests${failing ? html`, <button type="button" class="link err"
