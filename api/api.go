@@ -253,3 +253,17 @@ type RunResource struct {
 
 // ErrorCode is the error's code (contract.CodedError).
 func (e *Error) ErrorCode() contract.ErrorCode { return e.Code }
+
+// SearchResponse is the answer of GET /v1/search: one page of results.
+type SearchResponse struct {
+	Results []wire.SearchHit `json:"results"`
+	// Order is the order of the results: "recent" (newest first) or "relevance" (best first
+	// among the newest 1,000 matches).
+	Order string `json:"order"`
+	// Next is the cursor of the next page (pass it as ?cursor= with the same query); empty on
+	// the last page.
+	Next string `json:"next,omitempty"`
+	// IndexLagSeconds is how long the oldest commit not yet indexed has waited, on this
+	// instance (0 when the index is level with the logs): results may miss events this recent.
+	IndexLagSeconds float64 `json:"indexLagSeconds"`
+}

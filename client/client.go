@@ -519,3 +519,10 @@ func (c *Client) Lineage(ctx context.Context, id string) (*wire.Lineage, error) 
 	var out wire.Lineage
 	return &out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/lineage", nil, "", &out)
 }
+
+// Search runs a full-text search (GET /v1/search) with the query parameters q holds (q,
+// contains, the filters, order, limit, cursor; docs/search.md).
+func (c *Client) Search(ctx context.Context, q url.Values) (*api.SearchResponse, error) {
+	var out api.SearchResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/search?"+q.Encode(), nil, "", &out)
+}

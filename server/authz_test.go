@@ -161,6 +161,7 @@ var routeScopes = map[string]string{
 	"POST /v1/sessions/{id}/continuations":              "command",
 	"GET /v1/sessions/{id}/lineage":                     "read",
 	"GET /v1/events/stream":                             "read",
+	"GET /v1/search":                                    "read",
 	"POST /v1/sessions/{id}/stream-token":               "read",
 	"POST /v1/login":                                    "read",
 	"GET /v1/whoami":                                    "read",

@@ -14,9 +14,12 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/server"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
+	"github.com/sessiond/sessiond/store/postgres"
+	"github.com/sessiond/sessiond/store/sqlite"
 	"github.com/sessiond/sessiond/store/storetest"
 )
 
@@ -513,6 +516,83 @@ func TestLineageHidesOtherProjects(t *testing.T) {
 		missing := e.call(t, "GET", "/v1/sessions/S-m2/lineage", alpha, "")
 		if other.status != 200 || norm(other.body, "S-m1", "S-root") != norm(missing.body, "S-m2", "S-gone") {
 			t.Errorf("a lineage through another project's sessions:\n  %d %s\nthrough missing ones:\n  %d %s", other.status, other.body, missing.status, missing.body)
+		}
+	})
+}
+
+// searchBackend returns the search index of a store of either driver.
+func searchBackend(t *testing.T, st store.Store) search.Backend {
+	t.Helper()
+	var (
+		b   search.Backend
+		err error
+	)
+	switch s := st.(type) {
+	case *sqlite.Store:
+		b, err = s.Search(context.Background())
+	case *postgres.Store:
+		b, err = s.Search(context.Background())
+	default:
+		t.Fatalf("no search index for %T", st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSearchKeepsToTheProject checks that GET /v1/search answers a key of one project with
+// that project's events only, whatever the query and filters, refuses to search another
+// project by name, and that a key of every project sees both.
+func TestSearchKeepsToTheProject(t *testing.T) {
+	drivers(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		st := open(t)
+		e := newAuthEnv(t, st, server.Options{Search: searchBackend(t, st)}, true)
+		root := bearer(e.key(t, "root", store.AllProjects, "read,append,admin", 0))
+		alpha := bearer(e.key(t, "alpha", "alpha", "read", 0))
+		for _, s := range []struct{ id, project string }{{"S-a", "alpha"}, {"S-b", "beta"}, {"S-b2", "beta"}} {
+			body := fmt.Sprintf(`{"session_id":%q,"project":%q,"agent_id":"a","role":"implementer","snapshot":{"mode":"work","modelId":"m","capabilities":%s}}`, s.id, s.project, allCaps)
+			if r := e.call(t, "POST", "/v1/sessions", root, body); r.status != 201 {
+				t.Fatalf("create %s: %d %s", s.id, r.status, r.body)
+			}
+			secret := `"eventType":"terminal","payload":{"terminalId":"t","stream":"stdout","chunk":"secretword of ` + s.project + ` in billing/invoice.go"}`
+			tool := `"eventType":"tool","payload":{"toolCallId":"tc","toolName":"shell","status":"completed","input":{"command":"cat billing/invoice.go"}}`
+			if r := e.call(t, "POST", "/v1/sessions/"+s.id+"/events", root, fixtureEvents(s.id, secret, tool)); r.status != 201 {
+				t.Fatalf("events of %s: %d %s", s.id, r.status, r.body)
+			}
+		}
+		if _, err := e.srv.SearchIndexer().CatchUp(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		sessionsOf := func(authz, query string) (int, map[string]bool) {
+			r := e.call(t, "GET", "/v1/search?"+query, authz, "")
+			var resp api.SearchResponse
+			if r.status == 200 {
+				if err := json.Unmarshal([]byte(r.body), &resp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[string]bool{}
+			for _, h := range resp.Results {
+				got[h.SessionID] = true
+			}
+			return r.status, got
+		}
+		for _, q := range []string{"q=secretword", "q=fixed", "q=secret*", "contains=invoice.go", "kind=terminal", "kind=status&runStatus=completed",
+			"q=secretword&agent=a", "q=secretword&order=relevance", "q=secretword&status=running", "q=beta", "q=secretword&limit=1"} {
+			status, got := sessionsOf(alpha, q)
+			if status != 200 || (len(got) == 0) != (q == "q=beta") || got["S-b"] || got["S-b2"] {
+				t.Errorf("key of alpha, %s: %d, sessions %v; want 200 and S-a only", q, status, got)
+			}
+			if status, got := sessionsOf(root, q); q != "q=secretword&limit=1" && q != "q=beta" && (status != 200 || !got["S-a"] || !got["S-b"]) {
+				t.Errorf("key of every project, %s: %d, sessions %v; want both projects", q, status, got)
+			}
+		}
+		if status, _ := sessionsOf(alpha, "q=secretword&project=beta"); status != 403 {
+			t.Errorf("key of alpha, project=beta: %d, want 403", status)
+		}
+		if status, got := sessionsOf(root, "q=secretword&project=beta"); status != 200 || got["S-a"] || !got["S-b"] {
+			t.Errorf("key of every project, project=beta: %d %v", status, got)
 		}
 	})
 }

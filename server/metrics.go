@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/store"
 )
@@ -45,6 +46,7 @@ type Metrics struct {
 	retention       *prometheus.CounterVec
 	retentionBytes  prometheus.Counter
 	archiveBytes    prometheus.Gauge
+	searchDelays    prometheus.Histogram
 
 	// The series every request and stored event counts into, looked up by label once
 	// (WithLabelValues checks and hashes the labels on every call): requestKey →
@@ -147,10 +149,13 @@ func NewMetrics() *Metrics {
 		archiveBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sessiond_archive_bytes", Help: "Total size of the archive directory after the last retention pass that measured it (one with a delete rule).",
 		}),
+		searchDelays: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sessiond_search_index_delay_seconds", Help: "Time from a commit to the search index taking it, per session batch indexed (the lag a search could see).", Buckets: latencyBuckets,
+		}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.eventsAppended, m.eventDuplicates, m.appendRejected,
 		m.appendDuration, m.syncDuration, m.groupAppends, m.groupEvents, m.subscribers, m.lag, m.cutoffs,
-		m.commands, m.sweeps, m.swept, m.leaseExpiries, m.leaseErrors, m.retentionPasses, m.retention, m.retentionBytes, m.archiveBytes,
+		m.commands, m.sweeps, m.swept, m.leaseExpiries, m.leaseErrors, m.retentionPasses, m.retention, m.retentionBytes, m.archiveBytes, m.searchDelays,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Zero series for the outcomes an alert looks at, so a rate() sees them before the first.
 	for _, code := range []string{string(contract.CodeSubscriberTooSlow), "write_timeout", string(contract.CodeShuttingDown), string(contract.CodeStreamFailed)} {
@@ -167,6 +172,33 @@ func NewMetrics() *Metrics {
 		m.retention.WithLabelValues(a)
 	}
 	return m
+}
+
+// searchDelay records how long a commit waited for the search index.
+func (m *Metrics) searchDelay(d time.Duration) {
+	if m != nil {
+		m.searchDelays.Observe(d.Seconds())
+	}
+}
+
+// observeSearch adds the gauges of the search indexer: its lag and the events behind. A second
+// server over the same metrics finds them registered and keeps the first indexer's.
+func (m *Metrics) observeSearch(ix *search.Indexer) {
+	if m == nil {
+		return
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_search_index_lag_seconds", Help: "How long the oldest commit the search index has not taken yet has waited (0: level with the logs)."},
+			func() float64 { lag, _ := ix.Lag(); return lag.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sessiond_search_index_behind_events", Help: "Events the search index was behind the logs at the start of its last pass."},
+			func() float64 { _, n := ix.Lag(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sessiond_search_indexed_events_total", Help: "Events the search indexer has indexed since the process started."},
+			func() float64 { return float64(ix.Indexed()) }),
+	} {
+		if err := m.reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			panic(err)
+		}
+	}
 }
 
 // observeStore adds the gauges of what the store driver reports about itself: the SQLite

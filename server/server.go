@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/web"
 )
@@ -81,6 +82,12 @@ type Options struct {
 	// and before the first one (default 200ms; docs/api.md, "Progress of archive and
 	// restore").
 	ProgressInterval time.Duration
+
+	// Search is the driver's search index (store/sqlite and store/postgres: Store.Search);
+	// the server keeps it up to date with an indexer of its own (started by New, stopped by
+	// Close) and answers GET /v1/search from it. Nil: no search (GET /v1/search answers
+	// NOT_CONFIGURED).
+	Search search.Backend
 
 	// Auth turns authentication on: every route but the public ones (health, the OpenAPI
 	// document, the web UI's files) needs an API key, a token of Tokens, a stream token or the
@@ -210,6 +217,7 @@ type Server struct {
 	keys           *auth.Keyring
 	projMu         sync.Mutex
 	projects       map[string]string // session id -> project, for the project check (access.go)
+	search         *searcher         // the search index and its indexer (search.go); nil without
 }
 
 // New returns a server of the session service svc, which its owner made (session.New) and
@@ -238,6 +246,7 @@ func New(svc *session.Service, opt Options) *Server {
 	s.feed = newFeed(st, feedRing, s.opt.Logger)
 	s.register(s.routes())
 	s.startKeyFlusher()
+	s.startSearch(st)
 	return s
 }
 
@@ -264,6 +273,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/sessions/{id}/transcript", access: readRoute, handle: s.handleTranscript},
 		{pattern: "POST /v1/sessions/{id}/continuations", access: commandRoute, handle: s.handleContinuation, body: jsonBody},
 		{pattern: "GET /v1/sessions/{id}/lineage", access: readRoute, handle: s.handleLineage},
+		{pattern: "GET /v1/search", access: readRoute, handle: s.handleSearch, query: searchQuery},
 		{pattern: "GET /v1/events/stream", access: access{scope: auth.ScopeRead, stream: true}, handle: s.handleChangeStream, query: []string{"project", "agent", "after"}},
 		// The web UI (package web): the page, and its static files and policy table.
 		{pattern: "POST /v1/sessions/{id}/stream-token", access: readRoute, handle: s.handleStreamToken},
@@ -372,6 +382,7 @@ func (s *Server) Close() {
 	}
 	close(s.shutdown)
 	s.endLife()
+	s.stopSearch()
 	s.stopSub()
 	s.feed.close()
 	// A stream that checked closing before it was set has called streams.Add by the time

@@ -30,6 +30,7 @@ import (
 // site is a sessiond server for one browser test.
 type site struct {
 	ts      *httptest.Server
+	srv     *server.Server
 	streams atomic.Int64 // stream requests that carried Last-Event-ID (reconnects)
 	mu      sync.Mutex
 	resumes []string // their Last-Event-ID values
@@ -71,8 +72,12 @@ func newSite(t testing.TB) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(session.New(st, session.Options{ArchiveDir: t.TempDir()}), server.Options{})
-	s := &site{}
+	ix, err := st.Search(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(session.New(st, session.Options{ArchiveDir: t.TempDir()}), server.Options{Search: ix})
+	s := &site{srv: srv}
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Last-Event-ID"); id != "" && strings.HasSuffix(r.URL.Path, "/events/stream") {
 			s.streams.Add(1)

@@ -640,3 +640,10 @@ func TestArchitectureDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchDoc runs docs/search.md's first search against a fresh server.
+func TestSearchDoc(t *testing.T) {
+	needTool(t, "curl", "docs/search.md's commands")
+	r := newDocRun(t, "docs/search.md")
+	runDoc(t, r, readDoc(t, "docs/search.md"))
+}

@@ -57,6 +57,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection idle for this long")
 	maxInflight := fs.Int64("max-inflight-body-bytes", server.DefaultMaxInflightBodyBytes, "request body bytes read at once (by Content-Length); a request that finds no room within 2s is answered 503 OVERLOADED with Retry-After")
 	maxInflightClient := fs.Int64("max-inflight-body-bytes-per-client", 0, "of --max-inflight-body-bytes, the most one client holds: one key (a derived credential counts as its root) or OIDC subject, or one client address without --auth (default a quarter); over it, a request that finds no room within 2s is answered 429 RATE_LIMITED with Retry-After")
+	searchOn := fs.Bool("search", true, "keep the full-text search index (SQLite: search.db in --data; PostgreSQL: search_* tables) and answer GET /v1/search; false leaves the index as it is and answers 501 NOT_CONFIGURED")
 	maxArchive := fs.Int64("max-archive-bytes", server.DefaultMaxArchiveBytes, "the largest archive file POST /v1/archives takes")
 	if _, code, ok := cl.parseWithEnv(args, os.Environ()); !ok {
 		return code
@@ -152,6 +153,13 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	opts := server.Options{Logger: log, Metrics: metrics,
 		BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, MaxInflightBodyBytes: *maxInflight, MaxInflightBodyBytesPerClient: *maxInflightClient, MaxArchiveBytes: *maxArchive}
 	opts.AllowedHosts = hostAllowList(*addr, *a.on, allowedHosts)
+	if *searchOn {
+		if opts.Search, err = openSearch(ctx, st); err != nil {
+			st.Close()
+			fmt.Fprintf(stderr, "sessiond serve: %v\nhint: start with --search=false to run without the search index\n", err)
+			return 1
+		}
+	}
 	if err := a.apply(ctx, &opts); err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "sessiond serve: %v\n", err)

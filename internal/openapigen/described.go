@@ -9,6 +9,7 @@ var tags = []struct{ name, desc string }{
 	{"runs", "Runs (the projection of a session's status events) and the workers that claim them under leases."},
 	{"commands", "Commands that steer a session: stop, steer, approve, retry, fork and the rest, safe under retries and races."},
 	{"views", "Read models folded from the log: the view model, the transcript, the lineage."},
+	{"search", "Full-text search over the events of every session of the caller's project, with filters (docs/search.md)."},
 	{"bridges", "Protocol bridges for front ends: the Vercel AI SDK's chat and AG-UI."},
 	{"lifecycle", "Heartbeats, work windows, assessments, staleness, archives and restores."},
 	{"auth", "Credentials: API keys, the web UI's login cookie, stream tokens."},
@@ -55,6 +56,10 @@ var described = map[string]struct{ tag, desc string }{
 		"(Last-Event-ID). A browser's EventSource authenticates with a stream token in ?token= (docs/api.md, Live stream)."},
 	"streamChanges": {"events", "Session-level changes (created, status, archived, restored, deleted, forked) across the sessions " +
 		"the caller may see, as server-sent events with a resumable change number (docs/api.md, The change feed)."},
+	"search": {"search", "Finds events by their text (message text, reasoning, titles, tool names, inputs and outputs, paths, " +
+		"terminal output, tests, errors) across the sessions of the caller's project, with filters on the session, the event and " +
+		"its run; newest first, or best first among the newest 1,000 matches; a page at a time with a cursor tied to its query. " +
+		"The index is kept asynchronously: indexLagSeconds says how far behind it is (docs/search.md)."},
 	"listRuns": {"runs", "Every run of the session, oldest first, as projected from its status events: status, attempt, " +
 		"fencing token and lease holder."},
 	"getRun": {"runs", "One run of the session: its status, attempt, fencing token and the lease held on it, if any."},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/contract"
+	"github.com/sessiond/sessiond/search"
 	"github.com/sessiond/sessiond/store"
 	"github.com/sessiond/sessiond/web"
 	"github.com/sessiond/sessiond/wire"
@@ -217,6 +218,26 @@ var operations = []operation{
 				return obj{"oneOf": []any{s.inline(typ[store.Change]()), obj{"type": "object", "additionalProperties": false, "required": []any{"code", "message"},
 					"properties": obj{"code": streamErrorCode, "message": obj{"type": "string"}}}}}
 			}}}},
+	{pattern: "GET /v1/search", id: "search", summary: "Full-text search over the events of every session of the caller's project (docs/search.md)",
+		params: []param{
+			{name: "q", in: "query", desc: `words (all must match), "quoted phrases", word* prefixes; a word with punctuation is the phrase of its words`, schema: obj{"type": "string", "maxLength": search.MaxQueryBytes}},
+			{name: "contains", in: "query", desc: "a substring of a path or a tool input (a command), case-insensitive", schema: obj{"type": "string", "minLength": search.MinContains, "maxLength": search.MaxContains}},
+			{name: "project", in: "query", desc: "only sessions of this project (a key of one project: its own, the default)", schema: strParam},
+			{name: "agent", in: "query", desc: "only sessions of this agent_id", schema: strParam},
+			{name: "role", in: "query", desc: "only sessions with this role", schema: strParam},
+			{name: "status", in: "query", desc: "only sessions with this status now", schema: obj{"type": "string", "enum": anyList(contract.SessionStatuses)}},
+			{name: "kind", in: "query", desc: "only events of this eventType", schema: obj{"type": "string", "enum": anyList(contract.EventTypes)}},
+			{name: "runStatus", in: "query", desc: "only events of runs with this status now", schema: obj{"type": "string", "enum": anyList(contract.RunStatuses)}},
+			{name: "tool", in: "query", desc: "only tool events of this tool name", schema: strParam},
+			{name: "code", in: "query", desc: "only error events and steering errors with this error code", schema: strParam},
+			{name: "from", in: "query", desc: "only events that occurred at or after this time (RFC 3339)", schema: obj{"type": "string", "format": "date-time"}},
+			{name: "to", in: "query", desc: "only events that occurred before this time (RFC 3339)", schema: obj{"type": "string", "format": "date-time"}},
+			{name: "order", in: "query", desc: "recent (default, newest first) or relevance (best first among the newest 1,000 matches)", schema: obj{"type": "string", "enum": anyList(search.Orders)}},
+			{name: "limit", in: "query", desc: "at most this many results (default 20)", schema: intParam(1, search.MaxLimit)},
+			{name: "cursor", in: "query", desc: "the next value of the previous page, with the same query", schema: strParam},
+		},
+		answers: []answer{{status: 200, desc: "one page of results", schema: typ[api.SearchResponse]()}},
+		errors:  []contract.ErrorCode{contract.CodeNotConfigured}},
 	{pattern: "GET /v1/sessions/{id}/runs", id: "listRuns", summary: "The session's runs (the projection of its status events)",
 		answers: []answer{{status: 200, desc: "every run, oldest first", schema: typ[api.RunList]()}}},
 	{pattern: "GET /v1/sessions/{id}/runs/{runId}", id: "getRun", summary: "One run",

@@ -66,6 +66,9 @@ type Store struct {
 	sessKeys sync.Map // session id -> sk (int64); sessions are never deleted, sk never changes
 	// heads is where this store's appends last left each session's log (heads.go).
 	heads headCache
+
+	searchMu sync.Mutex   // guards search
+	search   *SearchIndex // the search index (search.go), made by Search
 }
 
 var _ store.Store = (*Store)(nil)

@@ -92,6 +92,9 @@ type Store struct {
 	// set by the syncer once the commit that ended the log there is durable (LastSequence).
 	durableLast sync.Map
 
+	searchMu sync.Mutex   // guards search
+	search   *SearchIndex // the search index (search.go), opened by Search
+
 	// full is the failure of the last group the disk was too full for (SQLITE_FULL), until a
 	// commit goes through again (readiness.go).
 	full atomic.Pointer[error]
@@ -340,6 +343,12 @@ func (s *Store) Close() error {
 	<-s.syncDone
 	close(s.ckptStop)
 	<-s.ckptDone
+	s.searchMu.Lock()
+	if s.search != nil {
+		s.search.Close()
+		s.search = nil
+	}
+	s.searchMu.Unlock()
 	err := s.closeDBs()
 	s.dur.close()
 	if lerr := s.lock.release(); lerr != nil && err == nil {

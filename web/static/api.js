@@ -50,10 +50,10 @@ export async function postJSON(path, body) {
 
 export const enc = encodeURIComponent;
 
-// readPrefix reads the events of session id with sequence <= upTo, in pages of 10,000 (the
-// read endpoint's largest page), calling onPage after each.
-export async function readPrefix(id, upTo, onPage) {
-  let after = -1;
+// readPrefix reads the events of session id with sequence <= upTo (and > from, default -1: from
+// the start), in pages of 10,000 (the read endpoint's largest page), calling onPage after each.
+export async function readPrefix(id, upTo, onPage, from = -1) {
+  let after = from;
   while (after < upTo) {
     const limit = Math.min(10000, upTo - after);
     const page = await getJSON(`/v1/sessions/${enc(id)}/events?after=${after}&limit=${limit}`);

@@ -9,16 +9,19 @@ import { SessionPage } from "./session.js";
 import { UsagePage } from "./charts.js";
 import { getJSON, login, logout } from "./api.js";
 
-// route is the page the URL's fragment names. A session id that is not valid percent-encoding
-// (#/s/S-100%) is taken as it is written.
+// route is the page the URL's fragment names: the list (#/), or a session (#/s/ID), with the
+// event to show when ?seq=N follows (#/s/ID?seq=N, a search result's link). A session id that
+// is not valid percent-encoding (#/s/S-100%) is taken as it is written.
 function route() {
   if (/^#\/usage(\?|$)/.test(location.hash)) return { page: "usage" };
-  const m = location.hash.match(/^#\/s\/(.+)$/);
+  const m = location.hash.match(/^#\/s\/([^?]+)(?:\?(.*))?$/);
   if (!m) return { page: "list" };
+  const seq = new URLSearchParams(m[2] || "").get("seq");
+  const at = seq !== null && /^[0-9]+$/.test(seq) ? Number(seq) : null;
   try {
-    return { page: "session", id: decodeURIComponent(m[1]) };
+    return { page: "session", id: decodeURIComponent(m[1]), seq: at };
   } catch (_) {
-    return { page: "session", id: m[1] };
+    return { page: "session", id: m[1], seq: at };
   }
 }
 
@@ -62,7 +65,7 @@ function App() {
   if (needLogin) return html`<header class="top"><a href="#/" class="brand">sessiond</a></header><${LoginPage} />`;
   const out = async () => { await logout(); location.reload(); };
   return html`<header class="top"><a href="#/" class="brand">sessiond</a> <a href="#/usage" class="nav-usage">usage</a>${who && who.auth && html`<span class="who">${who.subject} · ${who.project}</span><button class="logout" onClick=${out}>log out</button>`}</header>
-    ${r.page === "session" ? html`<${SessionPage} key=${r.id} id=${r.id} />` : r.page === "usage" ? html`<${UsagePage} />` : html`<${ListPage} />`}`;
+    ${r.page === "session" ? html`<${SessionPage} key=${r.id} id=${r.id} seq=${r.seq} />` : r.page === "usage" ? html`<${UsagePage} />` : html`<${ListPage} />`}`;
 }
 
 loadPolicy().then(

@@ -4,7 +4,7 @@
 // archives); a slow poll, also with the ETag (a 304 costs no transfer and no re-render),
 // refreshes what the feed does not carry (event counts, last activity).
 import { useState, useEffect, useRef } from "preact/hooks";
-import { getTagged } from "./api.js";
+import { getTagged, getJSON } from "./api.js";
 import { html, Badge, Conn, Time } from "./render.js";
 import { follow } from "./live.js";
 
@@ -15,7 +15,7 @@ const CHANGES = ["session.created", "session.status", "session.archived", "sessi
 
 const lastActivity = (r) => [r.record.updated_at, r.record.last_heartbeat_at].filter(Boolean).sort().pop() || "";
 
-const FILTERS = ["status", "project", "agent", "role", "q"];
+const FILTERS = ["status", "project", "agent", "role", "q", "find"];
 
 // filtersOf reads the filters from the URL's fragment (#/?status=running&project=demo).
 function filtersOf(hash) {
@@ -32,7 +32,7 @@ export function ListPage() {
     const qs = new URLSearchParams(Object.entries(f).filter(([, v]) => v));
     const want = "#/" + (qs.size ? "?" + qs : "");
     if (location.hash !== want && !(want === "#/" && location.hash === "")) history.replaceState(null, "", want);
-  }, [f.status, f.project, f.agent, f.role, f.q]);
+  }, [f.status, f.project, f.agent, f.role, f.q, f.find]);
   const [list, setList] = useState(null);
   const [err, setErr] = useState(null);
   const [conn, setConn] = useState("connecting");
@@ -82,6 +82,7 @@ export function ListPage() {
     return () => { stop = true; clearTimeout(timer); clearTimeout(settle); unfollow(); };
   }, [f.status, f.project, f.agent]);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
+  const find = (e) => { e.preventDefault(); setF({ ...f, find: e.currentTarget.elements.find.value.trim() }); };
   const rows = list ? list.sessions.filter((s) => (!f.role || s.record.role === f.role) && (!f.q || s.record.session_id.toLowerCase().includes(f.q.toLowerCase())))
     .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a))) : [];
   return html`<main class="page">
@@ -94,6 +95,11 @@ export function ListPage() {
       <label>Agent<input value=${f.agent} onChange=${set("agent")} /></label>
       <label>Role<input value=${f.role} onInput=${set("role")} /></label>
     </form>
+    <form class="find" role="search" aria-label="Search events" onSubmit=${find}>
+      <label>Search events<input type="search" name="find" value=${f.find} placeholder='words, "a phrase", prefix*' /></label>
+      <button type="submit">Search</button>
+    </form>
+    ${f.find ? html`<${SearchResults} q=${f.find} f=${f} />` : null}
     ${err ? html`<p class="err" role="alert">${err.code}: ${err.message}</p>` : null}
     ${!list ? html`<p>Loading…</p>` : rows.length === 0 ? html`<p class="muted">No sessions match.</p>` : html`
     <div class="table-scroll"><table class="sessions">
@@ -108,4 +114,50 @@ export function ListPage() {
     </table></div>`}
     ${list && list.next ? html`<p class="muted">Showing the first 1000 sessions; narrow the filters to see others.</p>` : null}
   </main>`;
+}
+
+// Snippet draws a search result's snippet: plain text segments, the matching ones in <mark>
+// (the text is never markup: Preact sets it as text).
+const Snippet = ({ segs }) => segs.map((s) => (s.mark ? html`<mark>${s.text}</mark>` : s.text));
+
+// SearchResults runs a full-text search (GET /v1/search) with the list's filters (project,
+// agent, role, status) and shows its results, newest first, each a link to the event in its
+// session's transcript (#/s/ID?seq=N); "more" follows the cursor.
+function SearchResults({ q, f }) {
+  const [res, setRes] = useState(null); // {results, next}
+  const [err, setErr] = useState(null);
+  const [more, setMore] = useState(false);
+  const params = () => {
+    const qs = new URLSearchParams({ q, limit: "20" });
+    for (const k of ["project", "agent", "role", "status"]) if (f[k]) qs.set(k, f[k]);
+    return qs;
+  };
+  useEffect(() => {
+    let stop = false;
+    setRes(null); setErr(null);
+    getJSON("/v1/search?" + params()).then((r) => { if (!stop) setRes(r); }, (e) => { if (!stop) setErr(e); });
+    return () => { stop = true; };
+  }, [q, f.project, f.agent, f.role, f.status]);
+  const loadMore = async () => {
+    setMore(true);
+    try {
+      const qs = params();
+      qs.set("cursor", res.next);
+      const r = await getJSON("/v1/search?" + qs);
+      setRes({ ...r, results: res.results.concat(r.results) });
+    } catch (e) {
+      setErr(e);
+    } finally {
+      setMore(false);
+    }
+  };
+  if (err) return html`<p class="err" role="alert">search: ${err.code}: ${err.message}</p>`;
+  if (!res) return html`<p class="muted">Searching…</p>`;
+  return html`<section class="search-results" aria-label="Search results" data-count=${res.results.length}>
+    ${res.results.length === 0 ? html`<p class="muted">No event matches.</p>` : html`<ol>${res.results.map((h) => html`<li key=${h.sessionId + "@" + h.sequence}>
+      <a href=${"#/s/" + encodeURIComponent(h.sessionId) + "?seq=" + h.sequence} data-hit=${h.sessionId + "@" + h.sequence}><code>${h.sessionId}</code> · ${h.kind} · sequence ${h.sequence}</a>
+      ${" "}<${Time} iso=${h.occurredAt} />${h.field ? html` <span class="muted">${h.field}</span>` : null}
+      <p class="snippet"><${Snippet} segs=${h.snippet} /></p></li>`)}</ol>`}
+    ${res.next ? html`<button type="button" disabled=${more} onClick=${loadMore}>more results</button>` : null}
+  </section>`;
 }

@@ -140,7 +140,7 @@ function findEvent(recent, pred) {
   return null;
 }
 
-export function SessionPage({ id }) {
+export function SessionPage({ id, seq: focusSeq }) {
   const live = useLiveSession(id);
   const { res, err, conn, streamNote, fold, recent } = live;
   const [notice, setNotice] = useState(null);
@@ -159,6 +159,46 @@ export function SessionPage({ id }) {
     performance.mark("sessiond:session-drawn");
     jumpToNewest();
   }, [drawn]);
+
+  // A search result's link (#/s/ID?seq=N): the entry of event N is loaded (reading the log back
+  // to it when it is before the window), scrolled to and marked; a compacted or missing event
+  // is said so.
+  const [found, setFound] = useState(null); // {seq, key} or {seq, missing: true}
+  useEffect(() => {
+    if (!drawn || focusSeq === null || focusSeq === undefined) return;
+    let stop = false;
+    (async () => {
+      try {
+        const page = await getJSON(`/v1/sessions/${enc(id)}/events?after=${focusSeq - 1}&limit=1`);
+        const ev = page.events[0];
+        if (stop) return;
+        if (!ev || ev.sequence !== focusSeq) { setFound({ seq: focusSeq, missing: true }); return; }
+        const t = live.tl;
+        if (t.first > focusSeq) {
+          const evs = [];
+          await readPrefix(id, t.first - 1, (page) => page.forEach((e) => e.sequence >= focusSeq && e.sequence < t.first && evs.push(e)), focusSeq - 1);
+          if (stop) return;
+          if (evs.length) t.prepend(evs);
+          live.bump();
+        }
+        setFound({ seq: focusSeq, key: Timeline.entryOf(ev).key });
+      } catch (e) {
+        if (!stop) setNotice({ kind: "error", text: `show sequence ${focusSeq}: ${e.message}` });
+      }
+    })();
+    return () => { stop = true; };
+  }, [drawn, id, focusSeq]);
+  useLayoutEffect(() => {
+    if (!found || found.missing) return;
+    const el = document.querySelector(`.transcript .entry[data-key="${CSS.escape(found.key)}"]`);
+    if (!el) return;
+    document.querySelectorAll(".entry.found").forEach((x) => { if (x !== el) { x.classList.remove("found"); delete x.dataset.foundSeq; } });
+    el.classList.add("found");
+    el.dataset.foundSeq = String(found.seq);
+    const d = el.querySelector("details");
+    if (d) d.open = true;
+    el.scrollIntoView({ block: "center" });
+  }, [found, live.tl && live.tl.version]);
 
   const lastSeq = fold ? fold.t.lastSequence : -1;
   const run = res && res.currentRun;
