@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 	"net/http"
+	"strings"
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/auth"
