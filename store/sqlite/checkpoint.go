@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -23,7 +25,22 @@ const (
 	ckptEveryBytes   = 4 << 20         // ... or this many bytes of events (a full disk needs that much room to recover: readiness.go)
 	ckptInterval     = 2 * time.Second // and it checkpoints on its own at least this often
 	walHardLimit     = 1 << 18         // frames (1 GiB with 4 KiB pages)
+	// ckptEveryWALBytes: the writer also kicks the checkpointer once the WAL file has grown
+	// this much since the last kick (it looks every ckptLookBytes of events): large events
+	// write more to the WAL than their own bytes, and the checkpoint needs that much room.
+	ckptEveryWALBytes = 2 << 20
+	ckptLookBytes     = 256 << 10
 )
+
+// walSize is the WAL file's size in bytes (0 when it cannot be read). The file is reused
+// from its start after a checkpoint, so its size is the most the WAL has held.
+func (s *Store) walSize() int64 {
+	fi, err := os.Stat(filepath.Join(s.dir, DBFile) + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
 
 func (s *Store) checkpointer() {
 	defer close(s.ckptDone)

@@ -140,6 +140,10 @@ type writer struct {
 	// work since the checkpointer was last asked to run
 	commits, events int
 	bytes           int // bytes of events committed since the last kick of the checkpointer
+	// The WAL file's size is looked at every ckptLookBytes of events (statAt: w.bytes then);
+	// walAtKick is its size at the last kick.
+	statAt    int
+	walAtKick int64
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -375,8 +379,16 @@ func (w *writer) commit() {
 	if f := w.s.obs.GroupCommitted; f != nil {
 		f(len(taken), events)
 	}
-	if w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents || w.bytes >= ckptEveryBytes {
-		w.commits, w.events, w.bytes = 0, 0, 0
+	kick := w.commits >= ckptEveryCommits || w.events >= ckptEveryEvents || w.bytes >= ckptEveryBytes
+	if !kick && w.bytes-w.statAt >= ckptLookBytes {
+		// The WAL holds more than the events (index pages, heads, overflow pages): a WAL that
+		// grew by ckptEveryWALBytes since the last kick is checkpointed before it fills a disk.
+		w.statAt = w.bytes
+		kick = w.s.walSize() >= w.walAtKick+ckptEveryWALBytes
+	}
+	if kick {
+		w.commits, w.events, w.bytes, w.statAt = 0, 0, 0, 0
+		w.walAtKick = w.s.walSize()
 		w.s.kickCheckpointer()
 	}
 	c := committed{n: n, group: append([]*request(nil), taken...)}
