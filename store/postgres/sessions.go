@@ -99,16 +99,28 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		return fmt.Errorf("create session %q: %w", id, err)
 	}
 	var sk int64
-	created := false
+	created, tries := false, 0
 	err = retry(ctx, readAttempts, func() error {
-		// ON CONFLICT DO NOTHING: a retry after a lost answer to a committed insert finds
-		// the row and reports ErrSessionExists, which is what happened.
+		tries++
+		// ON CONFLICT DO NOTHING: the id is taken (ErrSessionExists), unless an earlier try of
+		// this call committed and lost its answer (a connection cut, a failover): then the row
+		// holds exactly what this call inserts (the record's times included), and the
+		// session was created by this call.
 		err := s.pool.QueryRow(ctx, `INSERT INTO sessions (id, status, agent_id, project, record, snapshot, lineage, active_branch)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING sk`,
 			id, sess.Record.Status, sess.Record.AgentID, sess.Record.Project.Get(),
 			string(row.Record), string(row.Snapshot), nullJSON(row.Lineage), nullJSON(row.ActiveBranch)).Scan(&sk)
 		if errors.Is(err, pgx.ErrNoRows) {
 			created = false
+			if tries > 1 {
+				err = s.pool.QueryRow(ctx, `SELECT sk FROM sessions WHERE id = $1 AND record::text = $2 AND snapshot::text = $3`,
+					id, string(row.Record), string(row.Snapshot)).Scan(&sk)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				created = err == nil
+				return err
+			}
 			return nil
 		}
 		created = err == nil
