@@ -82,7 +82,11 @@ export function ListPage() {
     return () => { stop = true; clearTimeout(timer); clearTimeout(settle); unfollow(); };
   }, [f.status, f.project, f.agent]);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
-  const find = (e) => { e.preventDefault(); setF({ ...f, find: e.currentTarget.elements.find.value.trim() }); };
+  // What is typed in the search box is kept as it is typed: the list re-renders while the feed
+  // reloads it, and must not put the box back to the last search meanwhile.
+  const [draft, setDraft] = useState(f.find || "");
+  useEffect(() => setDraft(f.find || ""), [f.find]);
+  const find = (e) => { e.preventDefault(); setF({ ...f, find: draft.trim() }); };
   const rows = list ? list.sessions.filter((s) => (!f.role || s.record.role === f.role) && (!f.q || s.record.session_id.toLowerCase().includes(f.q.toLowerCase())))
     .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a))) : [];
   return html`<main class="page">
@@ -96,7 +100,7 @@ export function ListPage() {
       <label>Role<input value=${f.role} onInput=${set("role")} /></label>
     </form>
     <form class="find" role="search" aria-label="Search events" onSubmit=${find}>
-      <label>Search events<input type="search" name="find" value=${f.find} placeholder='words, "a phrase", prefix*' /></label>
+      <label>Search events<input type="search" name="find" value=${draft} onInput=${(e) => setDraft(e.currentTarget.value)} placeholder='words, "a phrase", prefix*' /></label>
       <button type="submit">Search</button>
     </form>
     ${f.find ? html`<${SearchResults} q=${f.find} f=${f} />` : null}
